@@ -1,0 +1,51 @@
+"""Entry-point factory: turns a registry spec into a functions-framework CloudEvent function."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import functions_framework
+
+from functions import _events
+from functions.errors import record_error
+from functions.registry import FirestoreTrigger, FunctionSpec
+from shared.models import DocumentError
+
+log = logging.getLogger(__name__)
+
+
+@functools.cache
+def _handler(dotted: str) -> Callable[[Any], None]:
+    module, _, name = dotted.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def dispatch(spec: FunctionSpec, cloud_event: Any) -> None:
+    """Decode the event, drop what production would never deliver, and run the handler.
+
+    A DocumentError (a malformed or missing document) is recorded and swallowed: retrying would
+    not fix the document, and raising would only make a retry storm.
+    """
+    if isinstance(spec.trigger, FirestoreTrigger):
+        event: Any = _events.firestore_event(cloud_event, spec.trigger.document)
+        if event.is_phantom or (spec.trigger.event == "updated" and event.is_noop):
+            return
+    else:
+        event = _events.pubsub_event(cloud_event)
+    try:
+        _handler(spec.handler)(event)
+    except DocumentError as error:
+        record_error(spec.name, error, event_id=event.id)
+
+
+def cloud_event_function(spec: FunctionSpec) -> Callable[[Any], None]:
+    def entry(cloud_event: Any) -> None:
+        dispatch(spec, cloud_event)
+
+    entry.__name__ = entry.__qualname__ = spec.name
+    entry.__doc__ = spec.description
+    return functions_framework.cloud_event(entry)

@@ -1,0 +1,62 @@
+"""Error records: what the backend could not do, with the document, field and reason.
+
+Written to ``experiments/{e}/errors/{id}`` where the experimenter sees them in the console. The
+id is derived from the error itself, so a repeated delivery updates one record instead of adding
+new ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+
+from google.api_core import exceptions as gexc
+from google.cloud import firestore
+
+from functions import store
+from shared import paths
+from shared.models import DocumentError, ErrorRecord, now
+
+log = logging.getLogger(__name__)
+
+
+def error_id(function: str, error: DocumentError) -> str:
+    key = "\x1f".join((function, error.document, error.field, error.reason))
+    return hashlib.sha1(key.encode()).hexdigest()[:24]
+
+
+def experiment_of(document: str) -> str | None:
+    parts = document.split("/")
+    return parts[1] if len(parts) >= 2 and parts[0] == "experiments" else None
+
+
+def record_error(
+    function: str, error: DocumentError, event_id: str = "", severity: str = "error"
+) -> str | None:
+    """Write or refresh the error record; returns its path (None if no experiment to file it under)."""
+    experiment_id = experiment_of(error.document)
+    log.warning("%s: %s", function, error)
+    if experiment_id is None:
+        return None
+    record_id = error_id(function, error)
+    path = paths.build(paths.ERROR_RECORD, experimentId=experiment_id, errorId=record_id)
+    stamp = now()
+    record = ErrorRecord(
+        id=record_id,
+        function=function,
+        document=error.document,
+        field=error.field,
+        reason=error.reason,
+        severity=severity,
+        event_id=event_id,
+        first_seen=stamp,
+        last_seen=stamp,
+    )
+    doc = store.ref(path)
+    try:
+        doc.create(record.to_firestore())
+    except gexc.AlreadyExists:
+        doc.update(
+            {"lastSeen": stamp, "eventId": event_id, "occurrences": firestore.Increment(1)}
+        )
+    return path

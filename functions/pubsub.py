@@ -1,0 +1,44 @@
+"""Publishing to Pub/Sub topics of the registry, awaited so nothing is lost when a function returns."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+from google.cloud import pubsub_v1
+
+from functions import store
+
+PublishObserver = Callable[[str, str], None]
+"""Called with (topic, message id) after each publish; the local runtime counts cascades with it."""
+
+_observers: list[PublishObserver] = []
+
+
+def add_observer(observer: PublishObserver) -> None:
+    _observers.append(observer)
+
+
+def remove_observer(observer: PublishObserver) -> None:
+    if observer in _observers:
+        _observers.remove(observer)
+
+
+@functools.cache
+def _publisher() -> pubsub_v1.PublisherClient:
+    return pubsub_v1.PublisherClient()
+
+
+def topic_path(topic: str) -> str:
+    return f"projects/{store.project_id()}/topics/{topic}"
+
+
+def publish(topic: str, payload: Any, **attributes: str) -> str:
+    """Publish ``payload`` as JSON and wait for the server's message id."""
+    data = json.dumps(payload, separators=(",", ":")).encode()
+    message_id = _publisher().publish(topic_path(topic), data, **attributes).result(timeout=60)
+    for observer in list(_observers):
+        observer(topic, message_id)
+    return message_id

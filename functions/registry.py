@@ -1,0 +1,98 @@
+"""The function registry: the single source of truth for every function and its trigger.
+
+The entry points (functions/main.py), the local runtime (emulator/) and the deploy tool all read
+this table; nothing else names a trigger path or topic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from shared import paths
+
+FirestoreEventKind = Literal["created", "updated", "deleted", "written"]
+
+
+@dataclasses.dataclass(frozen=True)
+class FirestoreTrigger:
+    event: FirestoreEventKind
+    document: str
+    """Path pattern, ``{name}`` matching one segment."""
+
+    @property
+    def event_type(self) -> str:
+        return f"google.cloud.firestore.document.v1.{self.event}"
+
+
+@dataclasses.dataclass(frozen=True)
+class PubSubTrigger:
+    topic: str
+
+    event_type = "google.cloud.pubsub.topic.v1.messagePublished"
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionSpec:
+    name: str
+    trigger: FirestoreTrigger | PubSubTrigger
+    handler: str
+    """``module:function`` called with the decoded event."""
+    description: str
+    timeout_s: int = 300
+    memory: str = "1GiB"
+    retry: bool = False
+    max_instances: int | None = None
+
+
+AGENT_WAKE_TOPIC = "agent-wake"
+
+REGISTRY: tuple[FunctionSpec, ...] = (
+    FunctionSpec(
+        name="onParticipantCreated",
+        trigger=FirestoreTrigger("created", paths.PARTICIPANT),
+        handler="functions.triggers.participant:on_participant_created",
+        description="Start an agent participant: timestamps, unlock check, first move.",
+    ),
+    FunctionSpec(
+        name="onParticipantUpdated",
+        trigger=FirestoreTrigger("updated", paths.PARTICIPANT),
+        handler="functions.triggers.participant:on_participant_updated",
+        description=(
+            "completeStageAsAgentParticipant: one move per update (attention check, "
+            "transfer, or complete the current stage); unlock check for humans too."
+        ),
+    ),
+    FunctionSpec(
+        name="onStageDataWritten",
+        trigger=FirestoreTrigger("written", paths.STAGE_DATA),
+        handler="functions.triggers.stage_data:on_stage_data_written",
+        description="Mirror a participant's answer into the cohort's publicStageData.",
+        timeout_s=60,
+    ),
+    FunctionSpec(
+        name="onCohortUpdated",
+        trigger=FirestoreTrigger("updated", paths.COHORT),
+        handler="functions.triggers.cohort:on_cohort_updated",
+        description="Wake the agents waiting at a stage that just unlocked (one message each).",
+        timeout_s=60,
+    ),
+    FunctionSpec(
+        name="onAgentWake",
+        trigger=PubSubTrigger(AGENT_WAKE_TOPIC),
+        handler="functions.triggers.cohort:on_agent_wake",
+        description="Make one move for a woken agent participant.",
+        retry=True,
+    ),
+)
+
+
+def get(name: str) -> FunctionSpec:
+    for spec in REGISTRY:
+        if spec.name == name:
+            return spec
+    raise KeyError(f"no function named {name!r} in the registry")
+
+
+def topics() -> list[str]:
+    return sorted({s.trigger.topic for s in REGISTRY if isinstance(s.trigger, PubSubTrigger)})

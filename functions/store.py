@@ -1,0 +1,92 @@
+"""Firestore access for the functions: the client, typed reads, and small write helpers."""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, TypeVar
+
+from google.cloud import firestore
+from pydantic import BaseModel
+
+from shared import paths
+from shared.models import (
+    CohortConfig,
+    Experiment,
+    ParticipantProfile,
+    StageConfig,
+    parse_document,
+    parse_stage,
+)
+
+M = TypeVar("M", bound=BaseModel)
+
+# Document fields that Deliberate Lab sets to the document id; a console edit may leave them out.
+_ID_FIELDS = {
+    ParticipantProfile: "privateId",
+    Experiment: "id",
+    CohortConfig: "id",
+}
+
+
+def project_id() -> str | None:
+    return os.environ.get("GOOGLE_CLOUD_PROJECT") or os.environ.get("GCLOUD_PROJECT")
+
+
+@functools.cache
+def db() -> firestore.Client:
+    return firestore.Client(project=project_id())
+
+
+def ref(path: str) -> firestore.DocumentReference:
+    return db().document(path)
+
+
+def snapshot_data(path: str, transaction: Any = None) -> dict[str, Any] | None:
+    snap = ref(path).get(transaction=transaction)
+    return snap.to_dict() if snap.exists else None
+
+
+def _with_id(model: type, path: str, data: dict[str, Any] | None) -> dict[str, Any] | None:
+    field = _ID_FIELDS.get(model, "id")
+    if data is not None and not data.get(field):
+        data = {**data, field: path.rsplit("/", 1)[1]}
+    return data
+
+
+def read(model: type[M], path: str, transaction: Any = None) -> M:
+    """Read and validate a document; DocumentError names the path and field when it is unusable."""
+    return parse_document(model, path, _with_id(model, path, snapshot_data(path, transaction)))
+
+
+def read_stage(experiment_id: str, stage_id: str, transaction: Any = None) -> StageConfig:
+    path = paths.build(paths.STAGE, experimentId=experiment_id, stageId=stage_id)
+    return parse_stage(path, _with_id(object, path, snapshot_data(path, transaction)))
+
+
+def experiment_path(experiment_id: str) -> str:
+    return paths.build(paths.EXPERIMENT, experimentId=experiment_id)
+
+
+def participant_path(experiment_id: str, participant_id: str) -> str:
+    return paths.build(paths.PARTICIPANT, experimentId=experiment_id, participantId=participant_id)
+
+
+def cohort_path(experiment_id: str, cohort_id: str) -> str:
+    return paths.build(paths.COHORT, experimentId=experiment_id, cohortId=cohort_id)
+
+
+def stage_data_path(experiment_id: str, participant_id: str, stage_id: str) -> str:
+    return paths.build(
+        paths.STAGE_DATA, experimentId=experiment_id, participantId=participant_id, stageId=stage_id
+    )
+
+
+def public_stage_data_path(experiment_id: str, cohort_id: str, stage_id: str) -> str:
+    return paths.build(
+        paths.PUBLIC_STAGE_DATA, experimentId=experiment_id, cohortId=cohort_id, stageId=stage_id
+    )
+
+
+def participants(experiment_id: str) -> firestore.CollectionReference:
+    return db().collection(paths.collection_of(paths.PARTICIPANT, experimentId=experiment_id))

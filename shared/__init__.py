@@ -1,0 +1,1 @@
+"""Pure domain code shared by the functions, the local runtime and the tools."""

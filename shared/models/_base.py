@@ -1,0 +1,86 @@
+"""Base model for Firestore documents: snake_case in Python, camelCase in Firestore."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic.alias_generators import to_camel
+
+
+def _coerce_timestamp(value: Any) -> Any:
+    """Accept Deliberate Lab's JSON form of a Timestamp ({seconds, nanoseconds}) as well."""
+    if isinstance(value, dict) and "seconds" in value:
+        seconds = value["seconds"] + value.get("nanoseconds", 0) / 1e9
+        return datetime.fromtimestamp(seconds, tz=UTC)
+    return value
+
+
+Timestamp = Annotated[datetime, BeforeValidator(_coerce_timestamp)]
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+class DocModel(BaseModel):
+    """A Firestore document or nested map. Unknown fields are kept, so a round trip loses nothing."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        use_enum_values=True,
+        validate_default=True,
+    )
+
+    def to_firestore(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="python")
+
+
+class DocumentError(Exception):
+    """A document that cannot be used, with where and why, for the experiment's error records."""
+
+    def __init__(self, document: str, field: str, reason: str) -> None:
+        super().__init__(f"{document}: field '{field}': {reason}")
+        self.document = document
+        self.field = field
+        self.reason = reason
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _field_of(loc: tuple[int | str, ...], data: Any) -> str:
+    """The document field a pydantic error location points at, walking the data to drop
+    union tags (e.g. a question's ``kind``) and validator names that are not fields."""
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int) and isinstance(data, list) and item < len(data):
+            parts.append(f"[{item}]")
+            data = data[item]
+        elif isinstance(item, str) and isinstance(data, dict) and item in data:
+            parts.append(("." if parts else "") + item)
+            data = data[item]
+        elif isinstance(item, str) and isinstance(data, dict) and data.get("kind") == item:
+            continue  # discriminated-union tag
+        elif isinstance(item, str) and not item.startswith(("function-", "tagged-union")):
+            parts.append(("." if parts else "") + item)  # a missing field
+            data = None
+    return "".join(parts) or "(document)"
+
+
+def parse_document(model: type[M], path: str, data: dict[str, Any] | None) -> M:
+    """Validate ``data`` as ``model``; raise DocumentError naming the path, field and reason."""
+    if data is None:
+        raise DocumentError(path, "(document)", "document does not exist")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        reason = first["msg"]
+        if first["type"] != "missing":
+            got = first.get("input")
+            reason += f" (got {type(got).__name__ if isinstance(got, dict | list) else repr(got)})"
+        raise DocumentError(path, _field_of(first["loc"], data), reason) from exc

@@ -1,0 +1,95 @@
+"""Stage answers (``participants/{p}/stageData/{s}``) and public stage data per kind."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from shared.models._base import DocModel
+
+
+class TextAnswer(DocModel):
+    id: str
+    kind: Literal["text"] = "text"
+    answer: str
+
+
+class CheckAnswer(DocModel):
+    id: str
+    kind: Literal["check"] = "check"
+    is_checked: bool
+
+
+class MultipleChoiceAnswer(DocModel):
+    id: str
+    kind: Literal["mc"] = "mc"
+    choice_id: str
+
+
+class ScaleAnswer(DocModel):
+    id: str
+    kind: Literal["scale"] = "scale"
+    value: int
+
+
+SurveyAnswer = Annotated[
+    TextAnswer | CheckAnswer | MultipleChoiceAnswer | ScaleAnswer, Field(discriminator="kind")
+]
+
+
+class SurveyStageAnswer(DocModel):
+    id: str
+    kind: Literal["survey"] = "survey"
+    answer_map: dict[str, SurveyAnswer] = {}
+
+
+class SurveyPerParticipantStageAnswer(DocModel):
+    id: str
+    kind: Literal["surveyPerParticipant"] = "surveyPerParticipant"
+    # question id -> participant public id -> answer
+    answer_map: dict[str, dict[str, SurveyAnswer]] = {}
+
+
+class RankingStageAnswer(DocModel):
+    id: str
+    kind: Literal["ranking"] = "ranking"
+    ranking_list: list[str] = []
+
+
+StageAnswer = SurveyStageAnswer | SurveyPerParticipantStageAnswer | RankingStageAnswer
+
+
+class SurveyPublicData(DocModel):
+    id: str
+    kind: Literal["survey"] = "survey"
+    participant_answer_map: dict[str, dict[str, SurveyAnswer]] = {}
+
+
+class RankingPublicData(DocModel):
+    id: str
+    kind: Literal["ranking"] = "ranking"
+    winner_id: str = ""
+    participant_answer_map: dict[str, list[str]] = {}
+
+
+class ChatPublicData(DocModel):
+    id: str
+    kind: Literal["chat"] = "chat"
+    current_discussion_id: str | None = None
+    discussion_timestamp_map: dict[str, dict[str, Any]] = {}
+    discussion_start_timestamp: Any = None
+    discussion_checkpoint_timestamp: Any = None
+    discussion_end_timestamp: Any = None
+
+
+class RolePublicData(DocModel):
+    id: str
+    kind: Literal["role"] = "role"
+    participant_map: dict[str, str] = {}
+
+
+class AssetAllocationPublicData(DocModel):
+    id: str
+    kind: Literal["assetAllocation"] = "assetAllocation"
+    participant_allocations: dict[str, Any] = {}

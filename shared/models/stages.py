@@ -1,0 +1,254 @@
+"""Stage configs (``experiments/{e}/stages/{s}``) by kind, as in Deliberate Lab's utils/src/stages."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from shared.models._base import DocModel, parse_document
+
+
+class StageKind(StrEnum):
+    INFO = "info"
+    TOS = "tos"
+    PROFILE = "profile"
+    CHAT = "chat"
+    CHIP = "chip"
+    COMPREHENSION = "comprehension"
+    FLIPCARD = "flipcard"
+    RANKING = "ranking"
+    PAYOUT = "payout"
+    PRIVATE_CHAT = "privateChat"
+    REVEAL = "reveal"
+    SALESPERSON = "salesperson"
+    STOCKINFO = "stockinfo"
+    ASSET_ALLOCATION = "assetAllocation"
+    MULTI_ASSET_ALLOCATION = "multiAssetAllocation"
+    ROLE = "role"
+    NEGOTIATION_PROFILE = "negotiationProfile"
+    NEGOTIATION_PAYOUT = "negotiationPayout"
+    SURVEY = "survey"
+    SURVEY_PER_PARTICIPANT = "surveyPerParticipant"
+    TRANSFER = "transfer"
+
+
+class StageText(DocModel):
+    primary_text: str = ""
+    info_text: str = ""
+    help_text: str = ""
+
+
+class StageProgress(DocModel):
+    min_participants: int = 0
+    wait_for_all_participants: bool = False
+    show_participant_progress: bool = True
+
+
+class BaseStage(DocModel):
+    id: str
+    kind: str
+    name: str = ""
+    descriptions: StageText = Field(default_factory=StageText)
+    progress: StageProgress = Field(default_factory=StageProgress)
+
+
+class TosStage(BaseStage):
+    kind: Literal["tos"] = "tos"
+    tos_lines: list[str] = []
+
+
+class InfoStage(BaseStage):
+    kind: Literal["info"] = "info"
+    info_lines: list[str] = []
+    youtube_video_id: str | None = None
+
+
+class ProfileType(StrEnum):
+    DEFAULT = "DEFAULT"
+    DEFAULT_GENDERED = "DEFAULT_GENDERED"
+    ANONYMOUS_ANIMAL = "ANONYMOUS_ANIMAL"
+    ANONYMOUS_PARTICIPANT = "ANONYMOUS_PARTICIPANT"
+
+
+class ProfileStage(BaseStage):
+    kind: Literal["profile"] = "profile"
+    profile_type: ProfileType = ProfileType.DEFAULT
+
+
+class TextQuestion(DocModel):
+    id: str
+    kind: Literal["text"] = "text"
+    question_title: str = ""
+    min_char_count: int | None = None
+    max_char_count: int | None = None
+
+
+class CheckQuestion(DocModel):
+    id: str
+    kind: Literal["check"] = "check"
+    question_title: str = ""
+    is_required: bool = False
+
+
+class MultipleChoiceItem(DocModel):
+    id: str
+    image_id: str = ""
+    text: str = ""
+
+
+class MultipleChoiceQuestion(DocModel):
+    id: str
+    kind: Literal["mc"] = "mc"
+    question_title: str = ""
+    options: list[MultipleChoiceItem] = Field(min_length=1)
+    correct_answer_id: str | None = None
+
+
+class ScaleQuestion(DocModel):
+    id: str
+    kind: Literal["scale"] = "scale"
+    question_title: str = ""
+    lower_value: int = 0
+    upper_value: int = 10
+    lower_text: str = ""
+    upper_text: str = ""
+    middle_text: str | None = None
+    step_size: int | None = None
+
+
+SurveyQuestion = Annotated[
+    TextQuestion | CheckQuestion | MultipleChoiceQuestion | ScaleQuestion,
+    Field(discriminator="kind"),
+]
+
+
+class SurveyStage(BaseStage):
+    kind: Literal["survey"] = "survey"
+    questions: list[SurveyQuestion] = []
+
+
+class SurveyPerParticipantStage(BaseStage):
+    kind: Literal["surveyPerParticipant"] = "surveyPerParticipant"
+    questions: list[SurveyQuestion] = []
+    enable_self_survey: bool = False
+
+
+class RankingItem(DocModel):
+    id: str
+    image_id: str = ""
+    text: str = ""
+
+
+class RankingStage(BaseStage):
+    kind: Literal["ranking"] = "ranking"
+    ranking_type: Literal["items", "participants"] = "items"
+    strategy: Literal["none", "condorcet"] = "none"
+    ranking_items: list[RankingItem] = []
+    enable_self_voting: bool = False
+
+
+class ChatDiscussion(DocModel):
+    id: str
+    type: str = "DEFAULT"
+    description: str = ""
+
+
+class ChatStage(BaseStage):
+    kind: Literal["chat"] = "chat"
+    discussions: list[ChatDiscussion] = []
+    time_limit_in_minutes: int | None = None
+    time_minimum_in_minutes: int | None = None
+    is_turn_based: bool = False
+    enable_reactions_and_replies: bool = False
+
+
+class PrivateChatStage(BaseStage):
+    kind: Literal["privateChat"] = "privateChat"
+    time_limit_in_minutes: int | None = None
+    time_minimum_in_minutes: int | None = None
+    is_turn_based_chat: bool = True
+    min_number_of_turns: int = 0
+    max_number_of_turns: int | None = None
+    prevent_cancellation: bool = False
+
+
+class TransferStage(BaseStage):
+    kind: Literal["transfer"] = "transfer"
+    enable_timeout: bool = False
+    timeout_seconds: float = 0
+    auto_transfer_config: dict[str, Any] | None = None
+
+
+class Role(DocModel):
+    id: str
+    name: str = ""
+    display_lines: list[str] = []
+    min_participants: int = 0
+    max_participants: int | None = None  # None is unlimited (DL compares `count < null`)
+
+
+class RoleStage(BaseStage):
+    kind: Literal["role"] = "role"
+    roles: list[Role] = []
+
+
+class StockInfoStage(BaseStage):
+    kind: Literal["stockinfo"] = "stockinfo"
+    stocks: list[dict[str, Any]] = []
+    initial_investment: float = 1000
+    currency: str = "USD"
+
+
+class AssetAllocationStage(BaseStage):
+    kind: Literal["assetAllocation"] = "assetAllocation"
+    stock_config: dict[str, Any] = {}
+
+
+class OtherStage(BaseStage):
+    """Any other kind, kept as is; agents take no action there and advance."""
+
+
+StageConfig = (
+    TosStage
+    | InfoStage
+    | ProfileStage
+    | SurveyStage
+    | SurveyPerParticipantStage
+    | RankingStage
+    | ChatStage
+    | PrivateChatStage
+    | TransferStage
+    | RoleStage
+    | StockInfoStage
+    | AssetAllocationStage
+    | OtherStage
+)
+
+STAGE_MODELS: dict[str, type[BaseStage]] = {
+    model.model_fields["kind"].default: model
+    for model in (
+        TosStage,
+        InfoStage,
+        ProfileStage,
+        SurveyStage,
+        SurveyPerParticipantStage,
+        RankingStage,
+        ChatStage,
+        PrivateChatStage,
+        TransferStage,
+        RoleStage,
+        StockInfoStage,
+        AssetAllocationStage,
+    )
+}
+
+KNOWN_KINDS = frozenset(kind.value for kind in StageKind)
+
+
+def parse_stage(path: str, data: dict[str, Any] | None) -> StageConfig:
+    """Validate a stage document by its kind; unknown kinds parse as OtherStage."""
+    kind = (data or {}).get("kind")
+    model = STAGE_MODELS.get(kind, OtherStage) if isinstance(kind, str) else OtherStage
+    return parse_document(model, path, data)  # type: ignore[return-value]
