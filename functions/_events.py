@@ -64,7 +64,10 @@ def _value(value: Any) -> Any:
     if kind == "timestamp_value":
         return value.timestamp_value.ToDatetime(tzinfo=UTC)
     if kind == "geo_point_value":
-        return {"latitude": value.geo_point_value.latitude, "longitude": value.geo_point_value.longitude}
+        return {
+            "latitude": value.geo_point_value.latitude,
+            "longitude": value.geo_point_value.longitude,
+        }
     if kind == "reference_value":
         return value.reference_value.split(_DOCUMENTS_MARKER, 1)[-1]
     return getattr(value, kind)
@@ -105,7 +108,12 @@ def firestore_event(cloud_event: Any, pattern: str) -> FirestoreEvent:
     if params is None:
         raise ValueError(f"document {document!r} does not match trigger pattern {pattern!r}")
     return FirestoreEvent(
-        id=attrs["id"], type=attrs["type"], document=document, params=params, before=before, after=after
+        id=attrs["id"],
+        type=attrs["type"],
+        document=document,
+        params=params,
+        before=before,
+        after=after,
     )
 
 

@@ -33,7 +33,7 @@ def experiment_of(document: str) -> str | None:
 def record_error(
     function: str, error: DocumentError, event_id: str = "", severity: str = "error"
 ) -> str | None:
-    """Write or refresh the error record; returns its path (None if no experiment to file it under)."""
+    """Write or refresh the error record; its path, or None if no experiment to file it under."""
     experiment_id = experiment_of(error.document)
     log.warning("%s: %s", function, error)
     if experiment_id is None:
@@ -56,7 +56,5 @@ def record_error(
     try:
         doc.create(record.to_firestore())
     except gexc.AlreadyExists:
-        doc.update(
-            {"lastSeen": stamp, "eventId": event_id, "occurrences": firestore.Increment(1)}
-        )
+        doc.update({"lastSeen": stamp, "eventId": event_id, "occurrences": firestore.Increment(1)})
     return path

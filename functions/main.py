@@ -8,8 +8,8 @@ import sys
 # functions-framework loads this file by path; make the repository root importable.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from functions._entry import cloud_event_function  # noqa: E402
-from functions.registry import REGISTRY  # noqa: E402
+from functions._entry import cloud_event_function
+from functions.registry import REGISTRY
 
 for _spec in REGISTRY:
     globals()[_spec.name] = cloud_event_function(_spec)

@@ -1,4 +1,4 @@
-"""Publishing to Pub/Sub topics of the registry, awaited so nothing is lost when a function returns."""
+"""Publishing to the registry's Pub/Sub topics, awaited so nothing is lost on return."""
 
 from __future__ import annotations
 
@@ -39,6 +39,6 @@ def publish(topic: str, payload: Any, **attributes: str) -> str:
     """Publish ``payload`` as JSON and wait for the server's message id."""
     data = json.dumps(payload, separators=(",", ":")).encode()
     message_id = _publisher().publish(topic_path(topic), data, **attributes).result(timeout=60)
-    for observer in list(_observers):
+    for observer in _observers:
         observer(topic, message_id)
     return message_id

@@ -60,12 +60,16 @@ def read(model: type[M], path: str, transaction: Any = None) -> M:
 
 
 def read_stage(experiment_id: str, stage_id: str, transaction: Any = None) -> StageConfig:
-    path = paths.build(paths.STAGE, experimentId=experiment_id, stageId=stage_id)
+    path = stage_path(experiment_id, stage_id)
     return parse_stage(path, _with_id(object, path, snapshot_data(path, transaction)))
 
 
 def experiment_path(experiment_id: str) -> str:
     return paths.build(paths.EXPERIMENT, experimentId=experiment_id)
+
+
+def stage_path(experiment_id: str, stage_id: str) -> str:
+    return paths.build(paths.STAGE, experimentId=experiment_id, stageId=stage_id)
 
 
 def participant_path(experiment_id: str, participant_id: str) -> str:

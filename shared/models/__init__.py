@@ -26,8 +26,19 @@ from shared.models.answers import (
     TextAnswer,
 )
 from shared.models.chat import ChatMessage, MediatorProfile, MediatorStatus, UserType
-from shared.models.experiment import CohortConfig, CohortParticipantConfig, Experiment, Metadata
-from shared.models.logs import ErrorRecord, ExperimenterData, ModelLogEntry, ModelResponse, TokenUsage
+from shared.models.experiment import (
+    CohortConfig,
+    CohortParticipantConfig,
+    Experiment,
+    Metadata,
+)
+from shared.models.logs import (
+    ErrorRecord,
+    ExperimenterData,
+    ModelLogEntry,
+    ModelResponse,
+    TokenUsage,
+)
 from shared.models.participant import (
     ACTIVE_STATUSES,
     AgentModelSettings,

@@ -25,7 +25,7 @@ def now() -> datetime:
 
 
 class DocModel(BaseModel):
-    """A Firestore document or nested map. Unknown fields are kept, so a round trip loses nothing."""
+    """A Firestore document or nested map. Unknown fields are kept: a round trip loses nothing."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,

@@ -1,4 +1,4 @@
-"""Agent personas (``agentParticipants`` / ``agentMediators``) and their per-stage prompt configs."""
+"""Agent personas (``agentParticipants``, ``agentMediators``) and their per-stage prompts."""
 
 from __future__ import annotations
 

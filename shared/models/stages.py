@@ -1,4 +1,4 @@
-"""Stage configs (``experiments/{e}/stages/{s}``) by kind, as in Deliberate Lab's utils/src/stages."""
+"""Stage configs (``experiments/{e}/stages/{s}``) by kind, as in DL's utils/src/stages."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""Agent logic the triggers call: progression through stages, model calls, cohort locks."""

@@ -1,0 +1,303 @@
+"""completeStageAsAgentParticipant: one move per participant update.
+
+A move is one of: resolve an attention check, accept a pending transfer, or complete the current
+stage (answering it with the model first where the stage asks for it). Each move is committed in
+a transaction that re-checks it still applies, so duplicate, concurrent and late deliveries of the
+same update make the move once. A committed move writes the participant document, whose update
+event makes the next move.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Any
+
+from google.cloud import firestore
+
+from functions import store
+from functions.agents import cohort_lock
+from functions.agents.model_call import AnswerFailed, CallSite, ask
+from functions.errors import record_error
+from shared.llm import ModelError
+from shared.models import (
+    KNOWN_KINDS,
+    CohortConfig,
+    DocumentError,
+    Experiment,
+    ParticipantProfile,
+    ParticipantStatus,
+    ProfileBase,
+    StageAnswer,
+    StageConfig,
+    now,
+)
+from shared.prompts import answer_prompt
+from shared.stages import ANSWER_SPECS, AgentAction, AnswerContext, Peer, agent_action
+
+FUNCTION = "completeStageAsAgentParticipant"
+log = logging.getLogger(__name__)
+
+
+class Move(StrEnum):
+    NONE = "none"
+    ATTENTION_CHECK_RESOLVED = "attention-check-resolved"
+    TRANSFER_ACCEPTED = "transfer-accepted"
+    STARTED = "started"
+    WAITING_LOCKED = "waiting-locked"
+    WAITING = "waiting"
+    STAGE_COMPLETED = "stage-completed"
+    FINISHED = "finished"
+    FAILED = "failed"
+
+
+Mutation = Callable[[ParticipantProfile, Any], None]
+"""Changes the participant in place inside a transaction (may also write other documents);
+raises _Stale when the move no longer applies."""
+
+
+class _Stale(Exception):
+    """The participant changed since the decision: the move no longer applies."""
+
+
+def _commit(participant_path: str, mutate: Mutation) -> bool:
+    """Apply ``mutate`` to a fresh read in a transaction; write only the fields that changed."""
+    doc = store.ref(participant_path)
+
+    @firestore.transactional
+    def run(transaction: Any) -> bool:
+        current = store.read(ParticipantProfile, participant_path, transaction)
+        before = current.to_firestore()
+        try:
+            mutate(current, transaction)
+        except _Stale:
+            return False
+        after = current.to_firestore()
+        changed = {k: v for k, v in after.items() if before.get(k) != v}
+        if changed:
+            transaction.update(doc, changed)
+        return bool(changed)
+
+    return run(store.db().transaction())
+
+
+def _fill_start_timestamps(p: ParticipantProfile) -> None:
+    stamp = now()
+    ts = p.timestamps
+    ts.start_experiment = ts.start_experiment or stamp
+    ts.accepted_tos = ts.accepted_tos or stamp
+    if p.current_stage_id and p.current_stage_id not in ts.ready_stages:
+        ts.ready_stages = {**ts.ready_stages, p.current_stage_id: stamp}
+
+
+def _needs_start_timestamps(p: ParticipantProfile) -> bool:
+    ts = p.timestamps
+    return not (ts.start_experiment and ts.accepted_tos and p.current_stage_id in ts.ready_stages)
+
+
+def _complete_stage(p: ParticipantProfile, experiment: Experiment) -> None:
+    """Deliberate Lab's updateParticipantNextStage, in memory."""
+    stamp = now()
+    stage_id = p.current_stage_id
+    p.timestamps.completed_stages = {**p.timestamps.completed_stages, stage_id: stamp}
+    next_id = experiment.next_stage_id(stage_id)
+    if next_id is None:
+        p.timestamps.end_experiment = stamp
+        p.current_status = ParticipantStatus.SUCCESS
+    else:
+        p.current_stage_id = next_id
+        p.timestamps.ready_stages = {**p.timestamps.ready_stages, next_id: stamp}
+
+
+def _same_position(decided: ParticipantProfile) -> Callable[[ParticipantProfile], None]:
+    def check(current: ParticipantProfile) -> None:
+        if (
+            current.current_stage_id != decided.current_stage_id
+            or current.current_status != decided.current_status
+            or current.current_cohort_id != decided.current_cohort_id
+            or current.timestamps.end_experiment is not None
+            or decided.current_stage_id in current.timestamps.completed_stages
+        ):
+            raise _Stale
+
+    return check
+
+
+def _peers(experiment_id: str, participant: ParticipantProfile) -> tuple[Peer, ...]:
+    members = cohort_lock.cohort_members(experiment_id, participant.current_cohort_id)
+    return tuple(
+        Peer(m.public_id, m.display_name)
+        for m in sorted(members, key=lambda m: m.public_id)
+        if m.private_id != participant.private_id and m.public_id
+    )
+
+
+def _answer(
+    experiment: Experiment, participant: ParticipantProfile, stage: StageConfig
+) -> StageAnswer | ProfileBase:
+    spec = ANSWER_SPECS[stage.kind]
+    ctx = AnswerContext(participant=participant, peers=_peers(experiment.id, participant))
+    schema = spec.schema(stage, ctx)
+    prompt = answer_prompt(participant, stage, spec.display(stage, ctx), schema)
+    site = CallSite(experiment.id, participant, stage.id, f"{stage.kind} stage answer")
+    return ask(site, prompt, schema, lambda reply: spec.extract(stage, ctx, reply))
+
+
+def _existing_answer(
+    experiment_id: str, participant: ParticipantProfile, stage: StageConfig
+) -> bool:
+    data = store.snapshot_data(
+        store.stage_data_path(experiment_id, participant.private_id, stage.id)
+    )
+    return bool(data) and data.get("kind") == stage.kind
+
+
+def _completion(
+    experiment: Experiment, decided: ParticipantProfile, answer: StageAnswer | ProfileBase | None
+) -> Mutation:
+    check = _same_position(decided)
+
+    def mutate(p: ParticipantProfile, transaction: Any) -> None:
+        check(p)
+        if isinstance(answer, ProfileBase):
+            p.name, p.avatar, p.pronouns = answer.name, answer.avatar, answer.pronouns
+        elif answer is not None:
+            path = store.stage_data_path(experiment.id, p.private_id, p.current_stage_id)
+            if not store.ref(path).get(transaction=transaction).exists:
+                transaction.set(store.ref(path), answer.to_firestore())
+        _fill_start_timestamps(p)
+        _complete_stage(p, experiment)
+
+    return mutate
+
+
+def _resolve_attention_check(p: ParticipantProfile, transaction: Any) -> None:
+    if p.current_status != ParticipantStatus.ATTENTION_CHECK:
+        raise _Stale
+    p.current_status = (
+        ParticipantStatus.TRANSFER_PENDING
+        if p.transfer_cohort_id
+        else ParticipantStatus.IN_PROGRESS
+    )
+
+
+def _accept_transfer(experiment: Experiment, stage: StageConfig | None) -> Mutation:
+    def mutate(p: ParticipantProfile, transaction: Any) -> None:
+        if p.current_status != ParticipantStatus.TRANSFER_PENDING or not p.transfer_cohort_id:
+            raise _Stale
+        target = store.cohort_path(experiment.id, p.transfer_cohort_id)
+        if not store.ref(target).get(transaction=transaction).exists:
+            raise DocumentError(
+                store.participant_path(experiment.id, p.private_id),
+                "transferCohortId",
+                f"cohort {p.transfer_cohort_id!r} does not exist ({target})",
+            )
+        p.timestamps.cohort_transfers = {
+            **p.timestamps.cohort_transfers,
+            p.current_cohort_id: now(),
+        }
+        p.current_cohort_id, p.transfer_cohort_id = p.transfer_cohort_id, None
+        p.current_status = ParticipantStatus.IN_PROGRESS
+        _fill_start_timestamps(p)
+        if stage is not None and stage.kind == "transfer":
+            _complete_stage(p, experiment)
+
+    return mutate
+
+
+def _after_move(experiment_id: str, participant_path: str) -> None:
+    """Unlock check for where the move left the participant (it counts as ready there now)."""
+    p = store.read(ParticipantProfile, participant_path)
+    if p.current_cohort_id and p.timestamps.end_experiment is None:
+        cohort_lock.unlock_if_ready(experiment_id, p.current_cohort_id, p.current_stage_id)
+
+
+def _load_position(
+    experiment_id: str, participant: ParticipantProfile
+) -> tuple[Experiment, StageConfig]:
+    path = store.participant_path(experiment_id, participant.private_id)
+    experiment = store.read(Experiment, store.experiment_path(experiment_id))
+    if participant.current_stage_id not in experiment.stage_ids:
+        raise DocumentError(
+            path,
+            "currentStageId",
+            f"stage {participant.current_stage_id!r} is not in the experiment's stageIds",
+        )
+    stage = store.read_stage(experiment_id, participant.current_stage_id)
+    return experiment, stage
+
+
+def advance_agent(experiment_id: str, participant_id: str) -> Move:
+    """Make at most one move for the participant. Humans only get the unlock check."""
+    path = store.participant_path(experiment_id, participant_id)
+    participant = store.read(ParticipantProfile, path)
+    if participant.timestamps.end_experiment is not None:
+        return Move.NONE
+    if not participant.is_agent:
+        if participant.current_cohort_id and participant.current_stage_id:
+            cohort_lock.unlock_if_ready(
+                experiment_id, participant.current_cohort_id, participant.current_stage_id
+            )
+        return Move.NONE
+    status = participant.current_status
+    if status == ParticipantStatus.ATTENTION_CHECK:
+        return (
+            Move.ATTENTION_CHECK_RESOLVED if _commit(path, _resolve_attention_check) else Move.NONE
+        )
+    experiment, stage = _load_position(experiment_id, participant)
+    if status == ParticipantStatus.TRANSFER_PENDING:
+        if not _commit(path, _accept_transfer(experiment, stage)):
+            return Move.NONE
+        _after_move(experiment_id, path)
+        return Move.TRANSFER_ACCEPTED
+    if status != ParticipantStatus.IN_PROGRESS:
+        return Move.NONE
+    return _progress(experiment, participant, stage)
+
+
+def _progress(experiment: Experiment, participant: ParticipantProfile, stage: StageConfig) -> Move:
+    path = store.participant_path(experiment.id, participant.private_id)
+    if not participant.current_cohort_id:
+        raise DocumentError(path, "currentCohortId", "the participant has no cohort")
+    cohort_path = store.cohort_path(experiment.id, participant.current_cohort_id)
+    if store.snapshot_data(cohort_path) is None:
+        raise DocumentError(
+            path, "currentCohortId", f"cohort {participant.current_cohort_id!r} does not exist"
+        )
+    cohort = store.read(CohortConfig, cohort_path)
+    if stage.kind not in KNOWN_KINDS:
+        record_error(
+            FUNCTION,
+            DocumentError(
+                store.stage_path(experiment.id, stage.id),
+                "kind",
+                f"unknown stage kind {stage.kind!r}: agents take no action there and advance",
+            ),
+            severity="warning",
+        )
+    if not cohort.stage_unlock_map.get(stage.id):
+        started = _needs_start_timestamps(participant) and _commit(
+            path, lambda p, _t: _fill_start_timestamps(p)
+        )
+        cohort_lock.unlock_if_ready(experiment.id, cohort.id, stage.id)  # its trigger wakes us
+        return Move.STARTED if started else Move.WAITING_LOCKED
+    action = agent_action(stage)
+    if action == AgentAction.WAIT:
+        if _needs_start_timestamps(participant) and _commit(
+            path, lambda p, _t: _fill_start_timestamps(p)
+        ):
+            return Move.STARTED
+        return Move.WAITING
+    answer = None
+    if action == AgentAction.ANSWER and not _existing_answer(experiment.id, participant, stage):
+        try:
+            answer = _answer(experiment, participant, stage)
+        except (ModelError, AnswerFailed) as error:
+            field = "agentConfig.modelSettings" if isinstance(error, ModelError) else "stageData"
+            record_error(FUNCTION, DocumentError(path, field, f"stage {stage.id!r}: {error}"))
+            return Move.FAILED
+    if not _commit(path, _completion(experiment, participant, answer)):
+        return Move.NONE
+    _after_move(experiment.id, path)
+    return Move.FINISHED if experiment.next_stage_id(stage.id) is None else Move.STAGE_COMPLETED

@@ -1,0 +1,83 @@
+"""Stage data trigger: mirror a participant's answer into the cohort's public stage data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.cloud import firestore
+from google.cloud.firestore_v1.field_path import FieldPath
+
+from functions import store
+from functions._events import FirestoreEvent
+from shared.models import (
+    ParticipantProfile,
+    RankingPublicData,
+    RankingStageAnswer,
+    StageKind,
+    SurveyStageAnswer,
+    parse_document,
+)
+from shared.stages.ranking_results import winner
+
+
+def _field(*parts: str) -> str:
+    return FieldPath(*parts).to_api_repr()
+
+
+def on_stage_data_written(event: FirestoreEvent) -> None:
+    if event.after is None:
+        return
+    experiment_id = event.params["experimentId"]
+    participant = store.read(
+        ParticipantProfile, store.participant_path(experiment_id, event.params["participantId"])
+    )
+    stage = store.read_stage(experiment_id, event.params["stageId"])
+    if not participant.current_cohort_id or not participant.public_id:
+        return
+    public_path = store.public_stage_data_path(
+        experiment_id, participant.current_cohort_id, stage.id
+    )
+    if stage.kind == StageKind.SURVEY:
+        answer = parse_document(SurveyStageAnswer, event.document, event.after)
+        _merge(
+            public_path,
+            stage.id,
+            stage.kind,
+            "participantAnswerMap",
+            participant.public_id,
+            answer.to_firestore()["answerMap"],
+        )
+    elif stage.kind == StageKind.RANKING:
+        ranking = parse_document(RankingStageAnswer, event.document, event.after)
+        _mirror_ranking(public_path, stage, participant.public_id, ranking.ranking_list)
+    elif stage.kind == StageKind.ASSET_ALLOCATION and "allocation" in event.after:
+        _merge(
+            public_path,
+            stage.id,
+            stage.kind,
+            "participantAllocations",
+            participant.public_id,
+            event.after["allocation"],
+        )
+
+
+def _merge(path: str, stage_id: str, kind: str, field: str, public_id: str, value: Any) -> None:
+    """Set one participant's entry without touching the others' (safe under concurrency)."""
+    doc = store.ref(path)
+    doc.set({"id": stage_id, "kind": kind}, merge=True)
+    doc.update({_field(field, public_id): value})
+
+
+def _mirror_ranking(path: str, stage: Any, public_id: str, ranking: list[str]) -> None:
+    doc = store.ref(path)
+
+    @firestore.transactional
+    def run(transaction: Any) -> None:
+        data = store.snapshot_data(path, transaction) or {"id": stage.id}
+        public = RankingPublicData.model_validate(data)
+        public.participant_answer_map = {**public.participant_answer_map, public_id: ranking}
+        if stage.strategy == "condorcet":
+            public.winner_id = winner(list(public.participant_answer_map.values()))
+        transaction.set(doc, public.to_firestore())
+
+    run(store.db().transaction())

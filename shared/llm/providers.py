@@ -1,0 +1,36 @@
+"""Which client serves a model setting. Real providers plug in here (GEMINI, OPENAI, ...)."""
+
+from __future__ import annotations
+
+import os
+
+from shared.llm.base import ModelClient, ModelError
+from shared.llm.scripted import ScriptedModel
+from shared.models import ApiType
+
+MODEL_OVERRIDE_ENV = "DLAB_MODEL_OVERRIDE"
+"""Set by the local runtime to run every agent on one provider (e.g. SCRIPTED without keys)."""
+
+_CLIENTS: dict[str, ModelClient] = {ApiType.SCRIPTED: ScriptedModel()}
+
+
+def effective_api_type(api_type: str) -> str:
+    return os.environ.get(MODEL_OVERRIDE_ENV) or api_type
+
+
+def client_for(api_type: str) -> ModelClient:
+    """The client for ``api_type`` (after the local override), or a CONFIG_ERROR saying why not."""
+    effective = effective_api_type(api_type)
+    client = _CLIENTS.get(effective)
+    if client is None:
+        known = ", ".join(t.value for t in ApiType)
+        if effective in {t.value for t in ApiType}:
+            reason = f"no provider for apiType {effective} is configured in this deployment"
+        else:
+            reason = f"unknown apiType {effective!r} (expected one of {known})"
+        raise ModelError("CONFIG_ERROR", reason)
+    return client
+
+
+def register(api_type: str, client: ModelClient) -> None:
+    _CLIENTS[api_type] = client

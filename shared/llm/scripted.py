@@ -1,0 +1,108 @@
+"""The offline scripted model: deterministic, schema-valid answers without any network.
+
+Answers are seeded by the request's seed (agent and stage), so a run is reproducible; they honour
+the JSON Schema keywords the stage schemas use: enum, minLength/maxLength, minimum/maximum,
+minItems/maxItems/uniqueItems (an array of unique enum items of full length is a permutation).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from shared.llm.base import ModelReply, ModelRequest, Usage, estimate_tokens
+
+_FIRST_NAMES = ["Alex", "Sam", "Jordan", "Riley", "Casey", "Morgan", "Taylor", "Jamie", "Avery"]
+_EMOJIS = ["🐶", "🐱", "🦊", "🐼", "🐨", "🦁", "🐯", "🐸", "🐵", "🦉"]
+_PRONOUNS = ["she/her", "he/him", "they/them"]
+_WORDS = [
+    "I",
+    "think",
+    "the",
+    "group",
+    "should",
+    "weigh",
+    "the",
+    "long",
+    "term",
+    "benefits",
+    "carefully",
+    "because",
+    "shared",
+    "resources",
+    "matter",
+    "to",
+    "everyone",
+    "and",
+    "a",
+    "fair",
+    "process",
+    "builds",
+    "trust",
+    "over",
+    "time",
+    "while",
+    "practical",
+    "constraints",
+    "and",
+    "local",
+    "needs",
+    "also",
+    "deserve",
+    "attention",
+]
+
+_HINTS: dict[str, list[str]] = {"name": _FIRST_NAMES, "emoji": _EMOJIS, "pronouns": _PRONOUNS}
+
+
+def _text(rng: random.Random, schema: dict[str, Any]) -> str:
+    low = int(schema.get("minLength", 1))
+    high = int(schema.get("maxLength", max(low, 120)))
+    start = rng.randrange(len(_WORDS))
+    words: list[str] = []
+    while len(" ".join(words)) < max(low, min(high, rng.randint(40, 120))):
+        words.append(_WORDS[(start + len(words)) % len(_WORDS)])
+    text = " ".join(words)[:high].rstrip()
+    text = text[0].upper() + text[1:] if text else text
+    return text.ljust(low, ".")
+
+
+def generate_value(rng: random.Random, schema: dict[str, Any], name: str = "") -> Any:
+    """A value that satisfies ``schema`` (the subset of JSON Schema our stages produce)."""
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    kind = schema.get("type", "string")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {key: generate_value(rng, sub, key) for key, sub in props.items()}
+    if kind == "array":
+        items = schema.get("items", {})
+        if schema.get("uniqueItems") and "enum" in items:
+            pool = list(items["enum"])
+            rng.shuffle(pool)
+            return pool[: schema.get("maxItems", len(pool))]
+        count = rng.randint(schema.get("minItems", 1), schema.get("maxItems", 3))
+        return [generate_value(rng, items, name) for _ in range(count)]
+    if kind == "integer":
+        return rng.randint(int(schema.get("minimum", 1)), int(schema.get("maximum", 10)))
+    if kind == "number":
+        return round(rng.uniform(schema.get("minimum", 0.0), schema.get("maximum", 1.0)), 3)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if name in _HINTS:
+        return rng.choice(_HINTS[name])
+    return _text(rng, schema)
+
+
+class ScriptedModel:
+    """ModelClient that answers with generated JSON (or a sentence when no schema is given)."""
+
+    def generate(self, request: ModelRequest) -> ModelReply:
+        rng = random.Random(request.seed)
+        if request.response_schema is None:
+            text = _text(rng, {"minLength": 20, "maxLength": 160})
+        else:
+            text = json.dumps(generate_value(rng, request.response_schema), ensure_ascii=False)
+        usage = Usage(estimate_tokens(request.prompt), estimate_tokens(text))
+        return ModelReply(text=text, usage=usage, raw=text)
