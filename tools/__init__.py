@@ -1,0 +1,1 @@
+"""Command-line tools for experimenters: loading templates into Firestore."""
