@@ -1,0 +1,17 @@
+"""Fixtures for tests that run the real functions on the real emulators."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from google.cloud import firestore
+
+from shared.llm.providers import MODEL_OVERRIDE_ENV
+
+
+@pytest.fixture
+def db(runtime: Any, clean: Any, monkeypatch: pytest.MonkeyPatch) -> firestore.Client:
+    """A client on a freshly reset emulator; agents run on the offline scripted model."""
+    monkeypatch.setenv(MODEL_OVERRIDE_ENV, "SCRIPTED")
+    return firestore.Client(project=runtime.project)

@@ -1,0 +1,46 @@
+"""Reading an experiment's state back from Firestore, for assertions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from google.cloud import firestore
+
+from shared.models import ErrorRecord, ModelLogEntry, ParticipantProfile
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+
+
+def template(name: str) -> dict[str, Any]:
+    return json.loads((TEMPLATES / name).read_text())
+
+
+def participants(db: firestore.Client, experiment_id: str) -> list[ParticipantProfile]:
+    col = db.collection(f"experiments/{experiment_id}/participants")
+    return [ParticipantProfile.model_validate(s.to_dict()) for s in col.get()]
+
+
+def participant(db: firestore.Client, experiment_id: str, private_id: str) -> ParticipantProfile:
+    snap = db.document(f"experiments/{experiment_id}/participants/{private_id}").get()
+    return ParticipantProfile.model_validate(snap.to_dict())
+
+
+def errors(db: firestore.Client, experiment_id: str) -> list[ErrorRecord]:
+    return [
+        ErrorRecord.model_validate(s.to_dict())
+        for s in db.collection(f"experiments/{experiment_id}/errors").get()
+    ]
+
+
+def model_logs(db: firestore.Client, experiment_id: str) -> list[ModelLogEntry]:
+    return [
+        ModelLogEntry.model_validate(s.to_dict())
+        for s in db.collection(f"experiments/{experiment_id}/logs").get()
+    ]
+
+
+def doc(db: firestore.Client, path: str) -> dict[str, Any] | None:
+    snap = db.document(path).get()
+    return snap.to_dict() if snap.exists else None

@@ -1,0 +1,118 @@
+"""Malformed documents edited in the console: a clear error record, no crash loop or retry storm."""
+
+from __future__ import annotations
+
+import pytest
+from experiment_state import errors, participant
+from raw_docs import agent, stage, write_experiment
+
+from shared.llm.providers import MODEL_OVERRIDE_ENV
+from shared.models import ParticipantStatus
+
+QUESTION = {"id": "q", "kind": "check", "questionTitle": "OK?", "isRequired": False}
+
+
+def _one_error(db, e):
+    records = errors(db, e)
+    assert len(records) == 1, records
+    return records[0]
+
+
+def _no_storm(runtime, budget=12):
+    """Each bad document costs a bounded number of deliveries, none of them failures."""
+    participant_events = [d for d in runtime.deliveries if d.function.startswith("onParticipant")]
+    assert len(participant_events) <= budget
+    assert not [d for d in runtime.deliveries if d.outcome == "error"]
+
+
+def test_missing_stage_document(runtime, db):
+    e = write_experiment(db, [stage("intro", "info")], stage_ids=["intro", "ghost", "end"])
+    pid = agent(db, e, "intro")
+    runtime.wait_until_idle(timeout=60)
+    record = _one_error(db, e)
+    assert record.document == f"experiments/{e}/stages/ghost"
+    assert "does not exist" in record.reason
+    assert participant(db, e, pid).current_stage_id == "ghost"
+    _no_storm(runtime)
+
+
+def test_wrong_field_type_in_a_stage(runtime, db):
+    e = write_experiment(
+        db, [stage("intro", "info"), stage("survey", "survey", questions="q1, q2")]
+    )
+    agent(db, e, "intro")
+    runtime.wait_until_idle(timeout=60)
+    record = _one_error(db, e)
+    assert (record.document, record.field) == (f"experiments/{e}/stages/survey", "questions")
+    assert "valid list" in record.reason
+    _no_storm(runtime)
+
+
+def test_wrong_field_type_in_a_participant(runtime, db):
+    e = write_experiment(db, [stage("intro", "info")])
+    pid = agent(db, e, "intro", timestamps="yesterday")
+    runtime.wait_until_idle(timeout=60)
+    record = _one_error(db, e)
+    assert (record.document, record.field) == (f"experiments/{e}/participants/{pid}", "timestamps")
+    _no_storm(runtime)
+
+
+def test_unknown_stage_kind_is_reported_and_the_agent_advances(runtime, db):
+    e = write_experiment(db, [stage("odd", "mystery"), stage("end", "info")])
+    pid = agent(db, e, "odd")
+    runtime.wait_until_idle(timeout=60)
+    record = _one_error(db, e)
+    assert (record.document, record.field, record.severity) == (
+        f"experiments/{e}/stages/odd",
+        "kind",
+        "warning",
+    )
+    assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+
+
+def test_participant_pointing_at_a_missing_cohort(runtime, db):
+    e = write_experiment(db, [stage("intro", "info")])
+    pid = agent(db, e, "intro", cohort="no-such-cohort")
+    runtime.wait_until_idle(timeout=60)
+    record = _one_error(db, e)
+    assert (record.document, record.field) == (
+        f"experiments/{e}/participants/{pid}",
+        "currentCohortId",
+    )
+    assert "no-such-cohort" in record.reason
+    _no_storm(runtime)
+
+
+def test_stage_not_in_the_experiment(runtime, db):
+    e = write_experiment(db, [stage("intro", "info")])
+    pid = agent(db, e, "elsewhere")
+    runtime.wait_until_idle(timeout=60)
+    record = _one_error(db, e)
+    assert (record.document, record.field) == (
+        f"experiments/{e}/participants/{pid}",
+        "currentStageId",
+    )
+
+
+@pytest.mark.parametrize(
+    ("api_type", "reason"), [("GEMINI", "no provider"), ("BANANA", "unknown apiType")]
+)
+def test_model_without_a_provider(runtime, db, monkeypatch, api_type, reason):
+    monkeypatch.delenv(MODEL_OVERRIDE_ENV)
+    e = write_experiment(db, [stage("survey", "survey", questions=[QUESTION])])
+    pid = agent(db, e, "survey", api_type=api_type)
+    runtime.wait_until_idle(timeout=60)
+    record = _one_error(db, e)
+    assert record.field == "agentConfig.modelSettings" and reason in record.reason
+    assert participant(db, e, pid).current_stage_id == "survey"
+    _no_storm(runtime)
+
+
+def test_repeated_delivery_updates_one_error_record(runtime, db):
+    e = write_experiment(db, [stage("intro", "info")])
+    pid = agent(db, e, "intro", cohort="gone")
+    runtime.wait_until_idle(timeout=60)
+    db.document(f"experiments/{e}/participants/{pid}").update({"name": "touched"})
+    runtime.wait_until_idle(timeout=60)
+    record = _one_error(db, e)
+    assert record.occurrences == 2

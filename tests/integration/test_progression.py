@@ -1,0 +1,244 @@
+"""Agent participants through every non-chat stage kind, on the real emulators and functions."""
+
+from __future__ import annotations
+
+import threading
+
+from experiment_state import doc, errors, model_logs, participant, participants, template
+from raw_docs import PROGRESS_OPEN, agent, human, move_human, stage, write_experiment
+
+from functions.agents.progression import advance_agent
+from shared.models import (
+    ParticipantStatus,
+    RankingStageAnswer,
+    SurveyPerParticipantStageAnswer,
+    SurveyStageAnswer,
+)
+from shared.templates import template_stages
+from tools.load_template import load
+
+ANSWER_MODELS = {
+    "survey": SurveyStageAnswer,
+    "surveyPerParticipant": SurveyPerParticipantStageAnswer,
+    "ranking": RankingStageAnswer,
+}
+
+
+def test_demo_template_every_agent_reaches_success_with_valid_answers(runtime, db):
+    tpl = template("demo_all_stages.json")
+    result = load(db, tpl, agents=3, api_type="SCRIPTED", seed=1)
+    runtime.wait_until_idle(timeout=120)
+
+    e = result.experiment_id
+    stages = template_stages(tpl)
+    agents = participants(db, e)
+    assert len(agents) == 3
+    public_ids = {a.public_id for a in agents}
+    for a in agents:
+        assert a.current_status == ParticipantStatus.SUCCESS, a
+        assert a.timestamps.end_experiment is not None
+        assert set(a.timestamps.completed_stages) == {s.id for s in stages}
+        assert a.name and a.avatar and a.pronouns in {"she/her", "he/him", "they/them"}
+        for s in stages:
+            if s.kind in ANSWER_MODELS:
+                data = doc(db, f"experiments/{e}/participants/{a.private_id}/stageData/{s.id}")
+                answer = ANSWER_MODELS[s.kind].model_validate(data)
+                assert answer.id == s.id
+        ranking = doc(db, f"experiments/{e}/participants/{a.private_id}/stageData/ranking")
+        assert sorted(ranking["rankingList"]) == sorted(i.id for i in stages[8].ranking_items)
+        spp = doc(db, f"experiments/{e}/participants/{a.private_id}/stageData/surveyPerParticipant")
+        for per_person in spp["answerMap"].values():
+            assert set(per_person) == public_ids - {a.public_id}
+
+    cohort = f"experiments/{e}/cohorts/{result.cohort_id}/publicStageData"
+    survey_public = doc(db, f"{cohort}/survey")
+    assert set(survey_public["participantAnswerMap"]) == public_ids
+    ranking_public = doc(db, f"{cohort}/ranking")
+    assert set(ranking_public["participantAnswerMap"]) == public_ids
+    assert ranking_public["winnerId"] in {i.id for i in stages[8].ranking_items}
+
+    logs = model_logs(db, e)
+    assert len(logs) == 3 * 4  # profile, survey, survey per participant, ranking
+    assert all(log.response.status == "OK" and log.response.usage.total_tokens > 0 for log in logs)
+    assert all(log.prompt and log.response.parsed_response is not None for log in logs)
+    assert errors(db, e) == []
+    assert not [d for d in runtime.deliveries if d.outcome == "error"]
+
+
+def test_raw_console_documents_five_agents_and_unknown_kinds_advance(runtime, db):
+    e = write_experiment(
+        db,
+        [
+            stage("tos", "tos", tosLines=["Be kind."]),
+            stage("profile", "profile", profileType="DEFAULT"),
+            stage(
+                "survey",
+                "survey",
+                questions=[
+                    {
+                        "id": "q1",
+                        "kind": "text",
+                        "questionTitle": "Why?",
+                        "minCharCount": 20,
+                        "maxCharCount": 60,
+                    },
+                    {
+                        "id": "q2",
+                        "kind": "scale",
+                        "questionTitle": "How much?",
+                        "lowerValue": 0,
+                        "upperValue": 4,
+                        "lowerText": "none",
+                        "upperText": "lots",
+                    },
+                ],
+            ),
+            stage("chips", "chip"),  # a DL kind we do not model: no action, advance
+            stage(
+                "rank",
+                "ranking",
+                rankingType="participants",
+                strategy="none",
+                enableSelfVoting=True,
+            ),
+            stage("bye", "info", infoLines=["Thanks"]),
+        ],
+    )
+    ids = [agent(db, e, "tos", number=i) for i in range(5)]
+    runtime.wait_until_idle(timeout=120)
+    for pid in ids:
+        p = participant(db, e, pid)
+        assert p.current_status == ParticipantStatus.SUCCESS
+        text = doc(db, f"experiments/{e}/participants/{pid}/stageData/survey")["answerMap"]["q1"][
+            "answer"
+        ]
+        assert 20 <= len(text) <= 60
+        rank = doc(db, f"experiments/{e}/participants/{pid}/stageData/rank")["rankingList"]
+        assert sorted(rank) == sorted(f"agent-{i}" for i in range(5))
+    assert errors(db, e) == []
+
+
+def test_locked_stages_wait_and_unlock_wakes_agents(runtime, db):
+    tpl = template("group_decision_locked.json")
+    result = load(db, tpl, agents=2, api_type="SCRIPTED")
+    e = result.experiment_id
+    h = human(db, e, "tos", cohort=result.cohort_id)
+    runtime.wait_until_idle(timeout=60)
+
+    cohort_path = f"experiments/{e}/cohorts/{result.cohort_id}"
+    agents = [p for p in participants(db, e) if p.is_agent]
+    assert {a.current_stage_id for a in agents} == {"survey"}  # waits for everyone
+    assert all("survey" not in a.timestamps.completed_stages for a in agents)
+    assert not doc(db, cohort_path)["stageUnlockMap"].get("survey")
+
+    for to in ("info", "survey"):
+        move_human(db, e, h, to)
+    runtime.wait_until_idle(timeout=60)
+    assert doc(db, cohort_path)["stageUnlockMap"]["survey"] is True
+    agents = [p for p in participants(db, e) if p.is_agent]
+    assert {a.current_stage_id for a in agents} == {"ranking"}  # needs 3 participants there
+
+    move_human(db, e, h, "ranking")
+    runtime.wait_until_idle(timeout=60)
+    agents = [p for p in participants(db, e) if p.is_agent]
+    assert all(a.current_status == ParticipantStatus.SUCCESS for a in agents)
+    human_public = participant(db, e, h).public_id
+    for a in agents:
+        rank = doc(db, f"experiments/{e}/participants/{a.private_id}/stageData/ranking")[
+            "rankingList"
+        ]
+        assert human_public in rank and a.public_id not in rank  # no self voting
+    assert errors(db, e) == []
+
+
+def _parked_agent(db, runtime, **fields):
+    """An agent waiting at a transfer stage, where agents stay until a transfer is assigned."""
+    e = write_experiment(
+        db,
+        [
+            stage("intro", "info", infoLines=["Hi"]),
+            stage(
+                "transfer",
+                "transfer",
+                enableTimeout=False,
+                timeoutSeconds=0,
+                autoTransferConfig=None,
+            ),
+            stage("end", "info", infoLines=["Bye"]),
+        ],
+        cohorts=("cohort-a", "cohort-b"),
+    )
+    pid = agent(db, e, "intro", **fields)
+    runtime.wait_until_idle(timeout=60)
+    p = participant(db, e, pid)
+    assert p.current_stage_id == "transfer" and p.current_status == ParticipantStatus.IN_PROGRESS
+    return e, pid
+
+
+def test_attention_check_set_in_console_is_resolved(runtime, db):
+    e, pid = _parked_agent(db, runtime)
+    db.document(f"experiments/{e}/participants/{pid}").update({"currentStatus": "ATTENTION_CHECK"})
+    runtime.wait_until_idle(timeout=60)
+    p = participant(db, e, pid)
+    assert p.current_status == ParticipantStatus.IN_PROGRESS
+    assert p.current_stage_id == "transfer"  # resolving the check is the whole move
+
+
+def test_pending_transfer_is_accepted_and_the_agent_moves_on(runtime, db):
+    e, pid = _parked_agent(db, runtime)
+    db.document(f"experiments/{e}/participants/{pid}").update(
+        {"transferCohortId": "cohort-b", "currentStatus": "TRANSFER_PENDING"}
+    )
+    runtime.wait_until_idle(timeout=60)
+    p = participant(db, e, pid)
+    assert p.current_cohort_id == "cohort-b" and p.transfer_cohort_id is None
+    assert "cohort-a" in p.timestamps.cohort_transfers
+    assert p.current_status == ParticipantStatus.SUCCESS
+
+
+def test_attention_check_with_pending_transfer_resolves_then_transfers(runtime, db):
+    e, pid = _parked_agent(db, runtime)
+    db.document(f"experiments/{e}/participants/{pid}").update(
+        {"transferCohortId": "cohort-b", "currentStatus": "ATTENTION_CHECK"}
+    )
+    runtime.wait_until_idle(timeout=60)
+    p = participant(db, e, pid)
+    assert p.current_cohort_id == "cohort-b" and p.current_status == ParticipantStatus.SUCCESS
+
+
+def test_concurrent_moves_for_one_agent_complete_each_stage_once(runtime, db):
+    """Duplicate and concurrent deliveries: many advance calls at once, plus the runtime's own."""
+    survey = stage(
+        "s",
+        "survey",
+        questions=[{"id": "q", "kind": "check", "questionTitle": "OK?", "isRequired": False}],
+    )
+    ranking = stage(
+        "r",
+        "ranking",
+        rankingType="items",
+        strategy="none",
+        rankingItems=[{"id": x, "imageId": "", "text": x} for x in "abc"],
+    )
+    locked = {
+        **stage("gate", "info", infoLines=["wait"]),
+        "progress": {**PROGRESS_OPEN, "minParticipants": 2},
+    }
+    e = write_experiment(db, [locked, survey, ranking, stage("end", "info")])
+    pid = agent(db, e, "gate")
+    runtime.wait_until_idle(timeout=60)
+    assert participant(db, e, pid).current_stage_id == "gate"
+
+    db.document(f"experiments/{e}/cohorts/cohort-a").update({"stageUnlockMap.gate": True})
+    threads = [threading.Thread(target=advance_agent, args=(e, pid)) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    runtime.wait_until_idle(timeout=60)
+    p = participant(db, e, pid)
+    assert p.current_status == ParticipantStatus.SUCCESS
+    for answered in ("s", "r"):  # a double advance would skip a stage without answering it
+        assert doc(db, f"experiments/{e}/participants/{pid}/stageData/{answered}") is not None
+    completions = [s for s in ("gate", "s", "r", "end") if s in p.timestamps.completed_stages]
+    assert completions == ["gate", "s", "r", "end"]
