@@ -96,3 +96,24 @@ def get(name: str) -> FunctionSpec:
 
 def topics() -> list[str]:
     return sorted({s.trigger.topic for s in REGISTRY if isinstance(s.trigger, PubSubTrigger)})
+
+
+def markdown_table() -> str:
+    """The README's function table."""
+    rows = ["| function | trigger | timeout | retry | what it does |", "|---|---|---|---|---|"]
+    for spec in REGISTRY:
+        t = spec.trigger
+        trigger = (
+            f"{t.event} `{t.document}`"
+            if isinstance(t, FirestoreTrigger)
+            else f"Pub/Sub `{t.topic}`"
+        )
+        retry = "yes" if spec.retry else "no"
+        rows.append(
+            f"| `{spec.name}` | {trigger} | {spec.timeout_s} s | {retry} | {spec.description} |"
+        )
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(markdown_table())

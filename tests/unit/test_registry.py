@@ -1,0 +1,33 @@
+"""The registry is the single source of truth: entry points and the README follow it."""
+
+import re
+from pathlib import Path
+
+from functions import main
+from functions.registry import REGISTRY, FirestoreTrigger, markdown_table
+from shared import paths
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_every_registry_entry_has_an_entry_point_and_handler():
+    for spec in REGISTRY:
+        assert callable(getattr(main, spec.name))
+        module, _, name = spec.handler.partition(":")
+        assert callable(getattr(__import__(module, fromlist=[name]), name))
+
+
+def test_names_are_unique_and_patterns_come_from_shared_paths():
+    assert len({s.name for s in REGISTRY}) == len(REGISTRY)
+    known = {v for k, v in vars(paths).items() if k.isupper()}
+    for spec in REGISTRY:
+        if isinstance(spec.trigger, FirestoreTrigger):
+            assert spec.trigger.document in known
+
+
+def test_readme_function_table_is_generated_from_the_registry():
+    block = re.search(
+        r"<!-- function-table:start -->\n(.*?)<!-- function-table:end -->", README.read_text(), re.S
+    )
+    assert block, "README lacks the function table markers"
+    assert block.group(1).strip() == markdown_table().strip(), "run `make table` and paste it"
