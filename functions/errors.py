@@ -20,8 +20,9 @@ from shared.models import DocumentError, ErrorRecord, now
 log = logging.getLogger(__name__)
 
 
-def error_id(function: str, error: DocumentError) -> str:
-    key = "\x1f".join((function, error.document, error.field, error.reason))
+def error_id(error: DocumentError) -> str:
+    """Same document, field and reason: same record, whichever function met it."""
+    key = "\x1f".join((error.document, error.field, error.reason))
     return hashlib.sha1(key.encode()).hexdigest()[:24]
 
 
@@ -38,7 +39,7 @@ def record_error(
     log.warning("%s: %s", function, error)
     if experiment_id is None:
         return None
-    record_id = error_id(function, error)
+    record_id = error_id(error)
     path = paths.build(paths.ERROR_RECORD, experimentId=experiment_id, errorId=record_id)
     stamp = now()
     record = ErrorRecord(
@@ -56,5 +57,12 @@ def record_error(
     try:
         doc.create(record.to_firestore())
     except gexc.AlreadyExists:
-        doc.update({"lastSeen": stamp, "eventId": event_id, "occurrences": firestore.Increment(1)})
+        doc.update(
+            {
+                "lastSeen": stamp,
+                "eventId": event_id,
+                "function": function,
+                "occurrences": firestore.Increment(1),
+            }
+        )
     return path

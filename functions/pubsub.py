@@ -31,6 +31,10 @@ def _publisher() -> pubsub_v1.PublisherClient:
     return pubsub_v1.PublisherClient()
 
 
+def reset_publisher() -> None:
+    _publisher.cache_clear()
+
+
 def topic_path(topic: str) -> str:
     return f"projects/{store.project_id()}/topics/{topic}"
 

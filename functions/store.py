@@ -38,6 +38,15 @@ def db() -> firestore.Client:
     return firestore.Client(project=project_id())
 
 
+def reset_clients() -> None:
+    """Forget cached clients, for a process whose emulator hosts or project change (the local
+    runtime); deployed functions never need it."""
+    from functions import pubsub
+
+    db.cache_clear()
+    pubsub.reset_publisher()
+
+
 def ref(path: str) -> firestore.DocumentReference:
     return db().document(path)
 

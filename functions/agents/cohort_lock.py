@@ -65,21 +65,23 @@ def stage_ready(stage: StageConfig, members: list[ParticipantProfile]) -> bool:
 
 def unlock_if_ready(experiment_id: str, cohort_id: str, stage_id: str) -> bool:
     """Unlock the stage in the cohort if its condition holds; True if this call unlocked it.
-    Its write fires the cohort trigger, which wakes the agents waiting there."""
-    cohort_ref = store.ref(store.cohort_path(experiment_id, cohort_id))
 
-    @firestore.transactional
-    def run(transaction: Any) -> bool:
-        cohort = store.read(CohortConfig, cohort_ref.path, transaction)
-        if cohort.stage_unlock_map.get(stage_id):
-            return False
-        stage = store.read_stage(experiment_id, stage_id, transaction)
-        if not stage_ready(stage, cohort_members(experiment_id, cohort_id, transaction)):
-            return False
-        transaction.update(cohort_ref, {FieldPath("stageUnlockMap", stage_id).to_api_repr(): True})
-        return True
-
-    return run(store.db().transaction())
+    Called after the caller's own participant write committed, so of any participants arriving
+    at once, the last check sees them all. Unlocking is monotonic (a stage is never locked
+    again), so no transaction is needed: a transaction here would lock every member's document
+    and make arrivals contend with each other. The write fires the cohort trigger, which wakes
+    the agents waiting there.
+    """
+    cohort = store.read(CohortConfig, store.cohort_path(experiment_id, cohort_id))
+    if cohort.stage_unlock_map.get(stage_id):
+        return False
+    stage = store.read_stage(experiment_id, stage_id)
+    if not stage_ready(stage, cohort_members(experiment_id, cohort_id)):
+        return False
+    store.ref(store.cohort_path(experiment_id, cohort_id)).update(
+        {FieldPath("stageUnlockMap", stage_id).to_api_repr(): True}
+    )
+    return True
 
 
 def initial_unlock_map(stages: list[StageConfig]) -> dict[str, bool]:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
+from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
 from functions import store
@@ -61,8 +62,30 @@ class _Stale(Exception):
     """The participant changed since the decision: the move no longer applies."""
 
 
-def _commit(participant_path: str, mutate: Mutation) -> bool:
-    """Apply ``mutate`` to a fresh read in a transaction; write only the fields that changed."""
+_COMMIT_ATTEMPTS = 10
+
+
+def _position(p: ParticipantProfile) -> tuple[Any, ...]:
+    """What a move changes: if this differs from the decision's, the move was made elsewhere."""
+    ts = p.timestamps
+    return (
+        p.current_stage_id,
+        p.current_status,
+        p.current_cohort_id,
+        p.transfer_cohort_id,
+        sorted(ts.completed_stages),
+        ts.end_experiment,
+        ts.start_experiment is None,
+    )
+
+
+def _commit(participant_path: str, decided: ParticipantProfile, mutate: Mutation) -> bool:
+    """Apply ``mutate`` to a fresh read in a transaction; write only the fields that changed.
+
+    Under heavy contention (many deliveries for one participant at once) every attempt can
+    abort; then if the participant's position differs from the one the move was decided on,
+    another delivery moved it and this one has nothing to do.
+    """
     doc = store.ref(participant_path)
 
     @firestore.transactional
@@ -79,7 +102,12 @@ def _commit(participant_path: str, mutate: Mutation) -> bool:
             transaction.update(doc, changed)
         return bool(changed)
 
-    return run(store.db().transaction())
+    try:
+        return run(store.db().transaction(max_attempts=_COMMIT_ATTEMPTS))
+    except (ValueError, gexc.Aborted):
+        if _position(store.read(ParticipantProfile, participant_path)) != _position(decided):
+            return False
+        raise
 
 
 def _fill_start_timestamps(p: ParticipantProfile) -> None:
@@ -243,11 +271,13 @@ def advance_agent(experiment_id: str, participant_id: str) -> Move:
     status = participant.current_status
     if status == ParticipantStatus.ATTENTION_CHECK:
         return (
-            Move.ATTENTION_CHECK_RESOLVED if _commit(path, _resolve_attention_check) else Move.NONE
+            Move.ATTENTION_CHECK_RESOLVED
+            if _commit(path, participant, _resolve_attention_check)
+            else Move.NONE
         )
     experiment, stage = _load_position(experiment_id, participant)
     if status == ParticipantStatus.TRANSFER_PENDING:
-        if not _commit(path, _accept_transfer(experiment, stage)):
+        if not _commit(path, participant, _accept_transfer(experiment, stage)):
             return Move.NONE
         _after_move(experiment_id, path)
         return Move.TRANSFER_ACCEPTED
@@ -256,48 +286,56 @@ def advance_agent(experiment_id: str, participant_id: str) -> Move:
     return _progress(experiment, participant, stage)
 
 
-def _progress(experiment: Experiment, participant: ParticipantProfile, stage: StageConfig) -> Move:
-    path = store.participant_path(experiment.id, participant.private_id)
+def _read_cohort(experiment_id: str, participant: ParticipantProfile) -> CohortConfig:
+    path = store.participant_path(experiment_id, participant.private_id)
     if not participant.current_cohort_id:
         raise DocumentError(path, "currentCohortId", "the participant has no cohort")
-    cohort_path = store.cohort_path(experiment.id, participant.current_cohort_id)
+    cohort_path = store.cohort_path(experiment_id, participant.current_cohort_id)
     if store.snapshot_data(cohort_path) is None:
         raise DocumentError(
             path, "currentCohortId", f"cohort {participant.current_cohort_id!r} does not exist"
         )
-    cohort = store.read(CohortConfig, cohort_path)
+    return store.read(CohortConfig, cohort_path)
+
+
+def _warn_unknown_kind(experiment_id: str, stage: StageConfig) -> None:
     if stage.kind not in KNOWN_KINDS:
-        record_error(
-            FUNCTION,
-            DocumentError(
-                store.stage_path(experiment.id, stage.id),
-                "kind",
-                f"unknown stage kind {stage.kind!r}: agents take no action there and advance",
-            ),
-            severity="warning",
-        )
+        reason = f"unknown stage kind {stage.kind!r}: agents take no action there and advance"
+        error = DocumentError(store.stage_path(experiment_id, stage.id), "kind", reason)
+        record_error(FUNCTION, error, severity="warning")
+
+
+def _start(path: str, participant: ParticipantProfile) -> bool:
+    """Stamp the start timestamps if they are missing (a move of its own)."""
+    return _needs_start_timestamps(participant) and _commit(
+        path, participant, lambda p, _t: _fill_start_timestamps(p)
+    )
+
+
+def _progress(experiment: Experiment, participant: ParticipantProfile, stage: StageConfig) -> Move:
+    path = store.participant_path(experiment.id, participant.private_id)
+    cohort = _read_cohort(experiment.id, participant)
+    _warn_unknown_kind(experiment.id, stage)
     if not cohort.stage_unlock_map.get(stage.id):
-        started = _needs_start_timestamps(participant) and _commit(
-            path, lambda p, _t: _fill_start_timestamps(p)
-        )
+        started = _start(path, participant)
         cohort_lock.unlock_if_ready(experiment.id, cohort.id, stage.id)  # its trigger wakes us
         return Move.STARTED if started else Move.WAITING_LOCKED
     action = agent_action(stage)
     if action == AgentAction.WAIT:
-        if _needs_start_timestamps(participant) and _commit(
-            path, lambda p, _t: _fill_start_timestamps(p)
-        ):
-            return Move.STARTED
-        return Move.WAITING
+        return Move.STARTED if _start(path, participant) else Move.WAITING
     answer = None
     if action == AgentAction.ANSWER and not _existing_answer(experiment.id, participant, stage):
         try:
             answer = _answer(experiment, participant, stage)
         except (ModelError, AnswerFailed) as error:
-            field = "agentConfig.modelSettings" if isinstance(error, ModelError) else "stageData"
+            field = (
+                "agentConfig.modelSettings.apiType"
+                if isinstance(error, ModelError)
+                else "stageData"
+            )
             record_error(FUNCTION, DocumentError(path, field, f"stage {stage.id!r}: {error}"))
             return Move.FAILED
-    if not _commit(path, _completion(experiment, participant, answer)):
+    if not _commit(path, participant, _completion(experiment, participant, answer)):
         return Move.NONE
     _after_move(experiment.id, path)
     return Move.FINISHED if experiment.next_stage_id(stage.id) is None else Move.STAGE_COMPLETED

@@ -230,11 +230,20 @@ def test_concurrent_moves_for_one_agent_complete_each_stage_once(runtime, db):
     assert participant(db, e, pid).current_stage_id == "gate"
 
     db.document(f"experiments/{e}/cohorts/cohort-a").update({"stageUnlockMap.gate": True})
-    threads = [threading.Thread(target=advance_agent, args=(e, pid)) for _ in range(6)]
+    failures: list[BaseException] = []
+
+    def move() -> None:
+        try:
+            advance_agent(e, pid)
+        except BaseException as error:
+            failures.append(error)
+
+    threads = [threading.Thread(target=move) for _ in range(6)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    assert failures == []
     runtime.wait_until_idle(timeout=60)
     p = participant(db, e, pid)
     assert p.current_status == ParticipantStatus.SUCCESS

@@ -1,0 +1,103 @@
+"""``python -m emulator up|demo``: the backend on the emulators, for people (the tests use the API).
+
+``up`` runs until Ctrl-C and prints each delivery; ``demo`` runs ``emulator.demo``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from emulator.dispatcher import MODES
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RULES = REPO_ROOT / "firestore.rules"
+_KEY_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m emulator", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start the emulators and the runtime until Ctrl-C")
+    up.add_argument("--project", default="demo-dlab")
+    up.add_argument(
+        "--model-override",
+        help="run every agent on this apiType (default: SCRIPTED unless a provider key is set; "
+        "'none' to disable)",
+    )
+    demo = sub.add_parser("demo", help="3 agents through the demo template, live")
+    demo.add_argument("--agents", type=int, default=3)
+    demo.add_argument("--timeout", type=float, default=180)
+    for command in (up, demo):
+        command.add_argument("--mode", choices=MODES, default="concurrent")
+        command.add_argument("-v", "--verbose", action="store_true", help="log the runtime")
+    return parser.parse_args(argv)
+
+
+def _model_override(requested: str | None) -> str | None:
+    if requested:
+        return None if requested.lower() == "none" else requested
+    if os.environ.get("DLAB_MODEL_OVERRIDE") or any(os.environ.get(k) for k in _KEY_VARS):
+        return os.environ.get("DLAB_MODEL_OVERRIDE") or None
+    return "SCRIPTED"
+
+
+def up(args: argparse.Namespace) -> int:
+    from emulator.runtime import LocalRuntime
+    from shared.llm.providers import MODEL_OVERRIDE_ENV
+
+    override = _model_override(args.model_override)
+    if override:
+        os.environ[MODEL_OVERRIDE_ENV] = override
+    rules = RULES if RULES.exists() else None
+    print("Starting the emulators and the runtime ...", flush=True)
+    with LocalRuntime(project=args.project, mode=args.mode, rules=rules) as runtime:
+        exports = " ".join(f"{k}={v}" for k, v in runtime.env.items())
+        print(f"Ready ({args.mode} delivery, agents on {override or 'their own models'}):")
+        print(f"  export {exports}")
+        print("Ctrl-C stops everything.\n", flush=True)
+        shown = 0
+        try:
+            while True:
+                records = runtime.deliveries
+                for record in records[shown:]:
+                    error = record.error.strip().splitlines()[-1] if record.error else ""
+                    print(
+                        f"{record.outcome:22} {record.function:22} {record.subject} "
+                        f"({record.duration_ms:.0f} ms) {error}",
+                        flush=True,
+                    )
+                shown = len(records)
+                time.sleep(0.2)
+        except (KeyboardInterrupt, SystemExit):
+            print("\nStopping ...", flush=True)
+    return 0
+
+
+def _exit_cleanly_on_signals() -> None:
+    """Ctrl-C and SIGTERM unwind the ``with`` blocks, so the emulators are stopped."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # background jobs inherit SIG_IGN
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    _exit_cleanly_on_signals()
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.command == "up":
+        return up(args)
+    from emulator import demo
+
+    return demo.run(agents=args.agents, mode=args.mode, timeout=args.timeout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

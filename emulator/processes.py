@@ -1,0 +1,155 @@
+"""Emulator child processes: free ports, process groups, readiness, and a stop that always works."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT_S = 30.0
+_PR_SET_PDEATHSIG = 1
+
+
+class EmulatorStartError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now (the OS picks it; tiny reuse race accepted)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def sdk_root() -> Path:
+    """The Cloud SDK root: $CLOUDSDK_ROOT_DIR, else asked from gcloud, else the Debian default."""
+    if root := os.environ.get("CLOUDSDK_ROOT_DIR"):
+        return Path(root)
+    gcloud = shutil.which("gcloud")
+    if gcloud:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            out = subprocess.run(
+                [gcloud, "info", "--format=value(installation.sdk_root)"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            ).stdout.strip()
+            if out:
+                return Path(out)
+    return Path("/usr/lib/google-cloud-sdk")
+
+
+def firestore_command(port: int, functions_host: str) -> list[str]:
+    # The jar, not the wrapper script: the script does not exec java, and gcloud rejects
+    # --functions_emulator. No --single_project_mode: runtimes use one project id each.
+    jar = sdk_root() / "platform/cloud-firestore-emulator/cloud-firestore-emulator.jar"
+    if not jar.exists():
+        raise EmulatorStartError(f"Firestore emulator jar not found at {jar}")
+    return [
+        "java",
+        "-Duser.language=en",
+        "-cp",
+        str(jar),
+        "com.google.cloud.datastore.emulator.firestore.CloudFirestore",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--functions_emulator",
+        functions_host,
+    ]
+
+
+def pubsub_command(port: int) -> list[str]:
+    script = sdk_root() / "platform/pubsub-emulator/bin/cloud-pubsub-emulator"
+    if not script.exists():
+        raise EmulatorStartError(f"Pub/Sub emulator not found at {script}")
+    return [str(script), "--host=127.0.0.1", f"--port={port}"]
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGTERM the child if this process dies without running its cleanup (kill -9)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class EmulatorProcess:
+    """One emulator in its own process group, so stopping it also stops whatever it forked."""
+
+    def __init__(self, name: str, command: list[str], port: int, log_path: Path) -> None:
+        self.name = name
+        self.command = command
+        self.port = port
+        self.log_path = log_path
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def host(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        # PDEATHSIG fires when the forking *thread* ends, so only use it from the main thread.
+        in_main = threading.current_thread() is threading.main_thread()
+        with open(self.log_path, "ab") as out:
+            self._proc = subprocess.Popen(
+                self.command,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if in_main else None,
+            )
+        log.debug("%s started (pid %s): %s", self.name, self._proc.pid, " ".join(self.command))
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
+        """Poll GET / until it answers "Ok"; fail fast with the log tail if the process died."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._proc is None or self._proc.poll() is not None:
+                code = None if self._proc is None else self._proc.returncode
+                raise EmulatorStartError(f"{self.name} exited ({code}):\n{self.log_tail()}")
+            with contextlib.suppress(OSError):
+                url = f"http://{self.host}/"
+                with urllib.request.urlopen(url, timeout=1) as response:
+                    if response.read().strip() == b"Ok":
+                        return
+            if time.monotonic() > deadline:
+                self.stop()
+                why = f"{self.name} not ready on {self.host} after {timeout:.0f} s"
+                raise EmulatorStartError(f"{why}:\n{self.log_tail()}")
+            time.sleep(0.1)
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, grace: float = 5.0) -> None:
+        """SIGTERM the process group, SIGKILL it after ``grace`` seconds."""
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, grace)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+            try:
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        log.debug("%s stopped", self.name)

@@ -1,0 +1,312 @@
+"""LocalRuntime: the registry's functions, triggered by the real emulators, in this process.
+
+Production delivers Firestore and Pub/Sub events at least once, concurrently, unordered; this
+runtime reproduces that on the emulators (``mode="concurrent"``) or runs the emulator's own FIFO
+order (``mode="serial"``), and gives tests ``wait_until_idle()`` and a ``reset()`` that fires
+nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+from google.cloud import firestore
+
+from emulator import barrier, services
+from emulator.delivery import Delivery, DeliveryLog, DeliveryRecord
+from emulator.dispatcher import MODES, Dispatcher
+from emulator.firestore_admin import FirestoreAdmin
+from emulator.invoker import Invoker
+from emulator.pubsub import PubSubBridge
+from functions import store
+from functions.registry import REGISTRY, FirestoreTrigger, FunctionSpec
+
+log = logging.getLogger(__name__)
+
+ENV_VARS = ("FIRESTORE_EMULATOR_HOST", "PUBSUB_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT")
+_POLL_S = 0.01
+
+
+def _refresh_function_clients() -> None:
+    """The functions cache their clients per process; drop them when the env they read changes."""
+    store.reset_clients()
+
+
+class LocalRuntime:
+    def __init__(
+        self,
+        project: str = "demo-dlab",
+        mode: str = "concurrent",
+        workers: int = 8,
+        registry: tuple[FunctionSpec, ...] = REGISTRY,
+        source: str | Path | None = None,
+        rules: str | Path | None = None,
+        log_dir: str | Path | None = None,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+        self.project = project
+        self.mode = mode
+        self.workers = 1 if mode == "serial" else workers
+        self.registry = registry
+        self.source = source
+        self.rules = Path(rules) if rules else None
+        self.log_dir = Path(log_dir) if log_dir else None
+        self._log = DeliveryLog()
+        self._gate = threading.Lock()
+        self._paused = True
+        self._services: services.Services | None = None
+        self._attached = False
+        self._saved_env: dict[str, str | None] = {}
+        self._invoker: Invoker | None = None
+        self._dispatcher: Dispatcher | None = None
+        self._bridge: PubSubBridge | None = None
+        self._db: firestore.Client | None = None
+        self._barrier: barrier.Barrier | None = None
+        self._admin: FirestoreAdmin | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def __enter__(self) -> LocalRuntime:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self) -> LocalRuntime:
+        if self._services is not None:
+            return self
+        self._services = services.acquire(self.log_dir)
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        assert self._services is not None
+        self._set_env()
+        self._admin = FirestoreAdmin(self.firestore_host, self.project)
+        if self.rules:
+            self._admin.put_rules(self.rules.read_text())
+        self._invoker = Invoker(self.registry, self.source)
+        self._dispatcher = Dispatcher(self._run, self.workers)
+        self._dispatcher.start()
+        self._db = firestore.Client(project=self.project)
+        self._barrier = barrier.Barrier(self._db)
+        self._services.receiver.attach(self.project, self._on_firestore_event)
+        self._attached = True
+        self._admin.register_trigger(barrier.TRIGGER_ID, barrier.TRIGGER)
+        for spec in self.registry:
+            if isinstance(spec.trigger, FirestoreTrigger):
+                self._admin.register_trigger(spec.name, spec.trigger)
+        self._bridge = PubSubBridge(self.project, self.registry, self._accept)
+        self._bridge.start()
+        self._paused = False
+        log.info("runtime for %s started (%s, %d workers)", self.project, self.mode, self.workers)
+
+    def stop(self) -> None:
+        """Stop delivering and release the emulators (stopped when their last runtime stops)."""
+        with self._gate:
+            self._paused = True
+        if self._bridge is not None:
+            self._bridge.stop()
+            self._bridge = None
+        if self._services is not None and self._attached:
+            self._services.receiver.detach(self.project)
+            self._attached = False
+        if self._dispatcher is not None:
+            self._dispatcher.stop()
+            self._dispatcher = None
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        if self._services is not None:
+            self._restore_env()
+            services.release(self._services)
+            self._services = None
+
+    # --- environment -----------------------------------------------------------------------
+
+    @property
+    def firestore_host(self) -> str:
+        return self._require_services().firestore.host
+
+    @property
+    def pubsub_host(self) -> str:
+        return self._require_services().pubsub.host
+
+    @property
+    def env(self) -> dict[str, str]:
+        values = (self.firestore_host, self.pubsub_host, self.project)
+        return dict(zip(ENV_VARS, values, strict=True))
+
+    def _require_services(self) -> services.Services:
+        if self._services is None:
+            raise RuntimeError("the runtime is not started")
+        return self._services
+
+    def _set_env(self) -> None:
+        # The functions run in this process and find the emulators through these variables.
+        self._saved_env = {name: os.environ.get(name) for name in ENV_VARS}
+        os.environ.update(self.env)
+        _refresh_function_clients()
+
+    def _restore_env(self) -> None:
+        ours = self.env
+        for name, value in self._saved_env.items():
+            if os.environ.get(name) != ours[name]:
+                continue  # someone changed it since; not ours to undo
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        _refresh_function_clients()
+
+    # --- delivery --------------------------------------------------------------------------
+
+    def _on_firestore_event(self, delivery: Delivery) -> None:
+        if delivery.function == barrier.TRIGGER_ID:
+            if self._barrier is not None:
+                self._barrier.arrived(delivery.subject)
+            return
+        self._accept(delivery)
+
+    def _accept(self, delivery: Delivery) -> None:
+        """Hand a delivery to the workers, or record why it is dropped."""
+        with self._gate:
+            if delivery.drop_reason:
+                why = delivery.drop_reason
+            elif self._paused or self._dispatcher is None:
+                why = "reset"
+            elif self._invoker is None or not self._invoker.knows(delivery.function):
+                why = "unknown function"
+            else:
+                self._dispatcher.submit(delivery)
+                return
+        self._drop(delivery, why)
+
+    def _drop(self, delivery: Delivery, why: str) -> None:
+        log.debug("dropped %s on %s: %s", delivery.function, delivery.subject, why)
+        self._log.dropped(delivery, why)
+        delivery.finish(True)
+
+    def _run(self, delivery: Delivery) -> bool:
+        assert self._invoker is not None
+        started, t0 = time.time(), time.perf_counter()
+        error = self._invoker.invoke(delivery)
+        duration_ms = (time.perf_counter() - t0) * 1000
+        outcome = "ok" if error is None else "error"
+        self._log.add(
+            DeliveryRecord(
+                delivery.function,
+                delivery.subject,
+                delivery.event_id,
+                started,
+                duration_ms,
+                outcome,
+                error or "",
+            )
+        )
+        if error is not None:
+            log.warning("%s failed on %s:\n%s", delivery.function, delivery.subject, error)
+        delivery.finish(error is None)
+        return error is None
+
+    # --- inspection ------------------------------------------------------------------------
+
+    @property
+    def deliveries(self) -> list[DeliveryRecord]:
+        return self._log.records()
+
+    def deliveries_table(self, last: int | None = None) -> str:
+        return self._log.table(last)
+
+    def clear_deliveries(self) -> None:
+        self._log.clear()
+
+    # --- test support ----------------------------------------------------------------------
+
+    def wait_until_idle(self, timeout: float = 60.0) -> None:
+        """Return once no event is queued or running, cascades included; else TimeoutError.
+
+        A round: cross the barrier (every earlier Firestore event received), wait for the workers
+        and for the messages published from this process. Done when nothing was accepted or
+        finished during a round: work finishing mid-round may have written documents whose
+        events only the next round's barrier is sure to see.
+        """
+        dispatcher, bridge, marker = self._parts()
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                activity = dispatcher.activity
+                marker.cross(deadline - time.monotonic())
+                while dispatcher.busy() or bridge.outstanding():
+                    if time.monotonic() > deadline:
+                        raise TimeoutError("work still pending")
+                    time.sleep(_POLL_S)
+                if dispatcher.activity == activity:
+                    return
+        except TimeoutError:
+            raise TimeoutError(self._summary(f"not idle after {timeout:.1f} s")) from None
+
+    def reset(self, timeout: float = 30.0) -> None:
+        """Delete all data without running any function.
+
+        The delivery log restarts empty, then shows what the reset dropped ('dropped:reset').
+        """
+        dispatcher, bridge, marker = self._parts()
+        assert self._admin is not None
+        self._log.clear()
+        with self._gate:
+            self._paused = True
+            queued = dispatcher.drain()
+        try:
+            for delivery in queued:
+                self._drop(delivery, "reset")
+            if not dispatcher.wait_not_running(timeout):
+                raise TimeoutError(self._summary("reset: functions still running"))
+            self._admin.reset()
+            marker.cross(timeout)  # every delete event of the reset has now been dropped
+            deadline = time.monotonic() + timeout
+            while bridge.outstanding() and time.monotonic() < deadline:
+                time.sleep(_POLL_S)  # in-flight messages arrive, are acked and dropped
+            if bridge.outstanding():
+                log.warning("reset: messages never arrived: %s", bridge.outstanding())
+            bridge.forget()
+            for delivery in dispatcher.drain():
+                self._drop(delivery, "reset")
+        finally:
+            with self._gate:
+                self._paused = False
+
+    def _parts(self) -> tuple[Dispatcher, PubSubBridge, barrier.Barrier]:
+        if self._dispatcher is None or self._bridge is None or self._barrier is None:
+            raise RuntimeError("the runtime is not started")
+        return self._dispatcher, self._bridge, self._barrier
+
+    def _summary(self, headline: str) -> str:
+        lines = [f"{headline} (project {self.project}, mode {self.mode})"]
+        if self._dispatcher is not None:
+            running, queued, delayed = self._dispatcher.snapshot()
+            now = time.time()
+            for d in running:
+                since = now - (d.started or now)
+                lines.append(f"  running: {d.function} on {d.subject} for {since:.1f} s")
+            lines.append(f"  queued: {len(queued)}, delayed: {delayed}")
+            lines += [f"    {d.function} on {d.subject}" for d in queued[:10]]
+        if self._bridge is not None and (pending := self._bridge.outstanding()):
+            lines.append(f"  Pub/Sub messages not acked yet: {pending[:10]}")
+        lines.append("  last deliveries:")
+        lines += ["    " + line for line in self._log.table(last=10).splitlines()]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        state = "started" if self._services else "stopped"
+        return f"LocalRuntime(project={self.project!r}, mode={self.mode!r}, {state})"
