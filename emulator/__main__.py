@@ -40,10 +40,16 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _model_override(requested: str | None) -> str | None:
+    """SCRIPTED unless asked otherwise or a real provider is both available and keyed."""
+    from shared.llm.providers import MODEL_OVERRIDE_ENV, registered
+
     if requested:
         return None if requested.lower() == "none" else requested
-    if os.environ.get("DLAB_MODEL_OVERRIDE") or any(os.environ.get(k) for k in _KEY_VARS):
-        return os.environ.get("DLAB_MODEL_OVERRIDE") or None
+    if os.environ.get(MODEL_OVERRIDE_ENV):
+        return os.environ[MODEL_OVERRIDE_ENV]
+    real_providers = registered() - {"SCRIPTED"}
+    if real_providers and any(os.environ.get(k) for k in _KEY_VARS):
+        return None
     return "SCRIPTED"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from pathlib import Path
@@ -13,16 +12,11 @@ from google.cloud import firestore
 from emulator.runtime import LocalRuntime
 from functions.registry import REGISTRY
 from shared.models import ErrorRecord, ModelLogEntry, ParticipantProfile, ParticipantStatus
+from shared.stages import ANSWER_SPECS
 from tools.load_template import load
 
 DEFAULT_TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "demo_all_stages.json"
 _BAR = 20
-
-
-@dataclasses.dataclass
-class _Seen:
-    stage: str
-    status: str
 
 
 def _bar(done: int, total: int) -> str:
@@ -36,40 +30,43 @@ def _label(p: ParticipantProfile) -> str:
 
 
 def watch(
-    db: firestore.Client, experiment_id: str, stage_ids: list[str], timeout: float, started: float
+    db: firestore.Client,
+    experiment_id: str,
+    stages: dict[str, str],
+    timeout: float,
+    started: float,
 ) -> list[ParticipantProfile]:
-    """Print each agent's stage transitions as they happen, until all are done or time is up."""
+    """Print every stage each agent completes, in order, until all are done or time is up.
+
+    Completions are read from ``timestamps.completedStages``, so none is missed between polls.
+    """
     col = db.collection(f"experiments/{experiment_id}/participants")
-    seen: dict[str, _Seen] = {}
-    names = {}
+    shown: dict[str, set[str]] = {}
     deadline = time.monotonic() + timeout
     while True:
         agents = [ParticipantProfile.model_validate(s.to_dict()) for s in col.get()]
         for p in sorted(agents, key=lambda a: a.public_id):
-            now = _Seen(p.current_stage_id, p.current_status)
-            before = seen.get(p.private_id)
-            if before != now or names.get(p.private_id) != p.name:
-                done = len(p.timestamps.completed_stages)
-                step = (
-                    f"{before.stage} → {now.stage}"
-                    if before and before.stage != now.stage
-                    else now.stage
+            done = shown.setdefault(p.private_id, set())
+            completed = p.timestamps.completed_stages
+            for stage_id in sorted(set(completed) - done, key=lambda s: completed[s]):
+                done.add(stage_id)
+                kind = stages.get(stage_id, "?")
+                how = "answered by the model" if kind in ANSWER_SPECS else "no model call"
+                finished = (
+                    "  → SUCCESS" if p.timestamps.end_experiment and done >= set(completed) else ""
                 )
-                if p.current_status == ParticipantStatus.SUCCESS:
-                    step = "finished ✔"
-                elapsed = time.monotonic() - started
                 print(
-                    f"[{elapsed:6.1f}s] {_label(p)} {_bar(done, len(stage_ids))} "
-                    f"{done:>2}/{len(stage_ids)}  {step}",
+                    f"[{time.monotonic() - started:6.1f}s] {_label(p)} "
+                    f"{_bar(len(done), len(stages))} {len(done):>2}/{len(stages)}  "
+                    f"✓ {stage_id} ({kind}, {how}){finished}",
                     flush=True,
                 )
-                seen[p.private_id], names[p.private_id] = now, p.name
         if agents and all(p.timestamps.end_experiment for p in agents):
             return agents
         if time.monotonic() > deadline:
             print(f"Timed out after {timeout:.0f}s: not every agent finished.")
             return agents
-        time.sleep(0.2)
+        time.sleep(0.1)
 
 
 def summary(
@@ -127,13 +124,14 @@ def run(
         template = json.loads(template_path.read_text())
         result = load(db, template, agents=agents, api_type=api_type, seed=0)
         stage_ids = template["experiment"]["stageIds"]
+        kinds = {s["id"]: s["kind"] for s in template["stageConfigs"]}
         print(
             f"Loaded {template_path.name}: experiment {result.experiment_id}, "
             f"{len(stage_ids)} stages ({', '.join(stage_ids)}); "
             f"{agents} agent participants on the {api_type} model\n"
         )
         t0 = time.monotonic()
-        finished = watch(db, result.experiment_id, stage_ids, timeout, t0)
+        finished = watch(db, result.experiment_id, kinds, timeout, t0)
         runtime.wait_until_idle(timeout=60)
         stats = summary(
             db, result.experiment_id, finished, time.monotonic() - t0, len(runtime.deliveries)

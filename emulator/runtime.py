@@ -8,10 +8,13 @@ nothing.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from google.cloud import firestore
@@ -34,6 +37,18 @@ _POLL_S = 0.01
 def _refresh_function_clients() -> None:
     """The functions cache their clients per process; drop them when the env they read changes."""
     store.reset_clients()
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class LocalRuntime:
@@ -112,7 +127,13 @@ class LocalRuntime:
         log.info("runtime for %s started (%s, %d workers)", self.project, self.mode, self.workers)
 
     def stop(self) -> None:
-        """Stop delivering and release the emulators (stopped when their last runtime stops)."""
+        """Stop delivering and release the emulators (stopped when their last runtime stops).
+
+        A second Ctrl-C while stopping is ignored, so stopping always completes."""
+        with _sigint_ignored():
+            self._stop()
+
+    def _stop(self) -> None:
         with self._gate:
             self._paused = True
         if self._bridge is not None:

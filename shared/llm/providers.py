@@ -32,5 +32,10 @@ def client_for(api_type: str) -> ModelClient:
     return client
 
 
+def registered() -> set[str]:
+    """apiTypes that have a client in this deployment."""
+    return set(_CLIENTS)
+
+
 def register(api_type: str, client: ModelClient) -> None:
     _CLIENTS[api_type] = client
