@@ -71,16 +71,33 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         timeout_s=60,
     ),
     FunctionSpec(
-        name="onCohortUpdated",
-        trigger=FirestoreTrigger("updated", paths.COHORT),
-        handler="functions.triggers.cohort:on_cohort_updated",
-        description="Wake the agents waiting at a stage that just unlocked (one message each).",
+        name="onCohortWritten",
+        trigger=FirestoreTrigger("written", paths.COHORT),
+        handler="functions.triggers.wake:on_cohort_written",
+        description=(
+            "Wake the agents waiting at a stage that just unlocked, or all of the cohort's "
+            "agents when the cohort is created after them (one message each)."
+        ),
+        timeout_s=60,
+    ),
+    FunctionSpec(
+        name="onStageWritten",
+        trigger=FirestoreTrigger("written", paths.STAGE),
+        handler="functions.triggers.wake:on_stage_written",
+        description="Wake the agents at a stage whose document was just created or fixed.",
+        timeout_s=60,
+    ),
+    FunctionSpec(
+        name="onExperimentWritten",
+        trigger=FirestoreTrigger("written", paths.EXPERIMENT),
+        handler="functions.triggers.wake:on_experiment_written",
+        description="Wake unfinished agents when the experiment is created or its stageIds change.",
         timeout_s=60,
     ),
     FunctionSpec(
         name="onAgentWake",
         trigger=PubSubTrigger(AGENT_WAKE_TOPIC),
-        handler="functions.triggers.cohort:on_agent_wake",
+        handler="functions.triggers.wake:on_agent_wake",
         description="Make one move for a woken agent participant.",
         retry=True,
     ),

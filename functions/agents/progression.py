@@ -201,13 +201,16 @@ def _completion(
 
 
 def _resolve_attention_check(p: ParticipantProfile, transaction: Any) -> None:
+    """DL's acceptParticipantCheck; an agent that already finished goes back to SUCCESS (DL
+    would leave the check unanswered forever)."""
     if p.current_status != ParticipantStatus.ATTENTION_CHECK:
         raise _Stale
-    p.current_status = (
-        ParticipantStatus.TRANSFER_PENDING
-        if p.transfer_cohort_id
-        else ParticipantStatus.IN_PROGRESS
-    )
+    if p.timestamps.end_experiment is not None:
+        p.current_status = ParticipantStatus.SUCCESS
+    elif p.transfer_cohort_id:
+        p.current_status = ParticipantStatus.TRANSFER_PENDING
+    else:
+        p.current_status = ParticipantStatus.IN_PROGRESS
 
 
 def _accept_transfer(experiment: Experiment, stage: StageConfig | None) -> Mutation:
@@ -260,15 +263,19 @@ def advance_agent(experiment_id: str, participant_id: str) -> Move:
     """Make at most one move for the participant. Humans only get the unlock check."""
     path = store.participant_path(experiment_id, participant_id)
     participant = store.read(ParticipantProfile, path)
-    if participant.timestamps.end_experiment is not None:
-        return Move.NONE
     if not participant.is_agent:
-        if participant.current_cohort_id and participant.current_stage_id:
+        if (
+            participant.current_cohort_id
+            and participant.current_stage_id
+            and participant.timestamps.end_experiment is None
+        ):
             cohort_lock.unlock_if_ready(
                 experiment_id, participant.current_cohort_id, participant.current_stage_id
             )
         return Move.NONE
     status = participant.current_status
+    if status != ParticipantStatus.ATTENTION_CHECK and participant.timestamps.end_experiment:
+        return Move.NONE
     if status == ParticipantStatus.ATTENTION_CHECK:
         return (
             Move.ATTENTION_CHECK_RESOLVED

@@ -116,3 +116,28 @@ def test_repeated_delivery_updates_one_error_record(runtime, db):
     runtime.wait_until_idle(timeout=60)
     record = _one_error(db, e)
     assert record.occurrences == 2
+
+
+def test_fixing_the_bad_document_resumes_the_agent(runtime, db):
+    e = write_experiment(db, [stage("intro", "info"), stage("survey", "survey", questions="oops")])
+    pid = agent(db, e, "intro")
+    runtime.wait_until_idle(timeout=60)
+    assert participant(db, e, pid).current_stage_id == "survey"
+    db.document(f"experiments/{e}/stages/survey").update({"questions": [QUESTION]})
+    runtime.wait_until_idle(timeout=60)
+    assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+
+
+def test_documents_written_in_any_order(runtime, db):
+    """Participants first, then the cohort, then the stages, then the experiment."""
+    e = "exp-any-order"
+    base = f"experiments/{e}"
+    pid = agent(db, e, "intro")
+    db.document(f"{base}/cohorts/cohort-a").set({"id": "cohort-a", "stageUnlockMap": {}})
+    runtime.wait_until_idle(timeout=60)
+    db.document(f"{base}/stages/intro").set(stage("intro", "info"))
+    db.document(f"{base}/stages/survey").set(stage("survey", "survey", questions=[QUESTION]))
+    runtime.wait_until_idle(timeout=60)
+    db.document(base).set({"id": e, "stageIds": ["intro", "survey"]})
+    runtime.wait_until_idle(timeout=60)
+    assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS

@@ -184,6 +184,16 @@ def test_attention_check_set_in_console_is_resolved(runtime, db):
     assert p.current_stage_id == "transfer"  # resolving the check is the whole move
 
 
+def test_attention_check_on_a_finished_agent_returns_it_to_success(runtime, db):
+    e = write_experiment(db, [stage("only", "info", infoLines=["Hi"])])
+    pid = agent(db, e, "only")
+    runtime.wait_until_idle(timeout=60)
+    assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+    db.document(f"experiments/{e}/participants/{pid}").update({"currentStatus": "ATTENTION_CHECK"})
+    runtime.wait_until_idle(timeout=60)
+    assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+
+
 def test_pending_transfer_is_accepted_and_the_agent_moves_on(runtime, db):
     e, pid = _parked_agent(db, runtime)
     db.document(f"experiments/{e}/participants/{pid}").update(
