@@ -14,6 +14,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
+import tenacity
 from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
@@ -62,7 +63,14 @@ class _Stale(Exception):
     """The participant changed since the decision: the move no longer applies."""
 
 
-_COMMIT_ATTEMPTS = 10
+_COMMIT_ATTEMPTS = 8
+
+
+def _is_contention(error: BaseException) -> bool:
+    """Aborted by a concurrent transaction (the client reports exhausted retries as ValueError)."""
+    return isinstance(error, gexc.Aborted) or (
+        isinstance(error, ValueError) and str(error).startswith("Failed to commit transaction")
+    )
 
 
 def _position(p: ParticipantProfile) -> tuple[Any, ...]:
@@ -82,9 +90,9 @@ def _position(p: ParticipantProfile) -> tuple[Any, ...]:
 def _commit(participant_path: str, decided: ParticipantProfile, mutate: Mutation) -> bool:
     """Apply ``mutate`` to a fresh read in a transaction; write only the fields that changed.
 
-    Under heavy contention (many deliveries for one participant at once) every attempt can
-    abort; then if the participant's position differs from the one the move was decided on,
-    another delivery moved it and this one has nothing to do.
+    Under contention (several deliveries for one participant at once) attempts abort; they are
+    retried with jittered exponential backoff so contenders fall out of step, and a retry first
+    checks whether another delivery already moved the participant (then there is nothing to do).
     """
     doc = store.ref(participant_path)
 
@@ -102,12 +110,20 @@ def _commit(participant_path: str, decided: ParticipantProfile, mutate: Mutation
             transaction.update(doc, changed)
         return bool(changed)
 
-    try:
-        return run(store.db().transaction(max_attempts=_COMMIT_ATTEMPTS))
-    except (ValueError, gexc.Aborted):
-        if _position(store.read(ParticipantProfile, participant_path)) != _position(decided):
-            return False
-        raise
+    retrying = tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(_COMMIT_ATTEMPTS),
+        wait=tenacity.wait_random_exponential(multiplier=0.05, max=2),
+        retry=tenacity.retry_if_exception(_is_contention),
+        reraise=True,
+    )
+    for attempt in retrying:
+        with attempt:
+            if attempt.retry_state.attempt_number > 1:
+                current = store.read(ParticipantProfile, participant_path)
+                if _position(current) != _position(decided):
+                    return False
+            return run(store.db().transaction(max_attempts=2))
+    raise AssertionError("unreachable: tenacity reraises the last error")
 
 
 def _fill_start_timestamps(p: ParticipantProfile) -> None:

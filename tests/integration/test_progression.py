@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from experiment_state import doc, errors, model_logs, participant, participants, template
 from raw_docs import PROGRESS_OPEN, agent, human, move_human, stage, write_experiment
 
@@ -194,26 +195,18 @@ def test_attention_check_on_a_finished_agent_returns_it_to_success(runtime, db):
     assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
 
 
-def test_pending_transfer_is_accepted_and_the_agent_moves_on(runtime, db):
+@pytest.mark.parametrize("status", ["TRANSFER_PENDING", "ATTENTION_CHECK"])
+def test_pending_transfer_is_accepted_and_the_agent_moves_on(runtime, db, status):
+    """A transfer set in the console (with or without an attention check first)."""
     e, pid = _parked_agent(db, runtime)
     db.document(f"experiments/{e}/participants/{pid}").update(
-        {"transferCohortId": "cohort-b", "currentStatus": "TRANSFER_PENDING"}
+        {"transferCohortId": "cohort-b", "currentStatus": status}
     )
     runtime.wait_until_idle(timeout=60)
     p = participant(db, e, pid)
     assert p.current_cohort_id == "cohort-b" and p.transfer_cohort_id is None
     assert "cohort-a" in p.timestamps.cohort_transfers
     assert p.current_status == ParticipantStatus.SUCCESS
-
-
-def test_attention_check_with_pending_transfer_resolves_then_transfers(runtime, db):
-    e, pid = _parked_agent(db, runtime)
-    db.document(f"experiments/{e}/participants/{pid}").update(
-        {"transferCohortId": "cohort-b", "currentStatus": "ATTENTION_CHECK"}
-    )
-    runtime.wait_until_idle(timeout=60)
-    p = participant(db, e, pid)
-    assert p.current_cohort_id == "cohort-b" and p.current_status == ParticipantStatus.SUCCESS
 
 
 def test_concurrent_moves_for_one_agent_complete_each_stage_once(runtime, db):
