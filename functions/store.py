@@ -56,8 +56,8 @@ def snapshot_data(path: str, transaction: Any = None) -> dict[str, Any] | None:
     return snap.to_dict() if snap.exists else None
 
 
-def _with_id(model: type, path: str, data: dict[str, Any] | None) -> dict[str, Any] | None:
-    field = _ID_FIELDS.get(model, "id")
+def _with_id(field: str, path: str, data: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Fill the id field from the document id when a console edit left it out."""
     if data is not None and not data.get(field):
         data = {**data, field: path.rsplit("/", 1)[1]}
     return data
@@ -65,12 +65,13 @@ def _with_id(model: type, path: str, data: dict[str, Any] | None) -> dict[str, A
 
 def read(model: type[M], path: str, transaction: Any = None) -> M:
     """Read and validate a document; DocumentError names the path and field when it is unusable."""
-    return parse_document(model, path, _with_id(model, path, snapshot_data(path, transaction)))
+    data = snapshot_data(path, transaction)
+    return parse_document(model, path, _with_id(_ID_FIELDS.get(model, "id"), path, data))
 
 
 def read_stage(experiment_id: str, stage_id: str, transaction: Any = None) -> StageConfig:
     path = stage_path(experiment_id, stage_id)
-    return parse_stage(path, _with_id(object, path, snapshot_data(path, transaction)))
+    return parse_stage(path, _with_id("id", path, snapshot_data(path, transaction)))
 
 
 def experiment_path(experiment_id: str) -> str:
