@@ -3,18 +3,50 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+
+Role = Literal["user", "assistant"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Message:
+    role: Role
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Credentials:
+    """Where and as whom to call a provider; from the experiment creator's experimenterData."""
+
+    api_key: str | None = None
+    base_url: str | None = None
+    """OpenAI-compatible or Ollama server; for Gemini, an endpoint override (local fakes)."""
+    project: str | None = None
+    """Vertex AI project (with ``location``), when no API key is used."""
+    location: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelRequest:
     prompt: str
+    """The first user turn: the rendered structured prompt."""
     response_schema: dict[str, Any] | None
     """JSON Schema the reply must satisfy (None for free text)."""
     model_name: str
     seed: str
     """Stable per agent and stage, so offline runs are reproducible."""
     generation_config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Deliberate Lab's ModelGenerationConfig (camelCase keys): temperature, maxTokens, topP,
+    stopSequences, reasoningLevel, ... Unset keys are not sent."""
+    history: tuple[Message, ...] = ()
+    """Turns after the prompt, e.g. a rejected reply and the corrective message."""
+    credentials: Credentials = dataclasses.field(default_factory=Credentials)
+    timeout_s: float | None = None
+    """Per-call timeout (the caller bounds it by the function's remaining time)."""
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        return (Message("user", self.prompt), *self.history)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,12 +67,24 @@ class ModelReply:
 
 
 class ModelError(Exception):
-    """A failed call. ``status`` follows Deliberate Lab's ModelResponseStatus names."""
+    """A failed call. ``status`` follows Deliberate Lab's ModelResponseStatus names:
+    AUTHENTICATION_ERROR, QUOTA_ERROR (429), PROVIDER_UNAVAILABLE_ERROR (5xx, timeouts),
+    CONFIG_ERROR, REFUSAL_ERROR, LENGTH_ERROR, INTERNAL_ERROR. ``retryable`` says whether trying
+    again later can help (429, 5xx, timeouts, connection failures)."""
 
-    def __init__(self, status: str, message: str, retryable: bool = False) -> None:
+    def __init__(
+        self,
+        status: str,
+        message: str,
+        retryable: bool = False,
+        http_status: int | None = None,
+        raw: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+        self.http_status = http_status
+        self.raw = raw
 
 
 class ModelClient(Protocol):
