@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -105,13 +106,35 @@ def print_summary(s: dict[str, Any]) -> None:
         print(f"  error                {error}")
 
 
+DEFAULT_MODELS = {"GEMINI": "gemini-2.5-flash", "OPENAI": "gpt-5-mini", "OLLAMA": "llama3.2"}
+
+
+def model_from_env(env: dict[str, str] | None = None) -> tuple[str, str | None]:
+    """(apiType, modelName) for the demo: a real provider when its key or server is configured
+    (GEMINI_API_KEY; OPENAI_API_KEY or OPENAI_BASE_URL; OLLAMA_BASE_URL), else the offline
+    scripted model. DLAB_DEMO_MODEL overrides the model name."""
+    env = dict(os.environ) if env is None else env
+    if env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY"):
+        api_type = "GEMINI"
+    elif env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
+        api_type = "OPENAI"
+    elif env.get("OLLAMA_BASE_URL"):
+        api_type = "OLLAMA"
+    else:
+        return "SCRIPTED", None
+    return api_type, env.get("DLAB_DEMO_MODEL") or DEFAULT_MODELS[api_type]
+
+
 def run(
     template_path: Path = DEFAULT_TEMPLATE,
     agents: int = 3,
     mode: str = "concurrent",
     timeout: float = 180,
-    api_type: str = "SCRIPTED",
+    api_type: str | None = None,
+    model_name: str | None = None,
 ) -> int:
+    if api_type is None:
+        api_type, model_name = model_from_env()
     started = time.monotonic()
     print("Starting the Firestore and Pub/Sub emulators and the functions runtime ...", flush=True)
     with LocalRuntime(mode=mode) as runtime:
@@ -122,13 +145,13 @@ def run(
         )
         db = firestore.Client(project=runtime.project)
         template = json.loads(template_path.read_text())
-        result = load(db, template, agents=agents, api_type=api_type, seed=0)
+        result = load(db, template, agents=agents, api_type=api_type, model_name=model_name, seed=0)
         stage_ids = template["experiment"]["stageIds"]
         kinds = {s["id"]: s["kind"] for s in template["stageConfigs"]}
         print(
             f"Loaded {template_path.name}: experiment {result.experiment_id}, "
             f"{len(stage_ids)} stages ({', '.join(stage_ids)}); "
-            f"{agents} agent participants on the {api_type} model\n"
+            f"{agents} agent participants on {api_type} {model_name or ''}\n"
         )
         t0 = time.monotonic()
         finished = watch(db, result.experiment_id, kinds, timeout, t0)

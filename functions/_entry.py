@@ -11,6 +11,7 @@ from typing import Any
 import functions_framework
 
 from functions import _events
+from functions.deadline import running_for
 from functions.errors import record_error
 from functions.registry import FirestoreTrigger, FunctionSpec
 from shared.models import DocumentError
@@ -37,7 +38,8 @@ def dispatch(spec: FunctionSpec, cloud_event: Any) -> None:
     else:
         event = _events.pubsub_event(cloud_event)
     try:
-        _handler(spec.handler)(event)
+        with running_for(spec.timeout_s):
+            _handler(spec.handler)(event)
     except DocumentError as error:
         record_error(spec.name, error, event_id=event.id)
 

@@ -1,33 +1,32 @@
-"""One structured answer from the agent's model: every attempt logged, invalid replies corrected."""
+"""One structured answer from the agent's model.
+
+Every attempt is logged: transport failures are retried with backoff within the function's
+deadline, and a reply that is not a valid answer goes back to the model as a corrective turn
+with the exact reason (at most ``num_retries`` times).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from functions import store
+from functions.deadline import deadline
 from shared import paths
-from shared.llm import (
-    ModelError,
-    ModelReply,
-    ModelRequest,
-    client_for,
-    effective_api_type,
-)
+from shared.llm import Message, ModelError, ModelReply, ModelRequest, client_for, effective_api_type
+from shared.llm.credentials import credentials_for
 from shared.llm.json_output import parse_json_reply
-from shared.models import (
-    ModelLogEntry,
-    ModelResponse,
-    ParticipantProfile,
-    TokenUsage,
-    now,
-)
+from shared.llm.retry import remaining, retrying
+from shared.models import ModelLogEntry, ModelResponse, ParticipantProfile, TokenUsage, now
 from shared.prompts import corrective_turn
 from shared.stages import AnswerValidationError
 
 DEFAULT_RETRIES = 3  # Deliberate Lab's default for survey and ranking prompts
+CALL_TIMEOUT_CAP_S = 120.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,82 +46,125 @@ class AnswerFailed(Exception):
         self.last_error = last_error
 
 
-def _log(
-    site: CallSite, request: ModelRequest, attempt: int, started: float, **outcome: Any
-) -> None:
-    reply: ModelReply | None = outcome.get("reply")
-    usage = reply.usage if reply else None
-    p = site.participant
-    settings = p.agent_config.model_settings if p.agent_config else None
-    log_id = uuid.uuid4().hex
-    entry = ModelLogEntry(
-        id=log_id,
-        experiment_id=site.experiment_id,
-        cohort_id=p.current_cohort_id,
-        participant_id=p.private_id,
-        stage_id=site.stage_id,
-        public_id=p.public_id,
-        private_id=p.private_id,
-        agent_id=p.agent_config.agent_id if p.agent_config else "",
-        description=site.description,
-        prompt=request.prompt,
-        api_type=effective_api_type(settings.api_type) if settings else "",
-        model_name=request.model_name,
-        attempt=attempt,
-        latency_ms=round((time.perf_counter() - started) * 1000, 2),
-        created_timestamp=now(),
-        response=ModelResponse(
-            status=outcome.get("status", "OK"),
-            raw_response=reply.raw if reply else None,
-            text=reply.text if reply else None,
-            parsed_response=outcome.get("parsed"),
-            error_message=outcome.get("error"),
-            usage=TokenUsage(
-                prompt_tokens=usage.prompt_tokens if usage else 0,
-                completion_tokens=usage.completion_tokens if usage else 0,
-                total_tokens=usage.total_tokens if usage else 0,
+def conversation_text(request: ModelRequest) -> str:
+    """The prompt as logged: the text alone, or ``ROLE: text`` turns (as DL logs messages)."""
+    if not request.history:
+        return request.prompt
+    return "\n\n".join(f"{m.role.upper()}: {m.text}" for m in request.messages)
+
+
+class _Call:
+    """One ask: numbers and logs every attempt of every turn."""
+
+    def __init__(self, site: CallSite, api_keys: dict[str, Any] | None) -> None:
+        self.site = site
+        settings = site.participant.agent_config.model_settings  # type: ignore[union-attr]
+        self.settings = settings
+        self.client = client_for(settings.api_type)
+        self.credentials = credentials_for(settings.api_type, api_keys)
+        self.attempts = 0
+
+    def log(self, request: ModelRequest, started: float, **outcome: Any) -> None:
+        reply: ModelReply | None = outcome.get("reply")
+        usage = reply.usage if reply else None
+        p = self.site.participant
+        log_id = uuid.uuid4().hex
+        entry = ModelLogEntry(
+            id=log_id,
+            experiment_id=self.site.experiment_id,
+            cohort_id=p.current_cohort_id,
+            participant_id=p.private_id,
+            stage_id=self.site.stage_id,
+            public_id=p.public_id,
+            private_id=p.private_id,
+            agent_id=p.agent_config.agent_id if p.agent_config else "",
+            description=self.site.description,
+            prompt=conversation_text(request),
+            api_type=effective_api_type(self.settings.api_type),
+            model_name=request.model_name,
+            attempt=self.attempts,
+            latency_ms=round((time.perf_counter() - started) * 1000, 2),
+            created_timestamp=now(),
+            response=ModelResponse(
+                status=outcome.get("status", "OK"),
+                raw_response=reply.raw if reply else outcome.get("raw"),
+                text=reply.text if reply else None,
+                parsed_response=outcome.get("parsed"),
+                error_message=outcome.get("error"),
+                usage=TokenUsage(
+                    prompt_tokens=usage.prompt_tokens if usage else 0,
+                    completion_tokens=usage.completion_tokens if usage else 0,
+                    total_tokens=usage.total_tokens if usage else 0,
+                ),
             ),
-        ),
-    )
-    path = paths.build(paths.MODEL_LOG, experimentId=site.experiment_id, logId=log_id)
-    store.ref(path).set(entry.to_firestore())
+        )
+        path = paths.build(paths.MODEL_LOG, experimentId=self.site.experiment_id, logId=log_id)
+        store.ref(path).set(entry.to_firestore())
+
+    def generate(self, request: ModelRequest) -> tuple[ModelReply, float]:
+        """One turn: transport attempts with backoff; each attempt logged on failure."""
+        end = deadline()
+        for attempt in retrying(end):
+            with attempt:
+                self.attempts += 1
+                started = time.perf_counter()
+                timed = dataclasses.replace(
+                    request, timeout_s=remaining(end, cap=CALL_TIMEOUT_CAP_S)
+                )
+                try:
+                    return self.client.generate(timed), started
+                except ModelError as error:
+                    self.log(request, started, status=error.status, error=str(error), raw=error.raw)
+                    raise
+        raise AssertionError("unreachable: tenacity reraises the last error")
 
 
 def ask(
     site: CallSite,
     prompt: str,
-    schema: dict[str, Any],
-    validate: Any,
-    retries: int = DEFAULT_RETRIES,
+    schema: dict[str, Any] | None,
+    validate: Callable[[Any], Any],
+    *,
+    retries: int | None = DEFAULT_RETRIES,
+    generation_config: dict[str, Any] | None = None,
+    api_keys: dict[str, Any] | None = None,
 ) -> Any:
-    """Ask until ``validate(parsed_json)`` accepts a reply; each failure goes back as a corrective
-    turn. ModelError (configuration, provider) propagates at once; AnswerFailed when attempts run
-    out."""
-    settings = site.participant.agent_config.model_settings  # type: ignore[union-attr]
-    client = client_for(settings.api_type)
-    turn = prompt
+    """Ask until ``validate(parsed_json)`` accepts a reply. ModelError (configuration, or a
+    provider still failing at the deadline) propagates; AnswerFailed when turns run out."""
+    call = _Call(site, api_keys)
+    history: tuple[Message, ...] = ()
     last_error = ""
-    for attempt in range(1, retries + 2):
+    turns = (retries if retries is not None else DEFAULT_RETRIES) + 1
+    for turn in range(1, turns + 1):
         request = ModelRequest(
-            prompt=turn,
+            prompt=prompt,
             response_schema=schema,
-            model_name=settings.model_name,
-            seed=f"{site.participant.private_id}:{site.stage_id}:{attempt}",
+            model_name=call.settings.model_name,
+            seed=f"{site.participant.private_id}:{site.stage_id}:{turn}",
+            generation_config=generation_config or {},
+            history=history,
+            credentials=call.credentials,
         )
-        started = time.perf_counter()
-        try:
-            reply = client.generate(request)
-        except ModelError as error:
-            _log(site, request, attempt, started, status=error.status, error=str(error))
-            raise
+        reply, started = call.generate(request)
         try:
             parsed = parse_json_reply(reply.text)
             answer = validate(parsed)
         except AnswerValidationError as error:
             last_error = str(error)
-            _log(site, request, attempt, started, reply=reply, status="INVALID", error=last_error)
-            turn = f"{prompt}\n\n{corrective_turn(last_error)}"
+            call.log(request, started, reply=reply, status="INVALID_RESPONSE", error=last_error)
+            history = (
+                *history,
+                Message("assistant", reply.text),
+                Message("user", corrective_turn(last_error)),
+            )
             continue
-        _log(site, request, attempt, started, reply=reply, parsed=parsed)
+        call.log(request, started, reply=reply, parsed=_loggable(parsed))
         return answer
-    raise AnswerFailed(retries + 1, last_error)
+    raise AnswerFailed(call.attempts, last_error)
+
+
+def _loggable(parsed: Any) -> Any:
+    """Firestore cannot store nested arrays; keep such replies as JSON text."""
+    if isinstance(parsed, list) and any(isinstance(x, list) for x in parsed):
+        return json.dumps(parsed)
+    return parsed

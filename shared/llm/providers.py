@@ -1,17 +1,27 @@
-"""Which client serves a model setting. Real providers plug in here (GEMINI, OPENAI, ...)."""
+"""Which client serves a model setting: GEMINI and VERTEX_AI through google-genai, OPENAI and
+OLLAMA through the OpenAI-compatible Chat Completions API, SCRIPTED offline. CLAUDE is not
+supported yet."""
 
 from __future__ import annotations
 
 import os
 
 from shared.llm.base import ModelClient, ModelError
+from shared.llm.gemini import GeminiClient
+from shared.llm.openai_compat import OpenAICompatClient
 from shared.llm.scripted import ScriptedModel
 from shared.models import ApiType
 
 MODEL_OVERRIDE_ENV = "DLAB_MODEL_OVERRIDE"
 """Set by the local runtime to run every agent on one provider (e.g. SCRIPTED without keys)."""
 
-_CLIENTS: dict[str, ModelClient] = {ApiType.SCRIPTED: ScriptedModel()}
+_CLIENTS: dict[str, ModelClient] = {
+    ApiType.GEMINI: GeminiClient(vertex=False),
+    ApiType.VERTEX_AI: GeminiClient(vertex=True),
+    ApiType.OPENAI: OpenAICompatClient("openai"),
+    ApiType.OLLAMA: OpenAICompatClient("ollama"),
+    ApiType.SCRIPTED: ScriptedModel(),
+}
 
 
 def effective_api_type(api_type: str) -> str:
@@ -25,7 +35,7 @@ def client_for(api_type: str) -> ModelClient:
     if client is None:
         known = ", ".join(t.value for t in ApiType)
         if effective in {t.value for t in ApiType}:
-            reason = f"no provider for apiType {effective} is configured in this deployment"
+            reason = f"no provider for apiType {effective}: not supported yet in this port"
         else:
             reason = f"unknown apiType {effective!r} (expected one of {known})"
         raise ModelError("CONFIG_ERROR", reason)

@@ -95,7 +95,7 @@ def test_stage_not_in_the_experiment(runtime, db):
 
 
 @pytest.mark.parametrize(
-    ("api_type", "reason"), [("GEMINI", "no provider"), ("BANANA", "'BANANA'")]
+    ("api_type", "reason"), [("CLAUDE", "no provider"), ("BANANA", "'BANANA'")]
 )
 def test_model_without_a_provider(runtime, db, monkeypatch, api_type, reason):
     monkeypatch.delenv(MODEL_OVERRIDE_ENV)

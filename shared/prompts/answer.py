@@ -1,7 +1,5 @@
-"""Default prompts for agent participants at answered stages.
-
-A first version: persona, stage text, the stage display and the response format. Structured
-prompt items and persona templates build on this.
+"""The first answer prompt for agent participants: persona, stage text, the answer spec's display
+and the response format. functions/agents uses it; render_prompt is the structured successor.
 """
 
 from __future__ import annotations

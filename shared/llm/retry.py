@@ -1,0 +1,121 @@
+"""Retry policy for model calls: retryable ModelErrors only, jittered backoff, within a deadline.
+
+Deliberate Lab retries only 5xx/timeouts and leaves 429 to the user; we also retry QUOTA_ERROR
+(rate limits are the commonest transient failure when many agents run at once). The caller drives
+the loop so it can log every attempt::
+
+    for attempt in retrying(deadline):
+        with attempt:
+            reply = client.generate(replace(request, timeout_s=remaining(deadline, cap=120)))
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import tenacity
+from tenacity.stop import stop_base
+from tenacity.wait import wait_base
+
+from shared.llm.base import ModelError
+
+MIN_ATTEMPT_S = 1.0
+"""The least time worth starting another attempt with; below it we stop instead of sleeping."""
+
+
+def error_for_status(http_status: int, message: str, raw: str | None = None) -> ModelError:
+    """A failed HTTP call as a ModelError; what is retryable is part of the retry policy.
+
+    401/403 authentication, 429 quota (retryable: rate limits pass), 408/5xx provider unavailable
+    (retryable), other 4xx a configuration problem (bad model name, unsupported option)."""
+    if http_status in (401, 403):
+        status, retryable = "AUTHENTICATION_ERROR", False
+    elif http_status == 429:
+        status, retryable = "QUOTA_ERROR", True
+    elif http_status == 408 or http_status >= 500:
+        status, retryable = "PROVIDER_UNAVAILABLE_ERROR", True
+    elif 400 <= http_status < 500:
+        status, retryable = "CONFIG_ERROR", False
+    else:
+        status, retryable = "INTERNAL_ERROR", False
+    return ModelError(status, f"HTTP {http_status}: {message}", retryable, http_status, raw)
+
+
+def remaining(deadline: float | None, cap: float | None = None) -> float | None:
+    """Seconds left before ``deadline`` (a ``time.monotonic()`` value), at most ``cap``;
+    ``cap`` (possibly None) when there is no deadline. Used as the per-call timeout."""
+    if deadline is None:
+        return cap
+    left = max(0.0, deadline - time.monotonic())
+    return left if cap is None else min(left, cap)
+
+
+def is_retryable(error: BaseException) -> bool:
+    return isinstance(error, ModelError) and error.retryable
+
+
+class _WaitWithinDeadline(wait_base):
+    """The base wait, shortened so at least ``min_attempt_s`` is left for the next attempt."""
+
+    def __init__(
+        self,
+        base: wait_base,
+        deadline: float | None,
+        min_attempt_s: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self.base, self.deadline, self.min_attempt_s, self.clock = (
+            base,
+            deadline,
+            min_attempt_s,
+            clock,
+        )
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        wanted = self.base(retry_state)
+        if self.deadline is None:
+            return wanted
+        return max(0.0, min(wanted, self.deadline - self.clock() - self.min_attempt_s))
+
+
+class _StopAtDeadline(stop_base):
+    """Stop when no time for a useful attempt would be left after the coming sleep."""
+
+    def __init__(
+        self, deadline: float | None, min_attempt_s: float, clock: Callable[[], float]
+    ) -> None:
+        self.deadline, self.min_attempt_s, self.clock = deadline, min_attempt_s, clock
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+        if self.deadline is None:
+            return False
+        sleep = retry_state.upcoming_sleep or 0.0
+        return self.clock() + sleep + self.min_attempt_s > self.deadline
+
+
+def retrying(
+    deadline: float | None,
+    max_attempts: int = 6,
+    *,
+    wait: wait_base | None = None,
+    min_attempt_s: float = MIN_ATTEMPT_S,
+    before_sleep: Callable[[tenacity.RetryCallState], Any] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> tenacity.Retrying:
+    """A tenacity loop over model attempts; the last error is re-raised as is (reraise=True).
+
+    ``deadline`` is a ``time.monotonic()`` value (None: attempts are the only bound). ``wait``
+    replaces the default backoff (tests pass ``tenacity.wait_none()``)."""
+    base = wait if wait is not None else tenacity.wait_random_exponential(multiplier=0.5, max=20)
+    return tenacity.Retrying(
+        retry=tenacity.retry_if_exception(is_retryable),
+        stop=tenacity.stop_after_attempt(max_attempts)
+        | _StopAtDeadline(deadline, min_attempt_s, clock),
+        wait=_WaitWithinDeadline(base, deadline, min_attempt_s, clock),
+        before_sleep=before_sleep,
+        sleep=sleep,
+        reraise=True,
+    )

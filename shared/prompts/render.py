@@ -1,0 +1,210 @@
+"""render_prompt: a structured prompt config plus gathered documents -> the prompt text.
+
+Follows DL's processPromptItems and getPromptFromConfig (functions/src/structured_prompt.utils.ts):
+items render in order and join with newlines; scaffolding labels stages for participants; the
+response format goes last.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from shared.models import ParticipantProfile, StageConfig
+from shared.models.agent import (
+    ChatMediatorInstructionsPromptItem,
+    ChatParticipantInstructionsPromptItem,
+    ProfileContextPromptItem,
+    ProfileInfoPromptItem,
+    PromptConfig,
+    PromptItemGroup,
+    StageContextPromptItem,
+    TextPromptItem,
+)
+from shared.prompts import constants as c
+from shared.prompts.context import PromptContext, display_name, profile_set_id
+from shared.prompts.display import StageView, stage_display
+from shared.prompts.schema import (
+    response_format_block,
+    shows_response_format,
+    without_should_respond,
+)
+from shared.prompts.shuffle import shuffle_with_seed
+from shared.prompts.stage_text import resolve_stage_text
+from shared.prompts.templating import PromptError, experiment_variables, render_template
+
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    ctx: PromptContext
+    scaffolding: bool
+    variables: dict[str, Any]
+
+
+def _document(model: Any) -> dict[str, Any]:
+    doc = dict(model.to_firestore())
+    doc.pop("privateId", None)  # the document id is no business of the model
+    return doc
+
+
+def template_variables(ctx: PromptContext) -> dict[str, Any]:
+    """Jinja names: ``agent`` (whom the prompt is for), ``participant`` (the agent participant,
+    or a mediator's private-chat partner), ``profile``, ``experiment``, ``cohort``, ``stage`` (the
+    current one), as Firestore documents with DL's camelCase keys; then DL's variables
+    (experiment < cohort < participant) as top-level names, which win over those names: in a
+    template written for DL, ``{{ stage }}`` means the experiment's variable."""
+    partner = ctx.variable_participant()
+    names: dict[str, Any] = {
+        "agent": _document(ctx.agent),
+        "profile": {k: getattr(ctx.agent, k) for k in ("name", "avatar", "pronouns")},
+        "experiment": ctx.experiment.to_firestore(),
+        "stage": ctx.stage.to_firestore(),
+    }
+    if partner is not None:
+        names["participant"] = _document(partner)
+    if ctx.cohort is not None:
+        names["cohort"] = ctx.cohort.to_firestore()
+    return {**names, **experiment_variables(ctx.experiment, ctx.cohort, partner)}
+
+
+def _profile_info(run: _Run) -> str:
+    agent = run.ctx.agent
+    prefix = "Alias: " if run.scaffolding else ""
+    if isinstance(agent, ParticipantProfile):
+        if not agent.name:
+            return "Profile not yet set"
+        suffix = f"\n{c.PROFILE_INFO_PARTICIPANT_SCAFFOLDING}" if run.scaffolding else ""
+        return f"{prefix}{display_name(agent, profile_set_id(run.ctx.stage.id))}{suffix}"
+    return prefix + " ".join(part for part in (agent.avatar, agent.name) if part)
+
+
+def _profile_context(run: _Run) -> str:
+    agent = run.ctx.agent
+    text = agent.agent_config.prompt_context if agent.agent_config else ""
+    if not text:
+        return ""
+    text = render_template(text, run.variables, "promptContext")
+    if isinstance(agent, ParticipantProfile) and run.scaffolding:
+        return f"Private persona context: {text}\n{c.PROFILE_CONTEXT_PARTICIPANT_SCAFFOLDING}"
+    return text
+
+
+def _stage_block(stage: StageConfig, item: StageContextPromptItem, run: _Run) -> str:
+    """DL's getStageContextForPrompt: name, descriptions, then the display (always)."""
+    lines = []
+    if run.scaffolding:
+        lines.append(f"[Stage: {stage.name or stage.id}]")
+    d = stage.descriptions
+    if item.include_primary_text and d.primary_text.strip():
+        lines.append(f"* Stage description: {d.primary_text}")
+    if item.include_info_text and d.info_text.strip():
+        lines.append(f"* Additional info: {d.info_text}")
+    shown = run.ctx.answer_participants() if item.include_participant_answers else []
+    display = stage_display(stage, StageView(run.ctx, shown, run.scaffolding))
+    if display:
+        lines.append(display)
+    return "\n".join(lines)
+
+
+def _stage_context(item: StageContextPromptItem, name: str, run: _Run) -> list[str]:
+    ctx = run.ctx
+    if item.stage_id:
+        ids = [item.stage_id]
+    else:  # every stage up to and including the current one
+        order = ctx.experiment.stage_ids
+        ids = order[: order.index(ctx.stage.id) + 1] if ctx.stage.id in order else []
+    label = run.scaffolding and ctx.agent_is_participant
+    out = [c.PREVIOUS_STAGES_HEADER] if label else []
+    for stage_id in ids:
+        stage = ctx.stage if stage_id == ctx.stage.id else ctx.stages.get(stage_id)
+        if stage is None:
+            raise PromptError(f"{name}: stage '{stage_id}' is not among the context's stages")
+        if stage_id == ctx.stage.id and label:
+            out.append(c.CURRENT_STAGE_HEADER)
+        out.append(_stage_block(resolve_stage_text(stage, run.variables), item, run))
+    return out
+
+
+def _shuffle_seed(group: PromptItemGroup, run: _Run) -> str:
+    assert group.shuffle_config is not None
+    ctx = run.ctx
+    match group.shuffle_config.seed:
+        case "experiment":
+            return ctx.experiment.id
+        case "cohort":
+            return ctx.cohort.id if ctx.cohort else ""
+        case "participant":
+            partner = ctx.variable_participant()
+            return (partner or ctx.agent).public_id
+        case _:
+            return group.shuffle_config.custom_seed
+
+
+def _render_items(items: Sequence[Any], run: _Run, namespace: str = "") -> str:
+    """DL's processPromptItems; ``namespace`` is the nested position mixed into shuffle seeds."""
+    first_shuffled = next(
+        (
+            i
+            for i, it in enumerate(items)
+            if isinstance(it, PromptItemGroup) and it.shuffle_config and it.shuffle_config.shuffle
+        ),
+        -1,
+    )
+    out: list[str] = []
+    for index, item in enumerate(items):
+        name = f"prompt item {namespace}{index} ({item.type})"
+        if isinstance(item, TextPromptItem):
+            out.append(render_template(item.text, run.variables, name))
+        elif isinstance(item, ChatMediatorInstructionsPromptItem):
+            out.append(
+                c.DEFAULT_MEDIATOR_GROUP_CHAT_TURN_TAKING_PROMPT_INSTRUCTIONS
+                if run.ctx.is_turn_based
+                else c.DEFAULT_MEDIATOR_GROUP_CHAT_PROMPT_INSTRUCTIONS
+            )
+        elif isinstance(item, ChatParticipantInstructionsPromptItem):
+            out.append(
+                c.DEFAULT_AGENT_PARTICIPANT_CHAT_TURN_TAKING_PROMPT
+                if run.ctx.is_turn_based
+                else c.DEFAULT_AGENT_PARTICIPANT_CHAT_PROMPT
+            )
+        elif isinstance(item, ProfileContextPromptItem):
+            if text := _profile_context(run):
+                out.append(text)
+        elif isinstance(item, ProfileInfoPromptItem):
+            out.append(_profile_info(run))
+        elif isinstance(item, StageContextPromptItem):
+            out += _stage_context(item, name, run)
+        elif isinstance(item, PromptItemGroup):
+            members = list(item.items)
+            if item.shuffle_config and item.shuffle_config.shuffle:
+                seed = _shuffle_seed(item, run)
+                if not (namespace == "" and index == first_shuffled):
+                    # DL: only the first shuffled group keeps the bare seed
+                    seed = f"{seed}::{run.ctx.stage.id}::{namespace}{index}"
+                members = shuffle_with_seed(members, seed)
+            if text := _render_items(members, run, f"{namespace}{index}."):
+                out.append(text)
+        else:
+            raise PromptError(f"{name}: unknown prompt item type")
+    return "\n".join(out)
+
+
+def render_prompt(
+    config: PromptConfig, ctx: PromptContext, response_schema: dict[str, Any] | None = None
+) -> str:
+    """The prompt text for ``ctx.agent`` at ``ctx.stage``.
+
+    ``response_schema`` is the JSON Schema shown in the response-format block (e.g.
+    ``schema_to_json_schema`` of the config's schema, or a stage answer spec's schema); it is
+    shown when the config's structured output is enabled with appendToPrompt. In a turn-based
+    chat ``shouldRespond`` is left out of it, as in DL.
+    """
+    run = _Run(ctx, config.include_scaffolding_in_prompt, template_variables(ctx))
+    text = _render_items(config.prompt, run)
+    schema = response_schema
+    if schema and ctx.is_turn_based:
+        schema = without_should_respond(schema)
+    if schema and shows_response_format(config.structured_output_config, schema):
+        return f"{text}\n{response_format_block(schema)}"
+    return text

@@ -1,0 +1,87 @@
+"""A fake OpenAI-compatible server: ``POST /v1/chat/completions`` with OpenAI's JSON shapes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.fakes import FakeServer, Step, json_step
+
+PATH = "/v1/chat/completions"
+
+
+def text(
+    reply: str | None,
+    finish: str = "stop",
+    prompt_tokens: int = 13,
+    completion_tokens: int = 9,
+    refusal: str | None = None,
+) -> Step:
+    """One choice whose message content is ``reply``."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply, "refusal": refusal}
+    return json_step(
+        {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": "fake-model",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+    )
+
+
+def error(
+    status: int,
+    message: str = "scripted failure",
+    type_: str = "api_error",
+    code: str | None = None,
+) -> Step:
+    """OpenAI's error envelope: ``{"error": {"message", "type", "param", "code"}}``."""
+    return json_step(
+        {"error": {"message": message, "type": type_, "param": None, "code": code}}, status
+    )
+
+
+def empty() -> Step:
+    return text("")
+
+
+def refused() -> Step:
+    """Structured outputs' refusal: content null, message.refusal set."""
+    return text(None, refusal="I can't help with that.")
+
+
+def content_filtered() -> Step:
+    return text(None, finish="content_filter")
+
+
+def length_empty() -> Step:
+    """Reasoning used every token: finish_reason length and no content."""
+    return text("", finish="length", completion_tokens=256)
+
+
+class FakeOpenAI(FakeServer):
+    """Answers ``POST /v1/chat/completions``; other paths get 404. With ``api_key`` set, a
+    request without ``Authorization: Bearer {api_key}`` gets OpenAI's 401."""
+
+    def __init__(self, api_key: str | None = None, default: Step | None = None) -> None:
+        super().__init__(default or text('{"ok": true}'))
+        self.api_key = api_key
+
+    def route(self, method: str, path: str, headers: dict[str, str], body: Any) -> Step | None:
+        if method != "POST" or path != PATH:
+            return error(404, f"Unknown request URL: {method} {path}", "invalid_request_error")
+        if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+            return error(
+                401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
+            )
+        return None
+
+    @property
+    def base_url(self) -> str:
+        """What goes in openAIApiKey.baseUrl (or the Ollama server URL, minus ``/v1``)."""
+        return f"{self.url}/v1"
