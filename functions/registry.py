@@ -75,23 +75,23 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         trigger=FirestoreTrigger("written", paths.COHORT),
         handler="functions.triggers.wake:on_cohort_written",
         description=(
-            "Wake the agents waiting at a stage that just unlocked, or all of the cohort's "
-            "agents when the cohort is created after them (one message each)."
+            "Wake the agents waiting at a stage that just unlocked, and those blocked on the "
+            "cohort document (one message each)."
         ),
         timeout_s=60,
     ),
     FunctionSpec(
         name="onStageWritten",
         trigger=FirestoreTrigger("written", paths.STAGE),
-        handler="functions.triggers.wake:on_stage_written",
-        description="Wake the agents at a stage whose document was just created or fixed.",
+        handler="functions.triggers.wake:on_blocking_document_written",
+        description="Wake the agents blocked on this stage document once it is created or fixed.",
         timeout_s=60,
     ),
     FunctionSpec(
         name="onExperimentWritten",
         trigger=FirestoreTrigger("written", paths.EXPERIMENT),
-        handler="functions.triggers.wake:on_experiment_written",
-        description="Wake unfinished agents when the experiment is created or its stageIds change.",
+        handler="functions.triggers.wake:on_blocking_document_written",
+        description="Wake the agents blocked on the experiment document once it is written.",
         timeout_s=60,
     ),
     FunctionSpec(

@@ -21,6 +21,7 @@ from google.cloud import firestore
 from functions import store
 from functions.agents import cohort_lock
 from functions.agents.model_call import AnswerFailed, CallSite, ask
+from functions.agents.prompting import build_stage_prompt, creator_api_keys
 from functions.errors import record_error
 from shared.llm import ModelError
 from shared.models import (
@@ -35,8 +36,7 @@ from shared.models import (
     StageConfig,
     now,
 )
-from shared.prompts import answer_prompt
-from shared.stages import ANSWER_SPECS, AgentAction, AnswerContext, Peer, agent_action
+from shared.stages import ANSWER_SPECS, AgentAction, agent_action
 
 FUNCTION = "completeStageAsAgentParticipant"
 log = logging.getLogger(__name__)
@@ -52,6 +52,7 @@ class Move(StrEnum):
     STAGE_COMPLETED = "stage-completed"
     FINISHED = "finished"
     FAILED = "failed"
+    BLOCKED = "blocked"
 
 
 Mutation = Callable[[ParticipantProfile, Any], None]
@@ -104,6 +105,7 @@ def _commit(participant_path: str, decided: ParticipantProfile, mutate: Mutation
             mutate(current, transaction)
         except _Stale:
             return False
+        current.agent_blocked_on = None  # it moved: whatever blocked it is resolved
         after = current.to_firestore()
         changed = {k: v for k, v in after.items() if before.get(k) != v}
         if changed:
@@ -168,24 +170,24 @@ def _same_position(decided: ParticipantProfile) -> Callable[[ParticipantProfile]
     return check
 
 
-def _peers(experiment_id: str, participant: ParticipantProfile) -> tuple[Peer, ...]:
-    members = cohort_lock.cohort_members(experiment_id, participant.current_cohort_id)
-    return tuple(
-        Peer(m.public_id, m.display_name)
-        for m in sorted(members, key=lambda m: m.public_id)
-        if m.private_id != participant.private_id and m.public_id
-    )
-
-
 def _answer(
-    experiment: Experiment, participant: ParticipantProfile, stage: StageConfig
+    experiment: Experiment,
+    cohort: CohortConfig,
+    participant: ParticipantProfile,
+    stage: StageConfig,
 ) -> StageAnswer | ProfileBase:
     spec = ANSWER_SPECS[stage.kind]
-    ctx = AnswerContext(participant=participant, peers=_peers(experiment.id, participant))
-    schema = spec.schema(stage, ctx)
-    prompt = answer_prompt(participant, stage, spec.display(stage, ctx), schema)
+    prompt = build_stage_prompt(experiment, cohort, participant, stage)
     site = CallSite(experiment.id, participant, stage.id, f"{stage.kind} stage answer")
-    return ask(site, prompt, schema, lambda reply: spec.extract(stage, ctx, reply))
+    return ask(
+        site,
+        prompt.text,
+        prompt.schema,
+        lambda reply: spec.extract(stage, prompt.answer_context, reply),
+        retries=prompt.config.num_retries,
+        generation_config=prompt.config.generation_config,
+        api_keys=creator_api_keys(experiment),
+    )
 
 
 def _existing_answer(
@@ -270,15 +272,38 @@ def _load_position(
             path,
             "currentStageId",
             f"stage {participant.current_stage_id!r} is not in the experiment's stageIds",
+            blocked_on=store.experiment_path(experiment_id),
         )
     stage = store.read_stage(experiment_id, participant.current_stage_id)
     return experiment, stage
 
 
 def advance_agent(experiment_id: str, participant_id: str) -> Move:
-    """Make at most one move for the participant. Humans only get the unlock check."""
+    """Make at most one move for the participant. Humans only get the unlock check.
+
+    A document that stops an agent (missing, malformed) is recorded, and the agent is marked
+    as blocked on it (``agentBlockedOn``), so that writing that document wakes it.
+    """
     path = store.participant_path(experiment_id, participant_id)
     participant = store.read(ParticipantProfile, path)
+    try:
+        return _move(experiment_id, path, participant)
+    except DocumentError as error:
+        record_error(FUNCTION, error)
+        if participant.is_agent:
+            _mark_blocked(path, participant, error)
+        return Move.BLOCKED
+
+
+def _mark_blocked(path: str, participant: ParticipantProfile, error: DocumentError) -> None:
+    blocked = {"document": error.blocked_on, "field": error.field, "reason": error.reason}
+    if participant.agent_blocked_on is None or any(
+        participant.agent_blocked_on.get(k) != v for k, v in blocked.items()
+    ):
+        store.ref(path).update({"agentBlockedOn": {**blocked, "since": now()}})
+
+
+def _move(experiment_id: str, path: str, participant: ParticipantProfile) -> Move:
     if not participant.is_agent:
         if (
             participant.current_cohort_id
@@ -316,7 +341,10 @@ def _read_cohort(experiment_id: str, participant: ParticipantProfile) -> CohortC
     cohort_path = store.cohort_path(experiment_id, participant.current_cohort_id)
     if store.snapshot_data(cohort_path) is None:
         raise DocumentError(
-            path, "currentCohortId", f"cohort {participant.current_cohort_id!r} does not exist"
+            path,
+            "currentCohortId",
+            f"cohort {participant.current_cohort_id!r} does not exist",
+            blocked_on=cohort_path,
         )
     return store.read(CohortConfig, cohort_path)
 
@@ -349,15 +377,19 @@ def _progress(experiment: Experiment, participant: ParticipantProfile, stage: St
     answer = None
     if action == AgentAction.ANSWER and not _existing_answer(experiment.id, participant, stage):
         try:
-            answer = _answer(experiment, participant, stage)
-        except (ModelError, AnswerFailed) as error:
-            field = (
-                "agentConfig.modelSettings.apiType"
-                if isinstance(error, ModelError)
-                else "stageData"
-            )
-            record_error(FUNCTION, DocumentError(path, field, f"stage {stage.id!r}: {error}"))
+            answer = _answer(experiment, cohort, participant, stage)
+        except ModelError as error:
+            # Configuration, credentials, or a provider still failing at the deadline: the agent
+            # stays; fixing the cause and touching the participant (or the watchdog) resumes it.
+            reason = f"stage {stage.id!r}: {error.status}: {error}"
+            field = error.field or "agentConfig.modelSettings"
+            record_error(FUNCTION, DocumentError(path, field, reason))
             return Move.FAILED
+        except AnswerFailed as error:
+            # The model keeps answering invalidly: record why and move on without an answer,
+            # rather than leave the agent (and a cohort waiting for it) stuck.
+            reason = f"stage {stage.id!r}: {error}; the agent moved on without an answer"
+            record_error(FUNCTION, DocumentError(path, "stageData", reason))
     if not _commit(path, participant, _completion(experiment, participant, answer)):
         return Move.NONE
     _after_move(experiment.id, path)

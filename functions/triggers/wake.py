@@ -16,6 +16,7 @@ from functions.agents.progression import advance_agent
 from functions.registry import AGENT_WAKE_TOPIC
 from shared.models import DocumentError, ParticipantStatus
 
+BLOCKED_ON = "agentBlockedOn.document"
 _WAKEABLE = (ParticipantStatus.IN_PROGRESS.value, ParticipantStatus.TRANSFER_PENDING.value)
 
 
@@ -28,26 +29,32 @@ def newly_unlocked(before: dict | None, after: dict | None) -> list[str]:
 def wake_agents(experiment_id: str, reason: str, **where: str) -> int:
     """Publish a wake for every unfinished agent participant matching ``where`` (field == value)."""
     query: Any = store.participants(experiment_id)
-    for field, value in where.items():
+    for field, value in where.items():  # field paths may contain dots
         query = query.where(filter=firestore.FieldFilter(field, "==", value))
     woken = 0
     for snap in query.get():
         data = snap.to_dict()
-        if data.get("agentConfig") and data.get("currentStatus") in _WAKEABLE:
+        if data.get("agentConfig") and data.get("currentStatus", "IN_PROGRESS") in _WAKEABLE:
             payload = {"experimentId": experiment_id, "participantId": snap.id, "reason": reason}
             pubsub.publish(AGENT_WAKE_TOPIC, payload)
             woken += 1
     return woken
 
 
-def on_cohort_written(event: FirestoreEvent) -> None:
-    """A stage unlocked: wake the agents waiting there. A cohort created after its agents (a
-    console edit in any order): wake all of them."""
-    experiment_id, cohort_id = event.params["experimentId"], event.params["cohortId"]
+def wake_blocked(event: FirestoreEvent) -> int:
+    """Wake the agents marked as blocked on the document just written (created or fixed)."""
     if event.after is None:
-        return
-    if event.before is None:
-        wake_agents(experiment_id, "cohort created", currentCohortId=cohort_id)
+        return 0
+    return wake_agents(
+        event.params["experimentId"], f"{event.document} written", **{BLOCKED_ON: event.document}
+    )
+
+
+def on_cohort_written(event: FirestoreEvent) -> None:
+    """A stage unlocked: wake the agents waiting there; and any agent blocked on the cohort."""
+    experiment_id, cohort_id = event.params["experimentId"], event.params["cohortId"]
+    wake_blocked(event)
+    if event.before is None or event.after is None:
         return
     for stage_id in newly_unlocked(event.before, event.after):
         wake_agents(
@@ -58,22 +65,9 @@ def on_cohort_written(event: FirestoreEvent) -> None:
         )
 
 
-def on_stage_written(event: FirestoreEvent) -> None:
-    """A stage document created or fixed: agents blocked on it try again."""
-    if event.after is not None:
-        stage_id = event.params["stageId"]
-        wake_agents(
-            event.params["experimentId"], f"stage {stage_id} written", currentStageId=stage_id
-        )
-
-
-def on_experiment_written(event: FirestoreEvent) -> None:
-    """An experiment created after its participants, or its stage list changed."""
-    before, after = event.before or {}, event.after
-    if after is not None and (
-        event.before is None or before.get("stageIds") != after.get("stageIds")
-    ):
-        wake_agents(event.params["experimentId"], "experiment written")
+def on_blocking_document_written(event: FirestoreEvent) -> None:
+    """A stage or the experiment was written: agents blocked on it try again."""
+    wake_blocked(event)
 
 
 def on_agent_wake(event: PubSubEvent) -> None:

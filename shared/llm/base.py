@@ -79,12 +79,15 @@ class ModelError(Exception):
         retryable: bool = False,
         http_status: int | None = None,
         raw: str | None = None,
+        field: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
         self.http_status = http_status
         self.raw = raw
+        self.field = field
+        """The participant field to fix, when the error is about the agent's configuration."""
 
 
 class ModelClient(Protocol):

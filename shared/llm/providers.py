@@ -38,7 +38,7 @@ def client_for(api_type: str) -> ModelClient:
             reason = f"no provider for apiType {effective}: not supported yet in this port"
         else:
             reason = f"unknown apiType {effective!r} (expected one of {known})"
-        raise ModelError("CONFIG_ERROR", reason)
+        raise ModelError("CONFIG_ERROR", reason, field="agentConfig.modelSettings.apiType")
     return client
 
 

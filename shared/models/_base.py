@@ -42,11 +42,15 @@ class DocModel(BaseModel):
 class DocumentError(Exception):
     """A document that cannot be used, with where and why, for the experiment's error records."""
 
-    def __init__(self, document: str, field: str, reason: str) -> None:
+    def __init__(
+        self, document: str, field: str, reason: str, blocked_on: str | None = None
+    ) -> None:
         super().__init__(f"{document}: field '{field}': {reason}")
         self.document = document
         self.field = field
         self.reason = reason
+        self.blocked_on = blocked_on or document
+        """The document whose creation or fix may resolve this (e.g. a missing cohort)."""
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -79,6 +79,9 @@ class ParticipantProfile(DocModel):
     connected: bool | None = None
     agent_config: ProfileAgentConfig | None = None
     variable_map: dict[str, str] = {}
+    agent_blocked_on: dict[str, Any] | None = None
+    """Ours, not Deliberate Lab's: why the agent cannot move ({document, field, reason}); writing
+    that document wakes it. Cleared by the agent's next move."""
 
     @property
     def is_agent(self) -> bool:

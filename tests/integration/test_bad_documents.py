@@ -112,10 +112,12 @@ def test_repeated_delivery_updates_one_error_record(runtime, db):
     e = write_experiment(db, [stage("intro", "info")])
     pid = agent(db, e, "intro", cohort="gone")
     runtime.wait_until_idle(timeout=60)
+    before = _one_error(db, e).occurrences
     db.document(f"experiments/{e}/participants/{pid}").update({"name": "touched"})
     runtime.wait_until_idle(timeout=60)
-    record = _one_error(db, e)
-    assert record.occurrences == 2
+    assert _one_error(db, e).occurrences == before + 1
+    blocked = doc(db, f"experiments/{e}/participants/{pid}")["agentBlockedOn"]
+    assert blocked["document"] == f"experiments/{e}/cohorts/gone"
 
 
 def test_fixing_the_bad_document_resumes_the_agent(runtime, db):

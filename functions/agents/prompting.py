@@ -1,0 +1,165 @@
+"""Building an agent participant's prompt for a stage from Firestore: the persona's own prompt
+config for the stage (for every stage kind; Deliberate Lab only reads it for chat) or the
+default, rendered over the documents it refers to."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from google.cloud import firestore
+from pydantic import ValidationError
+
+from functions import store
+from functions.agents import cohort_lock
+from shared import paths
+from shared.models import (
+    ChatMessage,
+    CohortConfig,
+    DocumentError,
+    Experiment,
+    ExperimenterData,
+    ParticipantProfile,
+    PromptConfig,
+    StageConfig,
+    StageKind,
+    parse_document,
+    parse_stage,
+)
+from shared.prompts import (
+    PromptContext,
+    PromptError,
+    default_participant_prompt,
+    render_prompt,
+    schema_to_json_schema,
+)
+from shared.stages import ANSWER_SPECS, AnswerContext, Peer
+
+
+@dataclasses.dataclass(frozen=True)
+class StagePrompt:
+    text: str
+    schema: dict[str, Any] | None
+    config: PromptConfig
+    answer_context: AnswerContext
+
+
+def persona_prompt_path(experiment_id: str, persona_id: str, stage_id: str) -> str:
+    return paths.build(
+        paths.AGENT_PARTICIPANT_PROMPT,
+        experimentId=experiment_id,
+        personaId=persona_id,
+        stageId=stage_id,
+    )
+
+
+def prompt_config(
+    experiment_id: str, participant: ParticipantProfile, stage: StageConfig
+) -> tuple[PromptConfig, str | None]:
+    """(config, path or None): the persona's prompt for this stage if it has one."""
+    persona = participant.agent_config.agent_id if participant.agent_config else ""
+    if persona:
+        path = persona_prompt_path(experiment_id, persona, stage.id)
+        data = store.snapshot_data(path)
+        if data is not None:
+            data = {"id": stage.id, "type": stage.kind, **data}
+            return parse_document(PromptConfig, path, data), path
+    return default_participant_prompt(stage), None
+
+
+def _stages(experiment: Experiment, current: StageConfig) -> dict[str, StageConfig]:
+    """The experiment's stages in order; a broken stage other than the current one is left out
+    (its own error is recorded when an agent reaches it)."""
+    col = store.db().collection(paths.collection_of(paths.STAGE, experimentId=experiment.id))
+    by_id: dict[str, StageConfig] = {}
+    for snap in col.get():
+        try:
+            by_id[snap.id] = parse_stage(snap.reference.path, {"id": snap.id, **snap.to_dict()})
+        except DocumentError:
+            continue
+    by_id[current.id] = current
+    return {sid: by_id[sid] for sid in experiment.stage_ids if sid in by_id}
+
+
+def _documents(path: str) -> dict[str, dict[str, Any]]:
+    return {snap.id: snap.to_dict() for snap in store.db().collection(path).get()}
+
+
+def _chats(experiment_id: str, cohort_id: str, stages: dict[str, StageConfig]) -> dict:
+    chats: dict[str, list[ChatMessage]] = {}
+    for stage_id, stage in stages.items():
+        if stage.kind != StageKind.CHAT:
+            continue
+        path = store.public_stage_data_path(experiment_id, cohort_id, stage_id) + "/chats"
+        query = (
+            store.db().collection(path).order_by("timestamp", direction=firestore.Query.ASCENDING)
+        )
+        messages = []
+        for snap in query.get():
+            try:
+                messages.append(ChatMessage.model_validate({"id": snap.id, **snap.to_dict()}))
+            except ValidationError:
+                continue
+        chats[stage_id] = messages
+    return chats
+
+
+def creator_api_keys(experiment: Experiment) -> dict[str, Any] | None:
+    """The experiment creator's API keys (Deliberate Lab bills the creator), if any."""
+    creator = experiment.metadata.creator
+    if not creator or "/" in creator:
+        return None
+    path = paths.build(paths.EXPERIMENTER_DATA, experimenterId=creator)
+    data = store.snapshot_data(path)
+    if data is None:
+        return None
+    return parse_document(ExperimenterData, path, {"id": creator, **data}).api_keys
+
+
+def build_stage_prompt(
+    experiment: Experiment,
+    cohort: CohortConfig,
+    participant: ParticipantProfile,
+    stage: StageConfig,
+) -> StagePrompt:
+    config, config_path = prompt_config(experiment.id, participant, stage)
+    members = cohort_lock.cohort_members(experiment.id, cohort.id)
+    peers = tuple(
+        Peer(m.public_id, m.display_name)
+        for m in sorted(members, key=lambda m: m.public_id)
+        if m.private_id != participant.private_id and m.public_id
+    )
+    answer_context = AnswerContext(participant=participant, peers=peers)
+    stages = _stages(experiment, stage)
+    ctx = PromptContext(
+        experiment=experiment,
+        cohort=cohort,
+        agent=participant,
+        stage=stage,
+        stages=stages,
+        answers=_documents(
+            store.participant_path(experiment.id, participant.private_id) + "/stageData"
+        ),
+        public_data=_documents(store.cohort_path(experiment.id, cohort.id) + "/publicStageData"),
+        chat_messages=_chats(experiment.id, cohort.id, stages),
+        participants=members,
+    )
+    schema = _response_schema(config, config_path, stage, answer_context)
+    try:
+        text = render_prompt(config, ctx, schema)
+    except PromptError as error:
+        where = config_path or store.stage_path(experiment.id, stage.id)
+        raise DocumentError(where, "prompt", str(error)) from error
+    return StagePrompt(text, schema, config, answer_context)
+
+
+def _response_schema(
+    config: PromptConfig, config_path: str | None, stage: StageConfig, ctx: AnswerContext
+) -> dict[str, Any] | None:
+    """The persona's own schema when its prompt config defines one; otherwise the stage answer
+    spec's, which carries the bounds DL only writes into descriptions."""
+    output = config.structured_output_config
+    if config_path and output is not None and output.enabled and output.schema_ is not None:
+        return schema_to_json_schema(output.schema_)
+    spec = ANSWER_SPECS.get(stage.kind)
+    return spec.schema(stage, ctx) if spec else None

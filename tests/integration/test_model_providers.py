@@ -1,0 +1,238 @@
+"""Agents on real provider clients against local fakes of the provider protocols: faults end in
+a retry, a corrective turn or a clear error record, and every stored answer is valid."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+
+import pytest
+from experiment_state import doc, errors, model_logs, participant
+from raw_docs import agent, stage, write_experiment
+
+from shared.llm.providers import MODEL_OVERRIDE_ENV
+from shared.llm.scripted import generate_value
+from shared.models import ParticipantStatus, SurveyStageAnswer
+from tests.fakes import Recorded, Step, malformed
+from tests.fakes import fake_gemini as gemini
+from tests.fakes import fake_openai as openai
+
+KEY = "test-gemini-key"
+CREATOR = "x@y.z"  # raw_docs' experiment creator
+QUESTIONS = [
+    {"id": "why", "kind": "text", "questionTitle": "Why?", "minCharCount": 10, "maxCharCount": 80},
+    {
+        "id": "pick",
+        "kind": "mc",
+        "questionTitle": "Pick one",
+        "options": [
+            {"id": "a", "imageId": "", "text": "A"},
+            {"id": "b", "imageId": "", "text": "B"},
+        ],
+    },
+    {
+        "id": "rate",
+        "kind": "scale",
+        "questionTitle": "Rate",
+        "lowerValue": 1,
+        "upperValue": 5,
+        "lowerText": "low",
+        "upperText": "high",
+    },
+]
+
+
+def _valid_gemini(request: Recorded) -> Step:
+    """Schema-valid JSON for whatever schema the request carries (the real client sent it)."""
+    schema = request.body["generationConfig"]["responseJsonSchema"]
+    return gemini.text(json.dumps(generate_value(random.Random(len(str(request.body))), schema)))
+
+
+def _valid_openai(request: Recorded) -> Step:
+    schema = request.body["response_format"]["json_schema"]["schema"]
+    return openai.text(json.dumps(generate_value(random.Random(1), schema)))
+
+
+@pytest.fixture
+def fake_gemini(db, monkeypatch) -> Iterator[gemini.FakeGemini]:
+    monkeypatch.delenv(MODEL_OVERRIDE_ENV)
+    with gemini.FakeGemini(api_key=KEY) as fake:
+        fake.responder = _valid_gemini
+        monkeypatch.setenv("GEMINI_BASE_URL", fake.url)
+        monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+        db.document(f"experimenterData/{CREATOR}").set(
+            {"id": CREATOR, "apiKeys": {"geminiApiKey": KEY}}
+        )
+        yield fake
+
+
+def _survey_experiment(db):
+    return write_experiment(
+        db, [stage("survey", "survey", questions=QUESTIONS), stage("end", "info")]
+    )
+
+
+def test_faults_are_retried_or_corrected_and_the_answer_is_valid(runtime, db, fake_gemini):
+    fake_gemini.push(
+        gemini.error(429),
+        gemini.error(503),
+        malformed(),
+        gemini.text('{"why": "too short", "pick": "c", "rate": 9}'),  # violates the stage
+        gemini.empty(),
+    )
+    e = _survey_experiment(db)
+    pid = agent(db, e, "survey")
+    runtime.wait_until_idle(timeout=120)
+
+    assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+    answer = SurveyStageAnswer.model_validate(
+        doc(db, f"experiments/{e}/participants/{pid}/stageData/survey")
+    )
+    assert 10 <= len(answer.answer_map["why"].answer) <= 80
+    assert answer.answer_map["pick"].choice_id in {"a", "b"}
+    assert 1 <= answer.answer_map["rate"].value <= 5
+
+    logs = sorted(model_logs(db, e), key=lambda log: log.attempt)
+    assert [log.response.status for log in logs] == [
+        "QUOTA_ERROR",
+        "PROVIDER_UNAVAILABLE_ERROR",
+        "PROVIDER_UNAVAILABLE_ERROR",
+        "INVALID_RESPONSE",
+        "INVALID_RESPONSE",
+        "OK",
+    ]
+    assert [log.attempt for log in logs] == [1, 2, 3, 4, 5, 6]
+    assert all(log.api_type == "GEMINI" and log.prompt for log in logs)
+    assert "at least 10 are needed" in logs[3].response.error_message
+    # the corrective turns went back to the model as conversation turns, with the reason
+    last = fake_gemini.requests[-1].body["contents"]
+    assert [c["role"] for c in last] == ["user", "model", "user", "model", "user"]
+    assert "at least 10 are needed" in last[2]["parts"][0]["text"]
+    assert all(r.headers.get("x-goog-api-key") == KEY for r in fake_gemini.requests)
+    assert errors(db, e) == []
+
+
+def test_schema_is_sent_natively_and_the_prompt_shows_the_stage(runtime, db, fake_gemini):
+    e = _survey_experiment(db)
+    agent(db, e, "survey")
+    runtime.wait_until_idle(timeout=60)
+    body = fake_gemini.requests[0].body
+    schema = body["generationConfig"]["responseJsonSchema"]
+    assert schema["properties"]["rate"]["maximum"] == 5
+    assert body["generationConfig"]["responseMimeType"] == "application/json"
+    prompt = body["contents"][0]["parts"][0]["text"]
+    for shown in ("Why?", "Pick one", "Rate", "--- Response format ---"):
+        assert shown in prompt
+
+
+def test_a_model_that_never_answers_validly_is_recorded_and_the_agent_moves_on(
+    runtime, db, fake_gemini
+):
+    fake_gemini.responder = lambda _request: gemini.text('{"why": 3}')
+    e = _survey_experiment(db)
+    pid = agent(db, e, "survey")
+    runtime.wait_until_idle(timeout=60)
+    (record,) = errors(db, e)
+    assert record.field == "stageData" and "no valid answer after 4 attempt(s)" in record.reason
+    assert "moved on without an answer" in record.reason
+    assert doc(db, f"experiments/{e}/participants/{pid}/stageData/survey") is None
+    assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+    assert len(model_logs(db, e)) == 4
+
+
+def test_authentication_failure_is_not_retried(runtime, db, fake_gemini):
+    db.document(f"experimenterData/{CREATOR}").set({"apiKeys": {"geminiApiKey": "wrong"}})
+    e = _survey_experiment(db)
+    pid = agent(db, e, "survey")
+    runtime.wait_until_idle(timeout=60)
+    (record,) = errors(db, e)
+    assert "AUTHENTICATION_ERROR" in record.reason
+    assert len(fake_gemini.requests) == 1
+    assert participant(db, e, pid).current_stage_id == "survey"
+
+
+def test_missing_key_names_what_to_set(runtime, db, fake_gemini):
+    db.document(f"experimenterData/{CREATOR}").delete()
+    e = _survey_experiment(db)
+    agent(db, e, "survey")
+    runtime.wait_until_idle(timeout=60)
+    (record,) = errors(db, e)
+    assert "geminiApiKey" in record.reason and "GEMINI_API_KEY" in record.reason
+    assert fake_gemini.requests == []
+
+
+def test_persona_prompt_with_jinja_is_used_for_a_survey(runtime, db, fake_gemini):
+    e = _survey_experiment(db)
+    base = f"experiments/{e}/agentParticipants/resident"
+    db.document(base).set({"id": "resident", "name": "Resident"})
+    db.document(f"{base}/prompts/survey").set(
+        {
+            "id": "survey",
+            "type": "survey",
+            "prompt": [
+                {"type": "TEXT", "text": "You are {{ participant.publicId }}, living downtown."},
+                {"type": "STAGE_CONTEXT", "stageId": ""},
+            ],
+            "numRetries": 1,
+        }
+    )
+    pid = agent(
+        db,
+        e,
+        "survey",
+        agentConfig={
+            "agentId": "resident",
+            "modelSettings": {"apiType": "GEMINI", "modelName": "gemini-2.5-flash"},
+        },
+    )
+    runtime.wait_until_idle(timeout=60)
+    prompt = fake_gemini.requests[0].body["contents"][0]["parts"][0]["text"]
+    assert prompt.startswith("You are agent-0, living downtown.")
+    assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+
+
+def test_undefined_template_variable_is_a_clear_error(runtime, db, fake_gemini):
+    e = _survey_experiment(db)
+    base = f"experiments/{e}/agentParticipants/resident"
+    db.document(f"{base}/prompts/survey").set(
+        {"prompt": [{"type": "TEXT", "text": "Hello {{ hometown }}"}]}
+    )
+    pid = agent(
+        db,
+        e,
+        "survey",
+        agentConfig={
+            "agentId": "resident",
+            "modelSettings": {"apiType": "GEMINI", "modelName": "m"},
+        },
+    )
+    runtime.wait_until_idle(timeout=60)
+    (record,) = errors(db, e)
+    assert record.document == f"{base}/prompts/survey" and record.field == "prompt"
+    assert "hometown" in record.reason
+    assert fake_gemini.requests == []
+    assert participant(db, e, pid).current_stage_id == "survey"
+
+
+def test_openai_compatible_server(runtime, db, monkeypatch):
+    monkeypatch.delenv(MODEL_OVERRIDE_ENV)
+    with openai.FakeOpenAI(api_key="sk-test") as fake:
+        fake.responder = _valid_openai
+        fake.push(openai.error(503, "overloaded"))
+        db.document(f"experimenterData/{CREATOR}").set(
+            {"apiKeys": {"openAIApiKey": {"apiKey": "sk-test", "baseUrl": fake.base_url}}}
+        )
+        e = _survey_experiment(db)
+        pid = agent(db, e, "survey", api_type="OPENAI")
+        runtime.wait_until_idle(timeout=60)
+        assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+        body = fake.requests[-1].body
+        assert body["response_format"]["type"] == "json_schema"
+        assert [
+            log.response.status for log in sorted(model_logs(db, e), key=lambda x: x.attempt)
+        ] == [
+            "PROVIDER_UNAVAILABLE_ERROR",
+            "OK",
+        ]
