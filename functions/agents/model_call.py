@@ -19,7 +19,7 @@ from functions.deadline import deadline
 from shared import paths
 from shared.llm import Message, ModelError, ModelReply, ModelRequest, client_for, effective_api_type
 from shared.llm.credentials import credentials_for
-from shared.llm.json_output import parse_json_reply
+from shared.llm.json_output import check_schema, parse_json_reply
 from shared.llm.retry import remaining, retrying
 from shared.models import ModelLogEntry, ModelResponse, ParticipantProfile, TokenUsage, now
 from shared.prompts import corrective_turn
@@ -148,7 +148,10 @@ def ask(
         reply, started = call.generate(request)
         try:
             parsed = parse_json_reply(reply.text)
-            answer = validate(parsed)
+            answer = validate(
+                parsed
+            )  # the stage's semantic check says most precisely what is wrong
+            check_schema(parsed, schema)  # then the schema: a persona's own may ask for more
         except AnswerValidationError as error:
             last_error = str(error)
             call.log(request, started, reply=reply, status="INVALID_RESPONSE", error=last_error)

@@ -143,6 +143,8 @@ def test_profile_answer():
         ('{"a": 1}', {"a": 1}),
         ('```json\n{"a": 1}\n```', {"a": 1}),
         ('Sure! Here it is: ["x", "y"] hope it helps', ["x", "y"]),
+        ('{"a": [1, 2,], "b": 3,}', {"a": [1, 2], "b": 3}),
+        ('```\n{"a": 1,}\n```', {"a": 1}),
     ],
 )
 def test_json_reply_parsing(text, value):
@@ -161,3 +163,15 @@ def test_condorcet_winner_and_fallback():
     cycle = [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"]]
     assert winner(cycle) == winner(list(reversed(cycle))) == "a"
     assert winner([]) == ""
+
+
+def test_schema_check_names_the_place():
+    from shared.llm.json_output import check_schema
+
+    schema = ANSWER_SPECS["survey"].schema(STAGES["survey"], CTX)
+    scale = next(q for q in STAGES["survey"].questions if q.kind == "scale")
+    valid = generate_value(random.Random(3), schema)
+    check_schema(valid, schema)
+    with pytest.raises(AnswerValidationError, match=f"{scale.id}: .*maximum"):
+        check_schema({**valid, scale.id: 99}, schema)
+    check_schema(None, None)  # no schema: nothing to check
