@@ -26,7 +26,7 @@ from emulator.firestore_admin import FirestoreAdmin
 from emulator.invoker import Invoker
 from emulator.pubsub import PubSubBridge
 from functions import store
-from functions.registry import REGISTRY, FirestoreTrigger, FunctionSpec
+from functions.registry import REGISTRY, FirestoreTrigger, FunctionSpec, ScheduleTrigger
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,10 @@ class LocalRuntime:
         source: str | Path | None = None,
         rules: str | Path | None = None,
         log_dir: str | Path | None = None,
+        tick_s: float | None = None,
     ) -> None:
+        """``tick_s``: publish the scheduled functions' ticks every so many seconds (as Cloud
+        Scheduler would); None leaves ticking to explicit ``tick()`` calls (tests)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         self.project = project
@@ -83,6 +86,9 @@ class LocalRuntime:
         self._db: firestore.Client | None = None
         self._barrier: barrier.Barrier | None = None
         self._admin: FirestoreAdmin | None = None
+        self.tick_s = tick_s
+        self._ticker_stop = threading.Event()
+        self._ticker: threading.Thread | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -124,7 +130,34 @@ class LocalRuntime:
         self._bridge = PubSubBridge(self.project, self.registry, self._accept)
         self._bridge.start()
         self._paused = False
+        if self.tick_s:
+            self._ticker_stop.clear()
+            self._ticker = threading.Thread(target=self._tick_forever, daemon=True)
+            self._ticker.start()
         log.info("runtime for %s started (%s, %d workers)", self.project, self.mode, self.workers)
+
+    # --- scheduled functions -----------------------------------------------------------------
+
+    def tick(self) -> int:
+        """Publish one tick to every scheduled function's topic (what Cloud Scheduler does);
+        ``wait_until_idle()`` covers the work it causes. Returns the number of ticks sent."""
+        from functions import pubsub
+
+        topics = sorted(
+            {s.trigger.topic for s in self.registry if isinstance(s.trigger, ScheduleTrigger)}
+        )
+        for topic in topics:
+            pubsub.publish(topic, {"tick": time.time()})
+        return len(topics)
+
+    def _tick_forever(self) -> None:
+        while not self._ticker_stop.wait(self.tick_s):
+            if self._paused:
+                continue
+            try:
+                self.tick()
+            except Exception:
+                log.exception("scheduled tick failed")
 
     def stop(self) -> None:
         """Stop delivering and release the emulators (stopped when their last runtime stops).
@@ -134,6 +167,10 @@ class LocalRuntime:
             self._stop()
 
     def _stop(self) -> None:
+        self._ticker_stop.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=5)
+            self._ticker = None
         with self._gate:
             self._paused = True
         if self._bridge is not None:

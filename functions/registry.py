@@ -33,6 +33,14 @@ class PubSubTrigger:
 
 
 @dataclasses.dataclass(frozen=True)
+class ScheduleTrigger(PubSubTrigger):
+    """A scheduled function: Cloud Scheduler publishes to ``topic`` on ``schedule``; locally the
+    runtime publishes the ticks."""
+
+    schedule: str = "every 1 minutes"
+
+
+@dataclasses.dataclass(frozen=True)
 class FunctionSpec:
     name: str
     trigger: FirestoreTrigger | PubSubTrigger
@@ -46,6 +54,8 @@ class FunctionSpec:
 
 
 AGENT_WAKE_TOPIC = "agent-wake"
+AGENT_TURN_TOPIC = "agent-turn"
+WATCHDOG_TOPIC = "watchdog-tick"
 
 REGISTRY: tuple[FunctionSpec, ...] = (
     FunctionSpec(
@@ -93,6 +103,35 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         handler="functions.triggers.wake:on_blocking_document_written",
         description="Wake the agents blocked on the experiment document once it is written.",
         timeout_s=60,
+    ),
+    FunctionSpec(
+        name="onChatMessageCreated",
+        trigger=FirestoreTrigger("created", paths.CHAT),
+        handler="functions.triggers.chat:on_chat_message_created",
+        description=(
+            "Fan-out: one agent-turn message per eligible agent participant and active mediator "
+            "(claim policy: one per agent type, in a seeded order)."
+        ),
+        timeout_s=60,
+    ),
+    FunctionSpec(
+        name="onAgentTurn",
+        trigger=PubSubTrigger(AGENT_TURN_TOPIC),
+        handler="functions.triggers.chat:on_agent_turn",
+        description=(
+            "sendAgentParticipantMessage / checkReadyToEndChat: gates, one model call, typing "
+            "delay, moved-on check, transactional election, readiness to end."
+        ),
+    ),
+    FunctionSpec(
+        name="watchdog",
+        trigger=ScheduleTrigger(WATCHDOG_TOPIC, schedule="every 1 minutes"),
+        handler="functions.triggers.chat:on_watchdog_tick",
+        description=(
+            "Ends chats whose timeLimitInMinutes passed (system message, agents move on) and "
+            "asks agents idle at a chat stage whether they are ready to end."
+        ),
+        timeout_s=120,
     ),
     FunctionSpec(
         name="onAgentWake",

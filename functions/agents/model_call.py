@@ -128,6 +128,7 @@ def ask(
     retries: int | None = DEFAULT_RETRIES,
     generation_config: dict[str, Any] | None = None,
     api_keys: dict[str, Any] | None = None,
+    parse: Callable[[str], Any] = parse_json_reply,
 ) -> Any:
     """Ask until ``validate(parsed_json)`` accepts a reply. ModelError (configuration, or a
     provider still failing at the deadline) propagates; AnswerFailed when turns run out."""
@@ -140,14 +141,14 @@ def ask(
             prompt=prompt,
             response_schema=schema,
             model_name=call.settings.model_name,
-            seed=f"{site.participant.private_id}:{site.stage_id}:{turn}",
+            seed=f"{site.participant.private_id}:{site.stage_id}:{site.description}:{turn}",
             generation_config=generation_config or {},
             history=history,
             credentials=call.credentials,
         )
         reply, started = call.generate(request)
         try:
-            parsed = parse_json_reply(reply.text)
+            parsed = parse(reply.text)
             answer = validate(
                 parsed
             )  # the stage's semantic check says most precisely what is wrong

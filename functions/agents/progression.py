@@ -22,10 +22,12 @@ from functions import store
 from functions.agents import cohort_lock
 from functions.agents.model_call import AnswerFailed, CallSite, ask
 from functions.agents.prompting import build_stage_prompt, creator_api_keys
+from functions.chat import fanout
 from functions.errors import record_error
 from shared.llm import ModelError
 from shared.models import (
     KNOWN_KINDS,
+    ChatStage,
     CohortConfig,
     DocumentError,
     Experiment,
@@ -313,6 +315,11 @@ def _move(experiment_id: str, path: str, participant: ParticipantProfile) -> Mov
             cohort_lock.unlock_if_ready(
                 experiment_id, participant.current_cohort_id, participant.current_stage_id
             )
+            chat = fanout.stage_if_unlocked_chat(
+                experiment_id, participant.current_cohort_id, participant.current_stage_id
+            )
+            if chat is not None:  # a human in a chat: the mediators open it
+                fanout.request_openings(experiment_id, participant.current_cohort_id, chat)
         return Move.NONE
     status = participant.current_status
     if status != ParticipantStatus.ATTENTION_CHECK and participant.timestamps.end_experiment:
@@ -373,7 +380,10 @@ def _progress(experiment: Experiment, participant: ParticipantProfile, stage: St
         return Move.STARTED if started else Move.WAITING_LOCKED
     action = agent_action(stage)
     if action == AgentAction.WAIT:
-        return Move.STARTED if _start(path, participant) else Move.WAITING
+        started = _start(path, participant)
+        if isinstance(stage, ChatStage):  # its opening (once: the turn takes a lock)
+            fanout.request_openings(experiment.id, cohort.id, stage, [participant.private_id])
+        return Move.STARTED if started else Move.WAITING
     answer = None
     if action == AgentAction.ANSWER and not _existing_answer(experiment.id, participant, stage):
         try:
@@ -394,3 +404,21 @@ def _progress(experiment: Experiment, participant: ParticipantProfile, stage: St
         return Move.NONE
     _after_move(experiment.id, path)
     return Move.FINISHED if experiment.next_stage_id(stage.id) is None else Move.STAGE_COMPLETED
+
+
+def complete_stage_from_outside(experiment_id: str, participant_id: str, stage_id: str) -> bool:
+    """Complete ``stage_id`` for the participant if it is still there and in progress (chat
+    logic leaving a chat, the watchdog ending one). True if this call made the move."""
+    path = store.participant_path(experiment_id, participant_id)
+    participant = store.read(ParticipantProfile, path)
+    if (
+        participant.current_stage_id != stage_id
+        or participant.current_status != ParticipantStatus.IN_PROGRESS
+        or participant.timestamps.end_experiment is not None
+    ):
+        return False
+    experiment = store.read(Experiment, store.experiment_path(experiment_id))
+    if not _commit(path, participant, _completion(experiment, participant, None)):
+        return False
+    _after_move(experiment_id, path)
+    return True

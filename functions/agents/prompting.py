@@ -19,6 +19,7 @@ from shared.models import (
     DocumentError,
     Experiment,
     ExperimenterData,
+    MediatorProfile,
     ParticipantProfile,
     PromptConfig,
     StageConfig,
@@ -116,6 +117,48 @@ def creator_api_keys(experiment: Experiment) -> dict[str, Any] | None:
     return parse_document(ExperimenterData, path, {"id": creator, **data}).api_keys
 
 
+def build_context(
+    experiment: Experiment,
+    cohort: CohortConfig,
+    agent: ParticipantProfile | MediatorProfile,
+    stage: StageConfig,
+    members: list[ParticipantProfile] | None = None,
+    is_turn_based: bool = False,
+) -> PromptContext:
+    """The documents a prompt refers to. A mediator's own answers are none; it sees the chat."""
+    if members is None:
+        members = cohort_lock.cohort_members(experiment.id, cohort.id)
+    stages = _stages(experiment, stage)
+    answers = (
+        _documents(store.participant_path(experiment.id, agent.private_id) + "/stageData")
+        if isinstance(agent, ParticipantProfile)
+        else {}
+    )
+    return PromptContext(
+        experiment=experiment,
+        cohort=cohort,
+        agent=agent,
+        stage=stage,
+        stages=stages,
+        answers=answers,
+        public_data=_documents(store.cohort_path(experiment.id, cohort.id) + "/publicStageData"),
+        chat_messages=_chats(experiment.id, cohort.id, stages),
+        participants=members,
+        is_turn_based=is_turn_based,
+    )
+
+
+def render(
+    config: PromptConfig, config_path: str | None, ctx: PromptContext, schema: dict | None
+) -> str:
+    """Render, turning a template or prompt error into an error record on the prompt's document."""
+    try:
+        return render_prompt(config, ctx, schema)
+    except PromptError as error:
+        where = config_path or store.stage_path(ctx.experiment.id, ctx.stage.id)
+        raise DocumentError(where, "prompt", str(error)) from error
+
+
 def build_stage_prompt(
     experiment: Experiment,
     cohort: CohortConfig,
@@ -130,27 +173,9 @@ def build_stage_prompt(
         if m.private_id != participant.private_id and m.public_id
     )
     answer_context = AnswerContext(participant=participant, peers=peers)
-    stages = _stages(experiment, stage)
-    ctx = PromptContext(
-        experiment=experiment,
-        cohort=cohort,
-        agent=participant,
-        stage=stage,
-        stages=stages,
-        answers=_documents(
-            store.participant_path(experiment.id, participant.private_id) + "/stageData"
-        ),
-        public_data=_documents(store.cohort_path(experiment.id, cohort.id) + "/publicStageData"),
-        chat_messages=_chats(experiment.id, cohort.id, stages),
-        participants=members,
-    )
+    ctx = build_context(experiment, cohort, participant, stage, members)
     schema = _response_schema(config, config_path, stage, answer_context)
-    try:
-        text = render_prompt(config, ctx, schema)
-    except PromptError as error:
-        where = config_path or store.stage_path(experiment.id, stage.id)
-        raise DocumentError(where, "prompt", str(error)) from error
-    return StagePrompt(text, schema, config, answer_context)
+    return StagePrompt(render(config, config_path, ctx, schema), schema, config, answer_context)
 
 
 def _response_schema(

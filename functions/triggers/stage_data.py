@@ -9,7 +9,9 @@ from google.cloud.firestore_v1.field_path import FieldPath
 
 from functions import store
 from functions._events import FirestoreEvent
+from functions.chat import readiness
 from shared.models import (
+    ChatStage,
     ParticipantProfile,
     RankingPublicData,
     RankingStageAnswer,
@@ -50,6 +52,8 @@ def on_stage_data_written(event: FirestoreEvent) -> None:
     elif stage.kind == StageKind.RANKING:
         ranking = parse_document(RankingStageAnswer, event.document, event.after)
         _mirror_ranking(public_path, stage, participant.public_id, ranking.ranking_list)
+    elif isinstance(stage, ChatStage):
+        readiness.mirror_thread_readiness(experiment_id, stage, participant, event.after)
     elif stage.kind == StageKind.ASSET_ALLOCATION and "allocation" in event.after:
         _merge(
             public_path,

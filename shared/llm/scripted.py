@@ -54,6 +54,8 @@ _WORDS = [
 ]
 
 _HINTS: dict[str, list[str]] = {"name": _FIRST_NAMES, "emoji": _EMOJIS, "pronouns": _PRONOUNS}
+_TRUE_ODDS: dict[str, float] = {"shouldRespond": 0.8, "readyToEndChat": 0.35}
+"""Chat decisions: mostly speak, and become ready to end after a few messages on average."""
 
 
 def _text(rng: random.Random, schema: dict[str, Any]) -> str:
@@ -89,7 +91,7 @@ def generate_value(rng: random.Random, schema: dict[str, Any], name: str = "") -
     if kind == "number":
         return round(rng.uniform(schema.get("minimum", 0.0), schema.get("maximum", 1.0)), 3)
     if kind == "boolean":
-        return rng.random() < 0.5
+        return rng.random() < _TRUE_ODDS.get(name, 0.5)
     if name in _HINTS:
         return rng.choice(_HINTS[name])
     return _text(rng, schema)

@@ -44,3 +44,14 @@ def model_logs(db: firestore.Client, experiment_id: str) -> list[ModelLogEntry]:
 def doc(db: firestore.Client, path: str) -> dict[str, Any] | None:
     snap = db.document(path).get()
     return snap.to_dict() if snap.exists else None
+
+
+def settle(runtime: Any, done: Any, rounds: int = 40, timeout: float = 120) -> None:
+    """Run until ``done()``: wait for idle, then tick the scheduled functions (the watchdog), as
+    time passing would in production. Fails with the last deliveries if it never gets there."""
+    for _ in range(rounds):
+        runtime.wait_until_idle(timeout=timeout)
+        if done():
+            return
+        runtime.tick()
+    raise AssertionError("not settled:\n" + runtime.deliveries_table(last=15))

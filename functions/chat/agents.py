@@ -1,0 +1,120 @@
+"""Who takes part in a chat: agent participants at the stage and the cohort's active mediators
+that have a prompt for it; and each one's chat prompt config."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from google.cloud import firestore
+from pydantic import ValidationError
+
+from functions import store
+from shared import paths
+from shared.models import (
+    AgentChatSettings,
+    MediatorProfile,
+    MediatorStatus,
+    ParticipantProfile,
+    ParticipantStatus,
+    PromptConfig,
+    StageConfig,
+    parse_document,
+)
+from shared.prompts import default_participant_prompt
+
+AgentType = Literal["participant", "mediator"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ChatAgent:
+    type: AgentType
+    profile: ParticipantProfile | MediatorProfile
+    config: PromptConfig
+    config_path: str | None
+
+    @property
+    def private_id(self) -> str:
+        return self.profile.private_id
+
+    @property
+    def public_id(self) -> str:
+        return self.profile.public_id
+
+    @property
+    def settings(self) -> AgentChatSettings:
+        return self.config.chat_settings or AgentChatSettings()
+
+
+def mediator_path(experiment_id: str, mediator_id: str) -> str:
+    return paths.build(paths.MEDIATOR, experimentId=experiment_id, mediatorId=mediator_id)
+
+
+def _prompt_doc(pattern: str, experiment_id: str, persona_id: str, stage: StageConfig):
+    if not persona_id:
+        return None, None
+    path = paths.build(pattern, experimentId=experiment_id, personaId=persona_id, stageId=stage.id)
+    data = store.snapshot_data(path)
+    if data is None:
+        return None, None
+    return parse_document(PromptConfig, path, {"id": stage.id, "type": stage.kind, **data}), path
+
+
+def participant_agent(experiment_id: str, private_id: str, stage: StageConfig) -> ChatAgent | None:
+    """The agent participant, with its persona's chat prompt or the default; None if human."""
+    profile = store.read(ParticipantProfile, store.participant_path(experiment_id, private_id))
+    if not profile.is_agent:
+        return None
+    persona = profile.agent_config.agent_id  # type: ignore[union-attr]
+    config, path = _prompt_doc(paths.AGENT_PARTICIPANT_PROMPT, experiment_id, persona, stage)
+    return ChatAgent("participant", profile, config or default_participant_prompt(stage), path)
+
+
+def mediator_agent(experiment_id: str, private_id: str, stage: StageConfig) -> ChatAgent | None:
+    """The mediator, if it is active and its persona has a prompt for this stage (mediators
+    have no default prompt: without one they are silent, as in DL)."""
+    profile = store.read(MediatorProfile, mediator_path(experiment_id, private_id))
+    if profile.current_status != MediatorStatus.ACTIVE or profile.agent_config is None:
+        return None
+    persona = profile.agent_config.agent_id
+    config, path = _prompt_doc(paths.AGENT_MEDIATOR_PROMPT, experiment_id, persona, stage)
+    return ChatAgent("mediator", profile, config, path) if config else None
+
+
+def load(
+    experiment_id: str, agent_type: str, private_id: str, stage: StageConfig
+) -> ChatAgent | None:
+    if agent_type == "mediator":
+        return mediator_agent(experiment_id, private_id, stage)
+    return participant_agent(experiment_id, private_id, stage)
+
+
+def participants_at(experiment_id: str, cohort_id: str, stage_id: str) -> list[str]:
+    """Private ids of agent participants IN_PROGRESS at the stage in the cohort."""
+    query = (
+        store.participants(experiment_id)
+        .where(filter=firestore.FieldFilter("currentCohortId", "==", cohort_id))
+        .where(filter=firestore.FieldFilter("currentStageId", "==", stage_id))
+        .where(
+            filter=firestore.FieldFilter("currentStatus", "==", ParticipantStatus.IN_PROGRESS.value)
+        )
+    )
+    return sorted(s.id for s in query.get() if (s.to_dict() or {}).get("agentConfig"))
+
+
+def mediators_of(experiment_id: str, cohort_id: str, stage: StageConfig) -> list[str]:
+    """Private ids of the cohort's active mediators whose persona has a prompt for the stage."""
+    col = store.db().collection(paths.collection_of(paths.MEDIATOR, experimentId=experiment_id))
+    query = col.where(filter=firestore.FieldFilter("currentCohortId", "==", cohort_id)).where(
+        filter=firestore.FieldFilter("currentStatus", "==", MediatorStatus.ACTIVE.value)
+    )
+    ids = []
+    for snap in query.get():
+        try:
+            mediator = MediatorProfile.model_validate({"privateId": snap.id, **snap.to_dict()})
+        except ValidationError:
+            continue
+        persona = mediator.agent_config.agent_id if mediator.agent_config else ""
+        if _prompt_doc(paths.AGENT_MEDIATOR_PROMPT, experiment_id, persona, stage)[0] is not None:
+            ids.append(snap.id)
+    return sorted(ids)

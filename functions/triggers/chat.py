@@ -1,0 +1,69 @@
+"""Chat triggers: new group chat messages fan out to agent turns; a turn runs one agent."""
+
+from __future__ import annotations
+
+import logging
+
+from google.cloud import firestore
+
+from functions import store
+from functions._events import FirestoreEvent, PubSubEvent
+from functions.chat import fanout, turn
+from functions.chat.turn_request import Turn
+from shared.models import ChatMessage, ChatStage, DocumentError, parse_document
+
+log = logging.getLogger(__name__)
+
+
+def on_chat_message_created(event: FirestoreEvent) -> None:
+    e, c, s = (event.params[k] for k in ("experimentId", "cohortId", "stageId"))
+    stage = store.read_stage(e, s)
+    if not isinstance(stage, ChatStage):
+        return
+    message = parse_document(
+        ChatMessage, event.document, {"id": event.params["chatId"], **event.after}
+    )
+    _start_timer(e, c, s)
+    fanout.fan_out(e, c, stage, message)
+
+
+def _start_timer(experiment_id: str, cohort_id: str, stage_id: str) -> None:
+    """DL's startTimeElapsed: the discussion starts with its first message."""
+    ref = store.ref(store.public_stage_data_path(experiment_id, cohort_id, stage_id))
+
+    @firestore.transactional
+    def run(transaction: firestore.Transaction) -> None:
+        data = store.snapshot_data(ref.path, transaction) or {}
+        if data.get("discussionStartTimestamp") is None:
+            stamp = firestore.SERVER_TIMESTAMP
+            base = {"id": stage_id, "kind": "chat"}
+            transaction.set(
+                ref,
+                {**base, "discussionStartTimestamp": stamp, "discussionCheckpointTimestamp": stamp},
+                merge=True,
+            )
+
+    run(store.db().transaction())
+
+
+def on_agent_turn(event: PubSubEvent) -> None:
+    try:
+        request = Turn.from_json(event.json())
+    except (KeyError, TypeError, AttributeError) as missing:
+        raise DocumentError(
+            f"pubsub/{event.topic}/{event.id}", str(missing), "agent-turn message lacks this field"
+        ) from None
+    outcome = turn.run(request)
+    log.info(
+        "turn %s %s on %s: %s",
+        request.agent_type,
+        request.agent_id,
+        request.trigger_chat_id or "opening",
+        outcome,
+    )
+
+
+def on_watchdog_tick(event: PubSubEvent) -> None:
+    from functions.chat import watchdog
+
+    log.info("watchdog: %s", watchdog.tick())
