@@ -11,7 +11,9 @@ from typing import Any
 from google.cloud import firestore
 
 from emulator.runtime import LocalRuntime
+from functions.chat.watchdog import IDLE_ENV
 from functions.registry import REGISTRY
+from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.models import ErrorRecord, ModelLogEntry, ParticipantProfile, ParticipantStatus
 from shared.stages import ANSWER_SPECS
 from tools.load_template import load
@@ -30,12 +32,41 @@ def _label(p: ParticipantProfile) -> str:
     return f"{p.public_id:<16} {who:<12}"
 
 
+class ChatFeed:
+    """Prints the cohort's chat messages as they appear (polling the chat collections)."""
+
+    def __init__(self, db: firestore.Client, experiment_id: str, cohort_id: str, chats: list[str]):
+        base = f"experiments/{experiment_id}/cohorts/{cohort_id}/publicStageData"
+        self.collections = [db.collection(f"{base}/{stage_id}/chats") for stage_id in chats]
+        self.seen: set[str] = set()
+
+    def print_new(self, started: float) -> None:
+        for col in self.collections:
+            for snap in col.order_by("timestamp").get():
+                if snap.id in self.seen:
+                    continue
+                self.seen.add(snap.id)
+                m = snap.to_dict()
+                text = " ".join(str(m.get("message", "")).split())
+                text = text if len(text) <= 110 else text[:107] + "..."
+                thread = f"[{m['discussionId']}] " if m.get("discussionId") else ""
+                if m.get("type") == "system":
+                    who = "⚙ "
+                else:
+                    profile = m.get("profile") or {}
+                    name = profile.get("name") or m.get("senderId")
+                    who = f"💬 {profile.get('avatar') or ''} {name}:"
+                elapsed = time.monotonic() - started
+                print(f"[{elapsed:6.1f}s]     {thread}{who} {text}", flush=True)
+
+
 def watch(
     db: firestore.Client,
     experiment_id: str,
     stages: dict[str, str],
     timeout: float,
     started: float,
+    feed: ChatFeed | None = None,
 ) -> list[ParticipantProfile]:
     """Print every stage each agent completes, in order, until all are done or time is up.
 
@@ -45,6 +76,8 @@ def watch(
     shown: dict[str, set[str]] = {}
     deadline = time.monotonic() + timeout
     while True:
+        if feed is not None:
+            feed.print_new(started)
         agents = [ParticipantProfile.model_validate(s.to_dict()) for s in col.get()]
         for p in sorted(agents, key=lambda a: a.public_id):
             done = shown.setdefault(p.private_id, set())
@@ -63,6 +96,8 @@ def watch(
                     flush=True,
                 )
         if agents and all(p.timestamps.end_experiment for p in agents):
+            if feed is not None:
+                feed.print_new(started)
             return agents
         if time.monotonic() > deadline:
             print(f"Timed out after {timeout:.0f}s: not every agent finished.")
@@ -135,9 +170,12 @@ def run(
 ) -> int:
     if api_type is None:
         api_type, model_name = model_from_env()
+    if api_type == "SCRIPTED":  # mediators too (their personas name a real model)
+        os.environ.setdefault(MODEL_OVERRIDE_ENV, "SCRIPTED")
+    os.environ.setdefault(IDLE_ENV, "5")  # the watchdog nudges quiet chat agents after 5 s
     started = time.monotonic()
     print("Starting the Firestore and Pub/Sub emulators and the functions runtime ...", flush=True)
-    with LocalRuntime(mode=mode) as runtime:
+    with LocalRuntime(mode=mode, tick_s=2.0) as runtime:
         print(
             f"  Firestore {runtime.firestore_host} · Pub/Sub {runtime.pubsub_host} · project "
             f"{runtime.project} · {len(REGISTRY)} functions · {mode} delivery "
@@ -154,7 +192,9 @@ def run(
             f"{agents} agent participants on {api_type} {model_name or ''}\n"
         )
         t0 = time.monotonic()
-        finished = watch(db, result.experiment_id, kinds, timeout, t0)
+        chats = [s["id"] for s in template["stageConfigs"] if s["kind"] == "chat"]
+        feed = ChatFeed(db, result.experiment_id, result.cohort_id, chats)
+        finished = watch(db, result.experiment_id, kinds, timeout, t0, feed)
         runtime.wait_until_idle(timeout=60)
         stats = summary(
             db, result.experiment_id, finished, time.monotonic() - t0, len(runtime.deliveries)

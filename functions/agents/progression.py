@@ -14,11 +14,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
-import tenacity
-from google.api_core import exceptions as gexc
-from google.cloud import firestore
-
-from functions import store
+from functions import store, transactions
 from functions.agents import cohort_lock
 from functions.agents.model_call import AnswerFailed, CallSite, ask
 from functions.agents.prompting import build_stage_prompt, creator_api_keys
@@ -66,16 +62,6 @@ class _Stale(Exception):
     """The participant changed since the decision: the move no longer applies."""
 
 
-_COMMIT_ATTEMPTS = 8
-
-
-def _is_contention(error: BaseException) -> bool:
-    """Aborted by a concurrent transaction (the client reports exhausted retries as ValueError)."""
-    return isinstance(error, gexc.Aborted) or (
-        isinstance(error, ValueError) and str(error).startswith("Failed to commit transaction")
-    )
-
-
 def _position(p: ParticipantProfile) -> tuple[Any, ...]:
     """What a move changes: if this differs from the decision's, the move was made elsewhere."""
     ts = p.timestamps
@@ -99,8 +85,7 @@ def _commit(participant_path: str, decided: ParticipantProfile, mutate: Mutation
     """
     doc = store.ref(participant_path)
 
-    @firestore.transactional
-    def run(transaction: Any) -> bool:
+    def body(transaction: Any) -> bool:
         current = store.read(ParticipantProfile, participant_path, transaction)
         before = current.to_firestore()
         try:
@@ -114,20 +99,11 @@ def _commit(participant_path: str, decided: ParticipantProfile, mutate: Mutation
             transaction.update(doc, changed)
         return bool(changed)
 
-    retrying = tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(_COMMIT_ATTEMPTS),
-        wait=tenacity.wait_random_exponential(multiplier=0.05, max=2),
-        retry=tenacity.retry_if_exception(_is_contention),
-        reraise=True,
-    )
-    for attempt in retrying:
-        with attempt:
-            if attempt.retry_state.attempt_number > 1:
-                current = store.read(ParticipantProfile, participant_path)
-                if _position(current) != _position(decided):
-                    return False
-            return run(store.db().transaction(max_attempts=2))
-    raise AssertionError("unreachable: tenacity reraises the last error")
+    def settled() -> bool | None:
+        moved = _position(store.read(ParticipantProfile, participant_path)) != _position(decided)
+        return False if moved else None
+
+    return transactions.run(body, settled=settled)
 
 
 def _fill_start_timestamps(p: ParticipantProfile) -> None:

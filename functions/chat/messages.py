@@ -8,7 +8,7 @@ from typing import Any
 from google.cloud import firestore
 from pydantic import ValidationError
 
-from functions import store
+from functions import store, transactions
 from shared import paths
 from shared.models import ChatMessage, ProfileBase, UserType, now
 
@@ -85,29 +85,30 @@ def elect_and_write(
     log_ref = store.ref(trigger_log_path(experiment_id, cohort_id, stage_id, log_id))
     chat_ref = store.ref(f"{chats_path(experiment_id, cohort_id, stage_id)}/{message['id']}")
 
-    @firestore.transactional
-    def run(transaction: Any) -> bool:
+    def body(transaction: Any) -> bool:
         if log_ref.get(transaction=transaction).exists:
             return False
         transaction.create(log_ref, {**responder, "messageId": message["id"], "timestamp": now()})
         transaction.set(chat_ref, message)
         return True
 
-    return run(store.db().transaction())
+    def settled() -> bool | None:
+        return False if log_ref.get().exists else None  # someone else was elected meanwhile
+
+    return transactions.run(body, settled=settled)
 
 
 def take_lock(experiment_id: str, cohort_id: str, stage_id: str, log_id: str, owner: dict) -> bool:
     """Create ``triggerLogs/{log_id}`` if absent (opening messages, claims); True if we did."""
     ref = store.ref(trigger_log_path(experiment_id, cohort_id, stage_id, log_id))
 
-    @firestore.transactional
-    def run(transaction: Any) -> bool:
+    def body(transaction: Any) -> bool:
         if ref.get(transaction=transaction).exists:
             return False
         transaction.create(ref, {**owner, "timestamp": now()})
         return True
 
-    return run(store.db().transaction())
+    return transactions.run(body)
 
 
 def release_lock(experiment_id: str, cohort_id: str, stage_id: str, log_id: str) -> None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from google.cloud import firestore
 from google.cloud.firestore_v1.field_path import FieldPath
 
-from functions import store
+from functions import store, transactions
 from functions.agents import cohort_lock
 from functions.agents.progression import complete_stage_from_outside
 from functions.chat import messages
@@ -119,8 +118,7 @@ def advance_thread(experiment_id: str, cohort_id: str, stage: ChatStage) -> str 
     ids = [d.id for d in stage.discussions]
     ref = store.ref(store.public_stage_data_path(experiment_id, cohort_id, stage.id))
 
-    @firestore.transactional
-    def run(transaction: Any) -> str | None:
+    def body(transaction: Any) -> str | None:
         public = store.snapshot_data(ref.path, transaction) or {}
         current = public.get("currentDiscussionId")
         if current not in ids or current == ids[-1]:
@@ -132,7 +130,7 @@ def advance_thread(experiment_id: str, cohort_id: str, stage: ChatStage) -> str 
         transaction.update(ref, {"currentDiscussionId": following})
         return following
 
-    following = run(store.db().transaction())
+    following = transactions.run(body)
     if following is not None:
         description = next(d.description for d in stage.discussions if d.id == following)
         text = f"The discussion has moved on to the next topic: {description or following}"

@@ -158,6 +158,9 @@ def run(turn: Turn) -> str:
         turn.experiment_id, turn.cohort_id, stage.id, turn.log_id, _responder(agent)
     ):
         return "already-claimed"
+    if turn.is_opening and agent.settings.initial_message.strip():
+        fixed = Decision("initial message", True, agent.settings.initial_message.strip(), False)
+        return _speak(turn, agent, stage, public, fixed, claim)
     try:
         decision = _ask(turn, agent, stage, public)
     except (ModelError, AnswerFailed, DocumentError) as error:

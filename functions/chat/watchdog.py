@@ -10,7 +10,7 @@ from typing import Any
 
 from google.cloud import firestore
 
-from functions import store
+from functions import store, transactions
 from functions.chat import agents, messages, readiness
 from functions.chat.turn_request import Turn, publish
 from shared import paths
@@ -65,15 +65,14 @@ def end_chat(experiment_id: str, cohort_id: str, stage: ChatStage) -> bool:
     """Stamp discussionEndTimestamp once, announce it, and move the agent participants on."""
     ref = store.ref(store.public_stage_data_path(experiment_id, cohort_id, stage.id))
 
-    @firestore.transactional
-    def run(transaction: Any) -> dict | None:
+    def body(transaction: Any) -> dict | None:
         data = store.snapshot_data(ref.path, transaction) or {}
         if data.get("discussionEndTimestamp") is not None:
             return None
         transaction.set(ref, {"discussionEndTimestamp": now()}, merge=True)
         return data
 
-    data = run(store.db().transaction())
+    data = transactions.run(body)
     if data is None:
         return False
     note = messages.system_message(TIMER_ENDED, data.get("currentDiscussionId"), timerEnded=True)

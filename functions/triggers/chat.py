@@ -6,7 +6,7 @@ import logging
 
 from google.cloud import firestore
 
-from functions import store
+from functions import store, transactions
 from functions._events import FirestoreEvent, PubSubEvent
 from functions.chat import fanout, turn
 from functions.chat.turn_request import Turn
@@ -31,8 +31,7 @@ def _start_timer(experiment_id: str, cohort_id: str, stage_id: str) -> None:
     """DL's startTimeElapsed: the discussion starts with its first message."""
     ref = store.ref(store.public_stage_data_path(experiment_id, cohort_id, stage_id))
 
-    @firestore.transactional
-    def run(transaction: firestore.Transaction) -> None:
+    def body(transaction: firestore.Transaction) -> None:
         data = store.snapshot_data(ref.path, transaction) or {}
         if data.get("discussionStartTimestamp") is None:
             stamp = firestore.SERVER_TIMESTAMP
@@ -43,7 +42,7 @@ def _start_timer(experiment_id: str, cohort_id: str, stage_id: str) -> None:
                 merge=True,
             )
 
-    run(store.db().transaction())
+    transactions.run(body)
 
 
 def on_agent_turn(event: PubSubEvent) -> None:

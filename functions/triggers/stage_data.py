@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.cloud import firestore
 from google.cloud.firestore_v1.field_path import FieldPath
 
-from functions import store
+from functions import store, transactions
 from functions._events import FirestoreEvent
 from functions.chat import readiness
 from shared.models import (
@@ -75,8 +74,7 @@ def _merge(path: str, stage_id: str, kind: str, field: str, public_id: str, valu
 def _mirror_ranking(path: str, stage: Any, public_id: str, ranking: list[str]) -> None:
     doc = store.ref(path)
 
-    @firestore.transactional
-    def run(transaction: Any) -> None:
+    def body(transaction: Any) -> None:
         data = store.snapshot_data(path, transaction) or {"id": stage.id}
         public = RankingPublicData.model_validate(data)
         public.participant_answer_map = {**public.participant_answer_map, public_id: ranking}
@@ -84,4 +82,4 @@ def _mirror_ranking(path: str, stage: Any, public_id: str, ranking: list[str]) -
             public.winner_id = winner(list(public.participant_answer_map.values()))
         transaction.set(doc, public.to_firestore())
 
-    run(store.db().transaction())
+    transactions.run(body)
