@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
 
-.PHONY: demo up test lint table clean
+.PHONY: demo up test lint table clean deploy
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@echo "Creating $(VENV) and installing requirements ..."
@@ -28,6 +28,10 @@ lint: $(STAMP)
 
 table: $(STAMP)  ## print the README's function table from the registry
 	$(BIN)/python -m functions.registry
+
+deploy: $(STAMP)  ## deploy to Google Cloud: make deploy PROJECT=p REGION=r [DRY_RUN=1] [ARGS=...]
+	@test -n "$(PROJECT)" -a -n "$(REGION)" || { echo "usage: make deploy PROJECT=p REGION=r [DRY_RUN=1]"; exit 2; }
+	$(BIN)/python -m functions.deploy --project $(PROJECT) --region $(REGION) $(if $(DRY_RUN),--dry-run) $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -8,7 +8,9 @@ is retried, so a chaos mode is a new Policy, not a new dispatcher.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +37,19 @@ class Policy:
         return None
 
 
+class Duplicating(Policy):
+    """Every event delivered twice (at-least-once delivery at its worst), the copy after a short
+    random delay; the copy never acks a Pub/Sub message (the original does)."""
+
+    def __init__(self, max_delay_s: float = 0.05, seed: int | None = None) -> None:
+        self._rng = random.Random(seed)
+        self._max_delay_s = max_delay_s
+
+    def schedule(self, delivery: Delivery) -> list[tuple[float, Delivery]]:
+        copy = dataclasses.replace(delivery, settle=None)
+        return [(0.0, delivery), (self._rng.uniform(0, self._max_delay_s), copy)]
+
+
 class Dispatcher:
     def __init__(self, run: Run, workers: int, policy: Policy | None = None) -> None:
         if workers < 1:
@@ -50,6 +65,9 @@ class Dispatcher:
         self._threads: list[threading.Thread] = []
         self._submitted = 0
         self._finished = 0
+
+    def set_policy(self, policy: Policy) -> None:
+        self._policy = policy
 
     def start(self) -> None:
         for i in range(self._workers):

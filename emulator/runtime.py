@@ -21,7 +21,7 @@ from google.cloud import firestore
 
 from emulator import barrier, services
 from emulator.delivery import Delivery, DeliveryLog, DeliveryRecord
-from emulator.dispatcher import MODES, Dispatcher
+from emulator.dispatcher import MODES, Dispatcher, Policy
 from emulator.firestore_admin import FirestoreAdmin
 from emulator.invoker import Invoker
 from emulator.pubsub import PubSubBridge
@@ -62,6 +62,7 @@ class LocalRuntime:
         rules: str | Path | None = None,
         log_dir: str | Path | None = None,
         tick_s: float | None = None,
+        policy: Policy | None = None,
     ) -> None:
         """``tick_s``: publish the scheduled functions' ticks every so many seconds (as Cloud
         Scheduler would); None leaves ticking to explicit ``tick()`` calls (tests)."""
@@ -87,6 +88,7 @@ class LocalRuntime:
         self._barrier: barrier.Barrier | None = None
         self._admin: FirestoreAdmin | None = None
         self.tick_s = tick_s
+        self.policy = policy
         self._ticker_stop = threading.Event()
         self._ticker: threading.Thread | None = None
 
@@ -117,7 +119,7 @@ class LocalRuntime:
         if self.rules:
             self._admin.put_rules(self.rules.read_text())
         self._invoker = Invoker(self.registry, self.source)
-        self._dispatcher = Dispatcher(self._run, self.workers)
+        self._dispatcher = Dispatcher(self._run, self.workers, self.policy)
         self._dispatcher.start()
         self._db = firestore.Client(project=self.project)
         self._barrier = barrier.Barrier(self._db)
@@ -135,6 +137,16 @@ class LocalRuntime:
             self._ticker = threading.Thread(target=self._tick_forever, daemon=True)
             self._ticker.start()
         log.info("runtime for %s started (%s, %d workers)", self.project, self.mode, self.workers)
+
+    @contextlib.contextmanager
+    def delivery_policy(self, policy: Policy) -> Iterator[None]:
+        """Deliver with ``policy`` (e.g. every event twice) for the duration of the block."""
+        dispatcher, _, _ = self._parts()
+        dispatcher.set_policy(policy)
+        try:
+            yield
+        finally:
+            dispatcher.set_policy(self.policy or Policy())
 
     # --- scheduled functions -----------------------------------------------------------------
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from google.api_core import exceptions as gexc
 from google.cloud import firestore
 from pydantic import ValidationError
 
-from functions import store, transactions
+from functions import store
 from shared import paths
 from shared.models import ChatMessage, ProfileBase, UserType, now
 
@@ -72,43 +73,46 @@ def write(experiment_id: str, cohort_id: str, stage_id: str, message: dict[str, 
     store.ref(path).set(message)
 
 
-def elect_and_write(
+def post(
     experiment_id: str,
     cohort_id: str,
     stage_id: str,
-    log_id: str,
     message: dict[str, Any],
     responder: dict[str, Any],
+    *,
+    election: str | None,
+    slot: int,
 ) -> bool:
-    """Create ``triggerLogs/{log_id}`` and the message in one transaction: only the agent whose
-    transaction creates the log writes its message (DL's check is read-then-write and races)."""
-    log_ref = store.ref(trigger_log_path(experiment_id, cohort_id, stage_id, log_id))
+    """Write an agent's message in one atomic batch that also creates its election record
+    ``triggerLogs/{election}`` (race policy) and its response slot ``quota-{agent}-{slot}``; the
+    batch fails if either exists. So only one agent of a type answers a message (DL's check is
+    read-then-write and races), and concurrent turns of one agent cannot exceed maxResponses.
+    No transaction: twenty agents electing at once do not contend for locks."""
+    logs = lambda log_id: store.ref(trigger_log_path(experiment_id, cohort_id, stage_id, log_id))  # noqa: E731
     chat_ref = store.ref(f"{chats_path(experiment_id, cohort_id, stage_id)}/{message['id']}")
-
-    def body(transaction: Any) -> bool:
-        if log_ref.get(transaction=transaction).exists:
-            return False
-        transaction.create(log_ref, {**responder, "messageId": message["id"], "timestamp": now()})
-        transaction.set(chat_ref, message)
-        return True
-
-    def settled() -> bool | None:
-        return False if log_ref.get().exists else None  # someone else was elected meanwhile
-
-    return transactions.run(body, settled=settled)
+    record = {**responder, "messageId": message["id"], "timestamp": now()}
+    if election is not None and logs(election).get().exists:
+        return False  # most losers stop here, without a write
+    batch = store.db().batch()
+    if election is not None:
+        batch.create(logs(election), record)
+    batch.create(logs(f"quota-{responder['privateId']}-{slot}"), record)
+    batch.set(chat_ref, message)
+    try:
+        batch.commit()
+    except gexc.AlreadyExists:
+        return False
+    return True
 
 
 def take_lock(experiment_id: str, cohort_id: str, stage_id: str, log_id: str, owner: dict) -> bool:
     """Create ``triggerLogs/{log_id}`` if absent (opening messages, claims); True if we did."""
     ref = store.ref(trigger_log_path(experiment_id, cohort_id, stage_id, log_id))
-
-    def body(transaction: Any) -> bool:
-        if ref.get(transaction=transaction).exists:
-            return False
-        transaction.create(ref, {**owner, "timestamp": now()})
-        return True
-
-    return transactions.run(body)
+    try:
+        ref.create({**owner, "timestamp": now()})
+    except gexc.AlreadyExists:
+        return False
+    return True
 
 
 def release_lock(experiment_id: str, cohort_id: str, stage_id: str, log_id: str) -> None:

@@ -251,21 +251,35 @@ def _speak(
     delay = typing_delay_s(decision.message, agent.settings.words_per_minute, rng)
     if delay:
         time.sleep(delay)
-    if not turn.is_opening:
-        history = messages.history(turn.experiment_id, turn.cohort_id, stage.id)
-        if moved_on(history, turn.trigger_chat_id):
-            if claimed:
-                messages.release_lock(turn.experiment_id, turn.cohort_id, stage.id, turn.log_id)
-            return "moved-on-after-delay"
+    if not turn.is_opening and moved_on(
+        messages.history(turn.experiment_id, turn.cohort_id, stage.id), turn.trigger_chat_id
+    ):
+        if claimed:
+            messages.release_lock(turn.experiment_id, turn.cohort_id, stage.id, turn.log_id)
+        return "moved-on-after-delay"
     fresh = readiness.public_data(turn.experiment_id, turn.cohort_id, stage.id)
     message = _message(agent, stage, fresh, decision)
-    if claimed:
-        messages.write(turn.experiment_id, turn.cohort_id, stage.id, message)
-        return "spoke"
-    elected = messages.elect_and_write(
-        turn.experiment_id, turn.cohort_id, stage.id, turn.log_id, message, _responder(agent)
+    history = messages.history(turn.experiment_id, turn.cohort_id, stage.id)
+    slot = len(_own(history, agent)) + 1
+    limit = agent.settings.max_responses
+    if limit is not None and slot > limit:  # another turn of this agent spoke meanwhile
+        if claimed and not turn.is_opening:
+            messages.release_lock(turn.experiment_id, turn.cohort_id, stage.id, turn.log_id)
+        return "max-responses"
+    posted = messages.post(
+        turn.experiment_id,
+        turn.cohort_id,
+        stage.id,
+        message,
+        _responder(agent),
+        election=None if claimed else turn.log_id,
+        slot=slot,
     )
-    return "spoke" if elected else "someone-else-answered"
+    if posted:
+        return "spoke"
+    if claimed and not turn.is_opening:
+        messages.release_lock(turn.experiment_id, turn.cohort_id, stage.id, turn.log_id)
+    return "not-elected"
 
 
 def _message(
@@ -289,19 +303,21 @@ def _readiness_only(
     turn: Turn, agent: ChatAgent, stage: ChatStage, participant: ParticipantProfile
 ) -> str:
     """An agent that may not speak (maxResponses used up) can still say it is ready to end, so it
-    never holds a thread back. One query per trigger message, no chat message."""
+    never holds a thread back. No chat message. Asked once per thread when its messages run out
+    (not on every later message); the watchdog asks again when the chat goes quiet."""
+    public = readiness.public_data(turn.experiment_id, turn.cohort_id, stage.id)
+    occasion = turn.nonce or f"exhausted-{public.get('currentDiscussionId') or 'chat'}"
     if not messages.take_lock(
         turn.experiment_id,
         turn.cohort_id,
         stage.id,
-        f"ready-{agent.private_id}-{turn.nonce or turn.trigger_chat_id or 'opening'}",
+        f"ready-{agent.private_id}-{occasion}",
         _responder(agent),
     ):
         return "readiness-already-asked"
     experiment, ctx = _context(turn, agent, stage)
     text = render(agent.config, agent.config_path, ctx, None) + "\n\n" + READINESS_PROMPT
-    asked = turn.nonce or turn.trigger_chat_id
-    site = CallSite(turn.experiment_id, participant, stage.id, f"chat readiness query ({asked})")
+    site = CallSite(turn.experiment_id, participant, stage.id, f"chat readiness query ({occasion})")
     try:
         ready = ask(
             site,

@@ -6,7 +6,7 @@ import logging
 
 from google.cloud import firestore
 
-from functions import store, transactions
+from functions import store
 from functions._events import FirestoreEvent, PubSubEvent
 from functions.chat import fanout, turn
 from functions.chat.turn_request import Turn
@@ -28,21 +28,22 @@ def on_chat_message_created(event: FirestoreEvent) -> None:
 
 
 def _start_timer(experiment_id: str, cohort_id: str, stage_id: str) -> None:
-    """DL's startTimeElapsed: the discussion starts with its first message."""
+    """DL's startTimeElapsed: the discussion starts with its first message. A plain write: two
+    first messages at once both set "now", which is harmless, and a transaction here would make
+    every message of a busy chat contend for one document."""
     ref = store.ref(store.public_stage_data_path(experiment_id, cohort_id, stage_id))
-
-    def body(transaction: firestore.Transaction) -> None:
-        data = store.snapshot_data(ref.path, transaction) or {}
-        if data.get("discussionStartTimestamp") is None:
-            stamp = firestore.SERVER_TIMESTAMP
-            base = {"id": stage_id, "kind": "chat"}
-            transaction.set(
-                ref,
-                {**base, "discussionStartTimestamp": stamp, "discussionCheckpointTimestamp": stamp},
-                merge=True,
-            )
-
-    transactions.run(body)
+    data = store.snapshot_data(ref.path) or {}
+    if data.get("discussionStartTimestamp") is None:
+        stamp = firestore.SERVER_TIMESTAMP
+        ref.set(
+            {
+                "id": stage_id,
+                "kind": "chat",
+                "discussionStartTimestamp": stamp,
+                "discussionCheckpointTimestamp": stamp,
+            },
+            merge=True,
+        )
 
 
 def on_agent_turn(event: PubSubEvent) -> None:

@@ -56,6 +56,8 @@ _WORDS = [
 _HINTS: dict[str, list[str]] = {"name": _FIRST_NAMES, "emoji": _EMOJIS, "pronouns": _PRONOUNS}
 _TRUE_ODDS: dict[str, float] = {"shouldRespond": 0.8, "readyToEndChat": 0.35}
 """Chat decisions: mostly speak, and become ready to end after a few messages on average."""
+_READINESS_ONLY_ODDS = 0.9
+"""Asked only whether it is ready (it may not speak, or the chat went quiet): mostly yes."""
 
 
 def _text(rng: random.Random, schema: dict[str, Any]) -> str:
@@ -77,7 +79,10 @@ def generate_value(rng: random.Random, schema: dict[str, Any], name: str = "") -
     kind = schema.get("type", "string")
     if kind == "object":
         props = schema.get("properties", {})
-        return {key: generate_value(rng, sub, key) for key, sub in props.items()}
+        value = {key: generate_value(rng, sub, key) for key, sub in props.items()}
+        if "readyToEndChat" in props and "response" not in props:
+            value["readyToEndChat"] = rng.random() < _READINESS_ONLY_ODDS
+        return value
     if kind == "array":
         items = schema.get("items", {})
         if schema.get("uniqueItems") and "enum" in items:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from experiment_state import doc, errors, model_logs, participant, settle
 from raw_docs import agent, stage, write_experiment
 
+from emulator.dispatcher import Duplicating
 from functions.chat.watchdog import IDLE_ENV
 from shared.models import ParticipantStatus
 
@@ -73,6 +75,9 @@ def _chat_experiment(db, discussions=(), mediator=True, **chat_fields):
     return e
 
 
+_NOT_ELECTIONS = ("initial-", "ready-", "quota-")  # opening locks, readiness asks, response slots
+
+
 def _messages(db, e):
     col = db.collection(f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/chats")
     return [s.to_dict() for s in col.order_by("timestamp").get()]
@@ -89,12 +94,12 @@ def _check_single_responders(db, e):
     replies = [
         log
         for log_id, log in logs.items()
-        if not log_id.startswith("initial-") and "messageId" in log
+        if not log_id.startswith(_NOT_ELECTIONS) and "messageId" in log
     ]
     per_trigger = Counter(
         log_id.rsplit("-", 1)[0]
         for log_id in logs
-        if not log_id.startswith("initial-") and "messageId" in logs[log_id]
+        if not log_id.startswith(_NOT_ELECTIONS) and "messageId" in logs[log_id]
     )
     assert all(n <= 2 for n in per_trigger.values())  # one participant, one mediator
     written = {m["id"] for m in messages}
@@ -134,3 +139,109 @@ def test_threads_advance_only_when_everyone_is_ready(runtime, db):
     assert any(m["discussionId"] == "t2" and m["type"] == "participant" for m in messages[switch:])
     for pid in ids:
         assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+
+
+_NEVER_READY = {
+    "enabled": True,
+    "type": "JSON_SCHEMA",
+    "appendToPrompt": True,
+    "schema": {
+        "type": "OBJECT",
+        "properties": [
+            {"name": "explanation", "schema": {"type": "STRING"}},
+            {"name": "shouldRespond", "schema": {"type": "BOOLEAN"}},
+            {"name": "response", "schema": {"type": "STRING"}},
+        ],
+    },
+}
+
+
+def _persona_prompt(db, e, max_responses, persona="talker", ready_field=True, min_messages=0):
+    """Agent participants with a persona whose chat prompt caps their messages (and, without
+    ``ready_field``, whose replies never say they are ready to end)."""
+    base = f"experiments/{e}/agentParticipants/{persona}"
+    db.document(base).set({"id": persona, "name": persona})
+    db.document(f"{base}/prompts/chat").set(
+        {
+            "id": "chat",
+            "type": "chat",
+            "prompt": [
+                {"type": "TEXT", "text": "Discuss."},
+                {"type": "STAGE_CONTEXT", "stageId": "chat"},
+            ],
+            "chatSettings": {
+                "maxResponses": max_responses,
+                "minMessagesBeforeResponding": min_messages,
+                "canSelfTriggerCalls": False,
+                "initialMessage": "",
+            },
+        }
+    )
+    return {"agentId": persona, "modelSettings": {"apiType": "SCRIPTED", "modelName": "s"}}
+
+
+def test_twenty_agents_racing_one_reply_per_message(runtime, db):
+    e = _chat_experiment(db)
+    config = _persona_prompt(db, e, max_responses=2)
+    ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(20)]
+    settle(runtime, _all_done(db, e, ids), timeout=240)
+    messages = _check_single_responders(db, e)
+    replies = Counter(
+        log["agentType"]
+        for log_id, log in _logs(db, e).items()
+        if not log_id.startswith(_NOT_ELECTIONS)
+    )
+    assert replies["participant"] >= 3  # a real race happened
+    per_sender = Counter(m["senderId"] for m in messages if m["type"] == "participant")
+    assert max(per_sender.values()) <= 2  # maxResponses, the opening included
+
+
+def test_claim_policy_costs_about_one_call_per_message(runtime, db):
+    e = _chat_experiment(db, mediator=False, electionPolicy="claim")
+    config = _persona_prompt(db, e, max_responses=3)
+    ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(10)]
+    settle(runtime, _all_done(db, e, ids), timeout=240)
+    messages = _check_single_responders(db, e)
+    replies = [m for m in messages if m["type"] == "participant"]
+    reply_calls = [
+        log
+        for log in model_logs(db, e)
+        if log.description.startswith("chat reply") and log.response.status == "OK"
+    ]
+    delivered = sum(1 for m in messages if m["type"] != "participant" or m["id"])  # every message
+    assert replies and delivered
+    assert len(reply_calls) / delivered <= 1.5, (len(reply_calls), delivered)
+
+
+def test_time_limit_ends_the_chat_and_moves_agents_on(runtime, db, monkeypatch):
+    monkeypatch.setenv(IDLE_ENV, "3600")  # only the timer may end this chat
+    e = _chat_experiment(db, mediator=False, timeLimitInMinutes=1)
+    config = _persona_prompt(db, e, max_responses=100, ready_field=False, min_messages=10**6)
+    ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(2)]
+    runtime.wait_until_idle(timeout=120)
+    public = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat"
+    # an hour passes
+    db.document(public).update({"discussionStartTimestamp": datetime.now(UTC) - timedelta(hours=1)})
+    settle(runtime, _all_done(db, e, ids))
+    assert doc(db, public)["discussionEndTimestamp"] is not None
+    messages = _messages(db, e)
+    ended = [i for i, m in enumerate(messages) if m.get("timerEnded")]
+    assert len(ended) == 1
+    assert not [m for m in messages[ended[0] + 1 :] if m["type"] == "participant"]
+
+
+def test_every_event_delivered_twice_posts_nothing_twice(runtime, db):
+    with runtime.delivery_policy(Duplicating(seed=7)):
+        e = _chat_experiment(db, discussions=THREADS)
+        config = _persona_prompt(db, e, max_responses=3)
+        ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(4)]
+        settle(runtime, _all_done(db, e, ids))
+    messages = _check_single_responders(db, e)
+    said = Counter((m["senderId"], m["message"]) for m in messages if m["type"] != "system")
+    assert max(said.values()) == 1  # no message posted twice
+    left = Counter(m["leftChatBy"] for m in messages if m.get("leftChatBy"))
+    assert left == Counter({f"agent-{i}": 1 for i in range(4)})  # each agent left once
+    switches = [m for m in messages if m["type"] == "system" and "moved on" in m["message"]]
+    assert len(switches) == 1
+    duplicated = Counter(d.event_id for d in runtime.deliveries if d.function == "onAgentTurn")
+    assert max(duplicated.values()) >= 2  # the duplicates really were delivered

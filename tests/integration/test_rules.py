@@ -1,0 +1,259 @@
+"""firestore.rules on the real emulator: who may read and write what (see rules_seed for the cast).
+
+The rules are loaded into their own project (``demo-rules``) on the session's emulator, so the
+runtime's project is unaffected. Requests go over the REST API with unsigned mock ID tokens;
+allowed means HTTP 200, denied means 403.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+from tests.integration import rules_seed as s
+from tests.integration.rules_client import FirestoreRest, Op
+
+pytestmark = pytest.mark.emulator
+
+RULES = Path(__file__).resolve().parents[2] / "firestore.rules"
+PROJECT = "demo-rules"
+ALLOW, DENY = True, False
+
+
+class Case(NamedTuple):
+    who: str
+    op: Op
+    path: str
+    allowed: bool
+    data: dict[str, Any] | None = None
+    where: tuple[str, Any] | None = None
+    note: str = ""
+
+    def id(self) -> str:
+        verdict = "allow" if self.allowed else "deny"
+        parts = [self.who, self.op, self.path.replace("experiments/", "")]
+        parts += [f"{self.where[0]}=={self.where[1]}"] if self.where else []
+        return "-".join([*parts, *([self.note] if self.note else []), verdict])
+
+
+def msg(message_id: str, sender: str, type_: str = "participant") -> dict[str, Any]:
+    return s.message(message_id, sender, type_)
+
+
+CHATS_C1 = f"{s.CHAT1}/chats"
+CHATS_C2 = f"{s.C2}/publicStageData/chat1/chats"
+PAT_DATA = f"{s.PAT_P}/stageData"
+PAT_PRIVATE = f"{PAT_DATA}/chat1/privateChats"
+ANSWER = {"id": "chat1", "kind": "chat", "readyToEndChat": True}
+
+CASES = [
+    # --- experimenterData (model API keys): only the owner -----------------------------------
+    Case("alice", "get", "experimenterData/alice@lab.org", ALLOW),
+    Case("alice", "update", "experimenterData/alice@lab.org", ALLOW, {"apiKeys": {}}),
+    Case("bob", "get", "experimenterData/uid-bob", ALLOW),
+    Case("bob", "get", "experimenterData/alice@lab.org", DENY),
+    Case("dana", "get", "experimenterData/alice@lab.org", DENY),  # not even an admin
+    Case("fake_alice", "get", "experimenterData/alice@lab.org", DENY),  # unverified email
+    Case("pat", "get", "experimenterData/alice@lab.org", DENY),
+    Case("anonymous", "get", "experimenterData/alice@lab.org", DENY),
+    Case("alice", "list", "experimenterData", DENY),
+    Case("bob", "set", "experimenterData/alice@lab.org", DENY, {"apiKeys": {}}),
+    # --- allowlist ------------------------------------------------------------------------
+    Case("alice", "get", "allowlist/alice@lab.org", ALLOW),
+    Case("bob", "get", "allowlist/alice@lab.org", DENY),
+    Case("dana", "list", "allowlist", ALLOW),
+    Case("alice", "list", "allowlist", DENY),
+    Case("alice", "create", "allowlist/mallory@evil.org", DENY, {}),
+    Case("mallory", "create", "allowlist/mallory@evil.org", DENY, {}),
+    # --- experiments ----------------------------------------------------------------------
+    Case("alice", "get", s.E1, ALLOW),  # creator
+    Case("carol", "get", s.E1, ALLOW),  # reader
+    Case("dana", "get", s.E1, ALLOW),  # admin
+    Case("bob", "get", s.E1, DENY),  # other experimenter
+    Case("eve", "get", s.E1, DENY),  # isAdmin: false is not an admin
+    Case("mallory", "get", s.E1, DENY),
+    Case("fake_alice", "get", s.E1, DENY),
+    Case("pat", "get", s.E1, ALLOW),  # its participant
+    Case("stranger", "get", s.E1, DENY),
+    Case("anonymous", "get", s.E1, DENY),
+    Case("alice", "get", "experiments/e2", ALLOW),  # public
+    Case("pat", "get", "experiments/e2", DENY),  # not its participant
+    Case("alice", "update", s.E1, DENY, {"stageIds": []}),
+    Case("alice", "create", "experiments/e3", DENY, {"metadata": {"creator": "alice@lab.org"}}),
+    Case("alice", "query", "experiments", ALLOW, where=("metadata.creator", "alice@lab.org")),
+    Case("alice", "query", "experiments", ALLOW, where=("permissions.visibility", "public")),
+    Case("alice", "list", "experiments", DENY),  # would include bob's private ones
+    Case("dana", "list", "experiments", ALLOW),
+    Case("bob", "query", "experiments", DENY, where=("metadata.creator", "alice@lab.org")),
+    Case("pat", "list", "experiments", DENY),
+    # --- stages ---------------------------------------------------------------------------
+    Case("pat", "get", f"{s.E1}/stages/chat1", ALLOW),
+    Case("pat", "list", f"{s.E1}/stages", ALLOW),
+    Case("alice", "list", f"{s.E1}/stages", ALLOW),
+    Case("bob", "get", f"{s.E1}/stages/chat1", DENY),
+    Case("anonymous", "list", f"{s.E1}/stages", DENY),
+    Case("alice", "update", f"{s.E1}/stages/chat1", DENY, {"kind": "survey"}),
+    Case("pat", "update", f"{s.E1}/stages/chat1", DENY, {"kind": "survey"}),
+    # --- cohorts and public stage data: backend writes, members read -----------------------
+    Case("pat", "get", s.C1, ALLOW),
+    Case("pat", "get", s.C2, DENY),
+    Case("quinn", "get", s.C2, ALLOW),
+    Case("alice", "list", f"{s.E1}/cohorts", ALLOW),
+    Case("bob", "list", f"{s.E1}/cohorts", DENY),
+    Case("pat", "update", s.C1, DENY, {"stageUnlockMap": {"chat1": True}}),
+    Case("alice", "update", s.C1, DENY, {"stageUnlockMap": {"chat1": True}}),
+    Case("pat", "get", s.CHAT1, ALLOW),
+    Case("quinn", "get", s.CHAT1, DENY),
+    Case("pat", "update", s.CHAT1, DENY, {"currentDiscussionId": "d2"}),
+    Case("alice", "update", s.CHAT1, DENY, {"currentDiscussionId": "d2"}),
+    # --- group chat: a participant posts only as itself, in its cohort, at its stage --------
+    Case("pat", "list", CHATS_C1, ALLOW),
+    Case("quinn", "list", CHATS_C1, DENY),
+    Case("alice", "list", CHATS_C1, ALLOW),
+    Case("anonymous", "list", CHATS_C1, DENY),
+    Case("pat", "create", f"{CHATS_C1}/m9", ALLOW, msg("m9", "pub-pat")),
+    Case("quinn", "create", f"{CHATS_C2}/m9", ALLOW, msg("m9", "pub-quinn")),
+    Case("pat", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-quinn"), note="as-another"),
+    Case("pat", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-agent"), note="as-agent"),
+    Case(
+        "pat",
+        "create",
+        f"{CHATS_C1}/m9",
+        DENY,
+        msg("m9", "pub-pat", "mediator"),
+        note="as-mediator",
+    ),
+    Case("pat", "create", f"{CHATS_C1}/m9", DENY, msg("m8", "pub-pat"), note="id-mismatch"),
+    Case("pat", "create", f"{CHATS_C2}/m9", DENY, msg("m9", "pub-pat")),  # other cohort
+    Case(  # not its current stage
+        "pat", "create", f"{s.C1}/publicStageData/survey1/chats/m9", DENY, msg("m9", "pub-pat")
+    ),
+    Case("rae", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-rae")),  # at another stage
+    Case("sam", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-sam")),  # finished
+    Case("pat", "update", f"{CHATS_C1}/m1", DENY, {"message": "edited"}),
+    Case("pat", "delete", f"{CHATS_C1}/m1", DENY),
+    Case("alice", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-pat")),
+    Case("stranger", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-pat")),
+    Case("anonymous", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-pat")),
+    # --- trigger logs: backend only -------------------------------------------------------
+    Case("alice", "get", f"{s.CHAT1}/triggerLogs/m1-participant", ALLOW),
+    Case("pat", "get", f"{s.CHAT1}/triggerLogs/m1-participant", DENY),
+    Case("pat", "create", f"{s.CHAT1}/triggerLogs/m9-participant", DENY, {"id": "x"}),
+    Case("alice", "create", f"{s.CHAT1}/triggerLogs/m9-participant", DENY, {"id": "x"}),
+    # --- participant profiles: own only, and nobody edits them ----------------------------
+    Case("pat", "get", s.PAT_P, ALLOW),
+    Case("pat", "get", s.QUINN_P, DENY),
+    Case("pat", "get", f"{s.E1}/participants/uid-rae", DENY),  # same cohort
+    Case("pat", "get", f"{s.E1}/participants/agent-1", DENY),  # agent config stays hidden
+    Case("pat", "list", f"{s.E1}/participants", DENY),
+    Case("pat", "query", f"{s.E1}/participants", DENY, where=("currentCohortId", "c1")),
+    Case("pat", "update", s.QUINN_P, DENY, {"name": "pwned"}),
+    Case("quinn", "update", s.PAT_P, DENY, {"currentStageId": "survey1"}),
+    Case("pat", "update", s.PAT_P, DENY, {"currentStageId": "survey1"}, note="progress"),
+    Case("pat", "update", s.PAT_P, DENY, {"name": "Pat"}, note="name"),
+    Case("pat", "create", f"{s.E1}/participants/uid-new", DENY, {"currentCohortId": "c1"}),
+    Case("stranger", "create", f"{s.E1}/participants/uid-stranger", DENY, {}),
+    Case("alice", "get", s.PAT_P, ALLOW),
+    Case("alice", "update", s.PAT_P, DENY, {"currentStatus": "ATTENTION_CHECK"}),
+    Case("carol", "list", f"{s.E1}/participants", ALLOW),
+    Case("bob", "list", f"{s.E1}/participants", DENY),
+    # --- stage answers: a participant writes only its own --------------------------------
+    Case("pat", "create", f"{PAT_DATA}/chat1", ALLOW, ANSWER),
+    Case("pat", "update", f"{PAT_DATA}/survey1", ALLOW, {"answerMap": {"q1": "a"}}),
+    Case("pat", "get", f"{PAT_DATA}/survey1", ALLOW),
+    Case("pat", "list", PAT_DATA, ALLOW),
+    Case("pat", "get", f"{s.QUINN_P}/stageData/survey1", DENY),
+    Case("pat", "update", f"{s.QUINN_P}/stageData/survey1", DENY, {"answerMap": {}}),
+    Case("pat", "create", f"{s.QUINN_P}/stageData/chat1", DENY, ANSWER),
+    Case(
+        "pat", "create", f"{PAT_DATA}/chat1", DENY, {**ANSWER, "id": "survey1"}, note="id-mismatch"
+    ),
+    Case("pat", "delete", f"{PAT_DATA}/survey1", DENY),
+    Case("sam", "create", f"{s.E1}/participants/uid-sam/stageData/chat1", DENY, ANSWER),
+    Case("stranger", "create", f"{s.E1}/participants/uid-stranger/stageData/chat1", DENY, ANSWER),
+    Case("alice", "get", f"{PAT_DATA}/survey1", ALLOW),
+    Case("alice", "update", f"{PAT_DATA}/survey1", DENY, {"answerMap": {}}),
+    Case("anonymous", "get", f"{PAT_DATA}/survey1", DENY),
+    # --- private chats --------------------------------------------------------------------
+    Case("pat", "create", f"{PAT_PRIVATE}/pm9", ALLOW, msg("pm9", "pub-pat")),
+    Case("pat", "list", PAT_PRIVATE, ALLOW),
+    Case("pat", "create", f"{PAT_PRIVATE}/pm9", DENY, msg("pm9", "pub-quinn"), note="as-another"),
+    Case("quinn", "create", f"{PAT_PRIVATE}/pm9", DENY, msg("pm9", "pub-quinn")),
+    Case("quinn", "list", PAT_PRIVATE, DENY),
+    Case("pat", "create", f"{PAT_DATA}/survey1/privateChats/pm9", DENY, msg("pm9", "pub-pat")),
+    # --- mediators, personas, prompts, model logs, error records: experimenters read -------
+    Case("alice", "get", f"{s.E1}/mediators/med-1", ALLOW),
+    Case("pat", "get", f"{s.E1}/mediators/med-1", DENY),
+    Case("alice", "update", f"{s.E1}/mediators/med-1", DENY, {"currentStatus": "paused"}),
+    Case("pat", "update", f"{s.E1}/mediators/med-1", DENY, {"currentStatus": "paused"}),
+    Case("alice", "get", f"{s.E1}/agentParticipants/persona-1", ALLOW),
+    Case("alice", "get", f"{s.E1}/agentParticipants/persona-1/prompts/survey1", ALLOW),
+    Case("carol", "get", f"{s.E1}/agentMediators/persona-m/prompts/chat1", ALLOW),
+    Case("pat", "get", f"{s.E1}/agentParticipants/persona-1", DENY),
+    Case("pat", "get", f"{s.E1}/agentMediators/persona-m/prompts/chat1", DENY),
+    Case("bob", "get", f"{s.E1}/agentParticipants/persona-1/prompts/survey1", DENY),
+    Case("alice", "create", f"{s.E1}/agentParticipants/persona-2", DENY, {"name": "x"}),
+    Case("alice", "list", f"{s.E1}/logs", ALLOW),
+    Case("carol", "get", f"{s.E1}/logs/log-1", ALLOW),
+    Case("bob", "list", f"{s.E1}/logs", DENY),
+    Case("pat", "get", f"{s.E1}/logs/log-1", DENY),
+    Case("alice", "create", f"{s.E1}/logs/log-2", DENY, {"status": "SUCCESS"}),
+    Case("alice", "list", f"{s.E1}/errors", ALLOW),
+    Case("dana", "get", f"{s.E1}/errors/err-1", ALLOW),
+    Case("pat", "list", f"{s.E1}/errors", DENY),
+    Case("eve", "list", f"{s.E1}/errors", DENY),
+    Case("alice", "delete", f"{s.E1}/errors/err-1", DENY),
+    # --- everything else ------------------------------------------------------------------
+    Case("alice", "get", "experimentTemplates/t1", DENY),
+    Case("dana", "create", "somewhere/else", DENY, {"x": 1}),
+]
+
+
+@pytest.fixture(scope="module")
+def rest(runtime: Any) -> Iterator[FirestoreRest]:
+    client = FirestoreRest(runtime.firestore_host, PROJECT)
+    client.put_rules(RULES.read_text())
+    client.reset()
+    client.seed(s.documents())
+    yield client
+    client.reset()
+    client.close()
+
+
+class Caller:
+    """Runs cases and remembers whether one changed the data."""
+
+    def __init__(self, rest: FirestoreRest) -> None:
+        self.rest, self.wrote = rest, False
+
+    def call(self, case: Case) -> int:
+        status = self.rest.call(s.USERS[case.who], case.op, case.path, case.data, case.where)
+        self.wrote |= case.op not in ("get", "list", "query") and status == 200
+        return status
+
+
+@pytest.fixture
+def caller(rest: FirestoreRest) -> Iterator[Caller]:
+    """The seed data, restored after a test whose write went through."""
+    caller = Caller(rest)
+    yield caller
+    if caller.wrote:
+        rest.reset()
+        rest.seed(s.documents())
+
+
+def test_the_matrix_is_large_and_two_sided() -> None:
+    allowed = sum(c.allowed for c in CASES)
+    assert len(CASES) >= 40 and allowed >= 20 and len(CASES) - allowed >= 20
+    assert {c.who for c in CASES} >= {"alice", "bob", "pat", "quinn", "anonymous"}
+    assert len({c.id() + str(c.data) + str(c.where) for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id() for c in CASES])
+def test_rules(caller: Caller, case: Case) -> None:
+    status = caller.call(case)
+    expected = 200 if case.allowed else 403
+    assert status == expected, f"{case.who} {case.op} {case.path}: HTTP {status}"

@@ -1,0 +1,412 @@
+"""The deploy tool: its plan follows the registry, the dry run runs nothing, the source tree is
+complete, rules are released through the Firebase Rules API. (gcloud itself and a fresh
+virtualenv: tests/integration/test_deploy_source.py.)"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import re
+import shlex
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from functions.deploy import googleapis, plan, rules, run, source
+from functions.deploy.__main__ import main
+from functions.registry import REGISTRY, FunctionSpec, PubSubTrigger
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT, REGION = "fresh-project-42", "us-east1"
+
+
+def options(**changes: Any) -> plan.Options:
+    base = plan.Options(
+        project=PROJECT,
+        region=REGION,
+        source_dir=Path("/tmp/src"),
+        firestore_location="nam5",
+        rules=ROOT / "firestore.rules",
+        indexes=ROOT / "firestore.indexes.json",
+    )
+    return dataclasses.replace(base, **changes)
+
+
+def commands(steps: list[plan.Step]) -> list[tuple[str, ...]]:
+    return [s.argv for s in steps if isinstance(s, plan.Gcloud)]
+
+
+def flag(argv: tuple[str, ...], name: str) -> list[str]:
+    return [a.split("=", 1)[1] for a in argv if a.startswith(f"{name}=")]
+
+
+@pytest.fixture
+def no_subprocess(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"a dry run ran {args}")
+
+    monkeypatch.setattr(subprocess, "run", refuse)
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+
+
+# --- the dry run ------------------------------------------------------------------------------
+
+
+def test_dry_run_lists_exactly_the_registry_functions(
+    no_subprocess: None, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert main(["--project", PROJECT, "--region", REGION, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    deployed = re.findall(r"^\[\d+\] gcloud functions deploy (\S+)", out, re.M)
+    assert deployed == [spec.name for spec in REGISTRY]
+    assert f"--project={PROJECT}" in out and "firebaserules.googleapis.com" in out
+    assert not (Path("/tmp") / f"dlab-deploy-{PROJECT}").exists(), "a dry run wrote the source"
+
+
+def test_dry_run_lines_are_shell_commands(
+    no_subprocess: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["--project", PROJECT, "--region", REGION, "--dry-run", "--firestore-location", "eur3"])
+    out = capsys.readouterr().out
+    lines = [
+        line.split("] ", 1)[1] for line in out.splitlines() if re.match(r"\[\d+\] gcloud", line)
+    ]
+    steps = plan.build(options(firestore_location="eur3", source_dir=Path("/tmp/x")))
+    assert len(lines) == len(commands(steps))
+    for line in lines:
+        argv = shlex.split(line)
+        assert argv[0] == "gcloud" and f"--project={PROJECT}" in argv
+        if argv[1:3] == ["functions", "deploy"]:
+            assert flag(tuple(argv), "--trigger-location") in ([], ["eur3"])
+
+
+# --- the plan follows the registry ------------------------------------------------------------
+
+
+def test_every_function_is_deployed_with_its_registry_settings() -> None:
+    steps = plan.build(options())
+    deploys = {argv[3]: argv for argv in commands(steps) if argv[1:3] == ("functions", "deploy")}
+    assert list(deploys) == [spec.name for spec in REGISTRY]
+    for spec in REGISTRY:
+        argv = deploys[spec.name]
+        assert "--gen2" in argv and "--quiet" in argv
+        assert flag(argv, "--runtime") == ["python312"]
+        assert flag(argv, "--region") == [REGION]
+        assert flag(argv, "--source") == ["/tmp/src"]
+        assert flag(argv, "--entry-point") == [spec.name]
+        assert flag(argv, "--timeout") == [f"{spec.timeout_s}s"]
+        assert flag(argv, "--memory") == [spec.memory]
+        assert ("--retry" in argv) == spec.retry and ("--no-retry" in argv) != spec.retry
+        assert flag(argv, "--update-env-vars") == [f"GOOGLE_CLOUD_PROJECT={PROJECT}"]
+        if spec.max_instances is None:
+            assert "--clear-max-instances" in argv
+        else:
+            assert flag(argv, "--max-instances") == [str(spec.max_instances)]
+        document = getattr(spec.trigger, "document", None)
+        if document:
+            assert flag(argv, "--trigger-event-filters") == [
+                f"type={spec.trigger.event_type}",
+                "database=(default)",
+            ]
+            assert flag(argv, "--trigger-event-filters-path-pattern") == [f"document={document}"]
+            assert flag(argv, "--trigger-location") == ["nam5"]
+            assert not flag(argv, "--trigger-topic")
+        else:
+            assert flag(argv, "--trigger-topic") == [plan.topic_of(spec)]
+            assert not flag(argv, "--trigger-event-filters")
+
+
+def test_topics_scheduler_jobs_indexes_and_rules_are_in_the_plan() -> None:
+    steps = plan.build(options())
+    argvs = commands(steps)
+    created = {a[4] for a in argvs if a[1:4] == ("pubsub", "topics", "create")}
+    assert created == {t for spec in REGISTRY if (t := plan.topic_of(spec))}
+    scheduled = [s for s in REGISTRY if getattr(s.trigger, "schedule", None)]
+    jobs = [a for a in argvs if a[1:4] == ("scheduler", "jobs", "create")]
+    assert len(jobs) == len(scheduled)
+    for spec, job in zip(scheduled, jobs, strict=True):
+        assert flag(job, "--schedule") == [spec.trigger.schedule]  # type: ignore[attr-defined]
+        assert flag(job, "--topic") == [plan.topic_of(spec)]
+        assert flag(job, "--location") == [REGION]
+    indexes = json.loads((ROOT / "firestore.indexes.json").read_text())["indexes"]
+    index_cmds = [a for a in argvs if a[1:4] == ("firestore", "indexes", "composite")]
+    assert len(index_cmds) == len(indexes)
+    for index, argv in zip(indexes, index_cmds, strict=True):
+        assert flag(argv, "--collection-group") == [index["collectionGroup"]]
+        assert flag(argv, "--field-config") == [
+            f"field-path={f['fieldPath']},order={f['order'].lower()}" for f in index["fields"]
+        ]
+    overrides = json.loads((ROOT / "firestore.indexes.json").read_text())["fieldOverrides"]
+    fields = [s for s in steps if isinstance(s, plan.FieldIndexes)]
+    assert [(f.collection_group, f.field_path) for f in fields] == [
+        (o["collectionGroup"], o["fieldPath"]) for o in overrides
+    ]
+    for field, override in zip(fields, overrides, strict=True):
+        indexes = field.body()["indexConfig"]["indexes"]
+        assert [i["queryScope"] for i in indexes] == [i["queryScope"] for i in override["indexes"]]
+        for sent, wanted in zip(indexes, override["indexes"], strict=True):
+            assert sent["fields"] == [{k: v for k, v in wanted.items() if k != "queryScope"}]
+    assert isinstance(steps[-1], plan.ReleaseRules) and steps[-1].release_id == "cloud.firestore"
+    order = [type(s).__name__ if not isinstance(s, plan.Gcloud) else s.argv[1] for s in steps]
+    assert order.index("Assemble") < order.index("functions") < order.index("firestore")
+
+
+def test_apis_are_enabled_first_unless_skipped() -> None:
+    first = plan.build(options())[0]
+    assert isinstance(first, plan.Gcloud) and first.argv[1:3] == ("services", "enable")
+    assert "eventarc.googleapis.com" in first.argv
+    assert not any(
+        isinstance(s, plan.Gcloud) and s.argv[1] == "services"
+        for s in plan.build(options(enable_apis=False))
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Cron:
+    schedule: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Http:
+    url: str
+
+
+def spec(name: str, trigger: Any, **kw: Any) -> FunctionSpec:
+    return FunctionSpec(name, trigger, "m:f", "d", **kw)
+
+
+def test_a_scheduled_function_gets_a_topic_and_a_job() -> None:
+    registry = (spec("nightlyCleanup", Cron("0 3 * * *"), max_instances=1),)
+    steps = plan.build(options(), registry)
+    argvs = commands(steps)
+    assert argvs[1][:5] == ("gcloud", "pubsub", "topics", "create", "nightly-cleanup-schedule")
+    job = next(s for s in steps if isinstance(s, plan.Gcloud) and s.argv[1] == "scheduler")
+    assert job.argv[5] == "nightly-cleanup-schedule" and job.if_exists is not None
+    assert job.if_exists[1:5] == ("scheduler", "jobs", "update", "pubsub")
+    assert "cloudscheduler.googleapis.com" in argvs[0]
+    deploy = next(a for a in argvs if a[1] == "functions")
+    assert flag(deploy, "--trigger-topic") == ["nightly-cleanup-schedule"]
+    assert flag(deploy, "--max-instances") == ["1"]
+
+
+def test_registry_problems_are_refused() -> None:
+    with pytest.raises(plan.PlanError, match="cannot deploy"):
+        plan.build(options(), (spec("onHttp", Http("/x")),))
+    twice = (spec("a", PubSubTrigger("t1")), spec("a", PubSubTrigger("t2")))
+    with pytest.raises(plan.PlanError, match="duplicate"):
+        plan.build(options(), twice)
+
+
+def test_service_account_applies_to_runtime_and_event_triggers() -> None:
+    steps = plan.build(options(service_account="fn@p.iam.gserviceaccount.com"))
+    for argv in commands(steps):
+        if argv[1:3] == ("functions", "deploy"):
+            assert flag(argv, "--service-account") == ["fn@p.iam.gserviceaccount.com"]
+            assert flag(argv, "--trigger-service-account") == ["fn@p.iam.gserviceaccount.com"]
+
+
+# --- the source tree --------------------------------------------------------------------------
+
+
+def test_source_tree_has_the_packages_main_and_requirements(tmp_path: Path) -> None:
+    dest = source.assemble(tmp_path / "src")
+    names = {p.name for p in dest.iterdir()}
+    assert {"functions", "shared", "main.py", "requirements.txt"} <= names
+    assert not {"tests", "emulator", "tools", "templates"} & names
+    assert not (dest / "functions" / "deploy").exists()
+    assert not list(dest.rglob("__pycache__")) and not list(dest.rglob("*.pyc"))
+    assert (dest / "shared/schemas/deliberate-lab-schemas.json").exists()
+    assert (dest / "requirements.txt").read_text() == (ROOT / "requirements.txt").read_text()
+    assert "functions-framework" in (dest / "requirements.txt").read_text()
+    main_py = (dest / "main.py").read_text()
+    for s in REGISTRY:
+        assert f"\n{s.name} = _main.{s.name}\n" in main_py
+
+
+def test_main_py_exposes_every_entry_point(tmp_path: Path) -> None:
+    """Imported from the tree alone (cwd, no repository on the path), as the runtime does."""
+    dest = source.assemble(tmp_path / "src")
+    names = [s.name for s in REGISTRY]
+    code = (
+        "import main, functions; "
+        f"assert functions.__file__.startswith({str(dest)!r}), functions.__file__; "
+        f"print(all(callable(getattr(main, n)) for n in {names!r}))"
+    )
+    env = {"PATH": "/usr/bin:/bin", "GOOGLE_CLOUD_PROJECT": PROJECT}
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=dest, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "True", result.stderr
+
+
+def test_source_dir_is_replaced_only_if_the_tool_wrote_it(tmp_path: Path) -> None:
+    dest = source.assemble(tmp_path / "src")
+    (dest / "stale.py").write_text("")
+    source.assemble(dest)
+    assert not (dest / "stale.py").exists()
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    with pytest.raises(source.SourceError):
+        source.assemble(foreign)
+    assert (foreign / "notes.txt").read_text() == "keep me"
+
+
+# --- rules release ----------------------------------------------------------------------------
+
+
+class FakeApi(ThreadingHTTPServer):
+    """The Firebase Rules and Firestore Admin APIs, as far as the deploy tool calls them."""
+
+    daemon_threads = True
+
+    def __init__(self, has_release: bool = True) -> None:
+        super().__init__(("127.0.0.1", 0), _ApiHandler)
+        self.has_release = has_release
+        self.calls: list[tuple[str, str, dict, dict[str, str]]] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/"
+
+
+class _ApiHandler(BaseHTTPRequestHandler):
+    server: FakeApi
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _answer(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.calls.append((self.command, self.path, body, dict(self.headers)))
+        status, out = 200, {}
+        if self.command == "POST" and self.path.endswith("/rulesets"):
+            out = {"name": f"projects/{PROJECT}/rulesets/r-1"}
+        elif "/fields/" in self.path:
+            out = {"name": "operations/op-1"}
+        elif self.command == "PATCH" and not self.server.has_release:
+            status, out = 404, {"error": {"code": 404, "status": "NOT_FOUND"}}
+        data = json.dumps(out).encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_POST = do_PATCH = _answer
+
+
+@contextlib.contextmanager
+def fake_api(monkeypatch: pytest.MonkeyPatch, has_release: bool = True) -> Iterator[FakeApi]:
+    server = FakeApi(has_release)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    for api in ("FIREBASERULES", "FIRESTORE"):
+        monkeypatch.setenv(f"CLOUDSDK_API_ENDPOINT_OVERRIDES_{api}", server.url)
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(params=[True, False], ids=["update-release", "first-release"])
+def rules_api(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    with fake_api(monkeypatch, has_release=request.param) as server:
+        yield server
+
+
+def test_rules_are_released_through_the_rules_api(rules_api: FakeApi) -> None:
+    step = plan.ReleaseRules(PROJECT, ROOT / "firestore.rules")
+    assert rules.release(step, token="tok") == f"projects/{PROJECT}/rulesets/r-1"
+    (method, path, body, headers), *rest = rules_api.calls
+    assert (method, path) == ("POST", f"/v1/projects/{PROJECT}/rulesets")
+    files = body["source"]["files"]
+    assert files == [{"name": "firestore.rules", "content": (ROOT / "firestore.rules").read_text()}]
+    assert headers["Authorization"] == "Bearer tok"
+    assert headers["X-Goog-User-Project"] == PROJECT
+    release = {"name": f"projects/{PROJECT}/releases/cloud.firestore", "rulesetName": "projects/"}
+    release["rulesetName"] += f"{PROJECT}/rulesets/r-1"
+    assert rest[0][:3] == ("PATCH", f"/v1/{release['name']}", {"release": release})
+    if rules_api.has_release:
+        assert len(rest) == 1
+    else:
+        assert rest[1][:3] == ("POST", f"/v1/projects/{PROJECT}/releases", release)
+
+
+def test_field_indexes_are_set_through_the_firestore_admin_api(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    step = plan.FieldIndexes(
+        PROJECT,
+        "(default)",
+        "publicStageData",
+        "kind",
+        (("COLLECTION_GROUP", "order", "ASCENDING"),),
+    )
+    monkeypatch.setattr(googleapis, "access_token", lambda: "tok")
+    with fake_api(monkeypatch) as api:
+        run.execute([step], out=lambda line: None)
+    ((method, path, body, headers),) = api.calls
+    assert method == "PATCH"
+    assert path == f"/v1/{step.path}?updateMask=indexConfig"
+    assert "/databases/(default)/collectionGroups/publicStageData/fields/kind" in path
+    assert body["indexConfig"]["indexes"] == [
+        {"queryScope": "COLLECTION_GROUP", "fields": [{"order": "ASCENDING"}]}
+    ]
+    assert headers["Authorization"] == "Bearer tok"
+
+
+# --- running a plan ---------------------------------------------------------------------------
+
+
+class FakeGcloud:
+    """Stands in for subprocess.run: scripted outcomes by command, every call recorded."""
+
+    def __init__(self, outcomes: dict[str, tuple[int, str]]) -> None:
+        self.outcomes, self.calls = outcomes, []
+
+    def __call__(self, argv: tuple[str, ...], **kwargs: Any) -> subprocess.CompletedProcess:
+        self.calls.append(tuple(argv))
+        key = " ".join(argv[1:4])
+        code, stderr = self.outcomes.get(key, (0, ""))
+        return subprocess.CompletedProcess(argv, code, "", stderr)
+
+
+def test_execute_tolerates_what_exists_and_updates_jobs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    registry = (spec("tick", Cron("* * * * *")), *REGISTRY[:2])
+    steps = plan.build(options(source_dir=tmp_path / "src"), registry)
+    exists = (1, "ERROR: ALREADY_EXISTS: Resource already exists in the project")
+    fake = FakeGcloud({"pubsub topics create": exists, "scheduler jobs create": exists})
+    monkeypatch.setattr(run.subprocess, "run", fake)
+    released: list[plan.ReleaseRules] = []
+    monkeypatch.setattr(rules, "release", lambda step: released.append(step) or "r")
+    patched: list[str] = []
+    monkeypatch.setattr(
+        googleapis, "call", lambda api, method, path, *a: patched.append(path) or {}
+    )
+    run.execute(steps, jobs=2, out=lambda line: None)
+    assert (tmp_path / "src" / "main.py").exists() and released
+    assert len(patched) == len([s for s in steps if isinstance(s, plan.FieldIndexes)])
+    assert any(c[1:4] == ("scheduler", "jobs", "update") for c in fake.calls)
+    deployed = {c[3] for c in fake.calls if c[1:3] == ("functions", "deploy")}
+    assert deployed == {"tick", *(s.name for s in REGISTRY[:2])}
+
+
+def test_execute_stops_on_a_failed_function(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    steps = plan.build(options(source_dir=tmp_path / "src"), REGISTRY[:2])
+    fake = FakeGcloud({f"functions deploy {REGISTRY[1].name}": (1, "ERROR: build failed")})
+    monkeypatch.setattr(run.subprocess, "run", fake)
+    monkeypatch.setattr(rules, "release", lambda step: pytest.fail("released after a failure"))
+    with pytest.raises(run.DeployError, match=REGISTRY[1].name):
+        run.execute(steps, out=lambda line: None)
+    assert not any(c[1] == "firestore" for c in fake.calls)
