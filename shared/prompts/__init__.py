@@ -1,5 +1,5 @@
 """Prompts for agents: DL's structured prompts (items, stage context, defaults, structured output)
-and the first answer prompt, which functions/agents still uses.
+and the corrective turn.
 
 Everything here is pure: the caller gathers the documents into a PromptContext.
 """
@@ -17,14 +17,7 @@ from shared.models.agent import (
     TextPromptItem,
     parse_prompt_items,
 )
-from shared.prompts.answer import (
-    PARTICIPANT_INSTRUCTIONS,
-    answer_prompt,
-    corrective_turn,
-    participant_description,
-    response_format,
-    stage_block,
-)
+from shared.prompts.answer import corrective_turn
 from shared.prompts.context import PromptContext
 from shared.prompts.defaults import default_mediator_prompt, default_participant_prompt
 from shared.prompts.display import StageView, stage_display
@@ -38,7 +31,6 @@ from shared.prompts.shuffle import shuffle_with_seed
 from shared.prompts.templating import PromptError, PromptTemplateError, render_template
 
 __all__ = [
-    "PARTICIPANT_INSTRUCTIONS",
     "ChatMediatorInstructionsPromptItem",
     "ChatParticipantInstructionsPromptItem",
     "ChatStructuredOutputConfig",
@@ -53,19 +45,15 @@ __all__ = [
     "StageContextPromptItem",
     "StageView",
     "TextPromptItem",
-    "answer_prompt",
     "corrective_turn",
     "default_mediator_prompt",
     "default_participant_prompt",
     "parse_prompt_items",
-    "participant_description",
     "render_prompt",
     "render_template",
-    "response_format",
     "response_format_block",
     "schema_to_json_schema",
     "shuffle_with_seed",
-    "stage_block",
     "stage_display",
     "template_variables",
     "without_should_respond",

@@ -40,8 +40,5 @@ class AnswerSpec(Protocol):
     def schema(self, stage: Any, ctx: AnswerContext) -> dict[str, Any]:
         """JSON Schema of a valid reply."""
 
-    def display(self, stage: Any, ctx: AnswerContext) -> str:
-        """What the participant sees, written for a prompt."""
-
     def extract(self, stage: Any, ctx: AnswerContext, reply: Any) -> StageAnswer | ProfileBase:
         """The stage answer (or profile) a reply means; AnswerValidationError if it is invalid."""

@@ -31,12 +31,6 @@ class ProfileSpec:
             "required": ["name", "emoji", "pronouns"],
         }
 
-    def display(self, stage: ProfileStage, ctx: AnswerContext) -> str:
-        return (
-            "Set up your profile: choose a name, one emoji as your avatar, and your pronouns "
-            f"({', '.join(PRONOUNS)})."
-        )
-
     def extract(self, stage: ProfileStage, ctx: AnswerContext, reply: Any) -> ProfileBase:
         if not isinstance(reply, dict):
             raise AnswerValidationError(

@@ -31,10 +31,6 @@ class RankingSpec:
             "uniqueItems": True,
         }
 
-    def display(self, stage: RankingStage, ctx: AnswerContext) -> str:
-        listed = "\n".join(f"- {cid}: {label}" for cid, label in candidates(stage, ctx))
-        return f"Rank all of these, most preferred first, by id:\n{listed}"
-
     def extract(self, stage: RankingStage, ctx: AnswerContext, reply: Any) -> RankingStageAnswer:
         if isinstance(reply, dict) and isinstance(reply.get("rankingList"), list):
             reply = reply["rankingList"]

@@ -49,30 +49,6 @@ def _object(properties: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
-def question_display(question: SurveyQuestion) -> str:
-    if isinstance(question, TextQuestion):
-        limits = []
-        if question.min_char_count:
-            limits.append(f"at least {question.min_char_count} characters")
-        if question.max_char_count:
-            limits.append(f"at most {question.max_char_count} characters")
-        suffix = f" ({', '.join(limits)})" if limits else ""
-        return f"Question [{question.id}] (free text{suffix}): {question.question_title}"
-    if isinstance(question, CheckQuestion):
-        return (
-            f"Question [{question.id}] (true if you agree, else false): {question.question_title}"
-        )
-    if isinstance(question, MultipleChoiceQuestion):
-        options = "\n".join(f"- {o.id}: {o.text}" for o in question.options)
-        title = question.question_title
-        return f"Question [{question.id}] (answer with an option id): {title}\n{options}"
-    scale = f"{question.lower_value} = {question.lower_text}"
-    if question.middle_text:
-        scale += f", {(question.lower_value + question.upper_value) // 2} = {question.middle_text}"
-    scale += f", {question.upper_value} = {question.upper_text}"
-    return f"Question [{question.id}] (a whole number; {scale}): {question.question_title}"
-
-
 def parse_answer(question: SurveyQuestion, raw: Any, where: str) -> SurveyAnswer:
     """A typed answer for ``question``; AnswerValidationError naming ``where`` if invalid."""
     if isinstance(question, TextQuestion):
@@ -119,9 +95,6 @@ class SurveySpec:
     def schema(self, stage: SurveyStage, ctx: AnswerContext) -> dict[str, Any]:
         return _object({q.id: question_schema(q) for q in stage.questions})
 
-    def display(self, stage: SurveyStage, ctx: AnswerContext) -> str:
-        return "\n\n".join(question_display(q) for q in stage.questions)
-
     def extract(self, stage: SurveyStage, ctx: AnswerContext, reply: Any) -> SurveyStageAnswer:
         reply = _require_object(reply, "mapping each question id to its answer")
         answers = {}
@@ -150,12 +123,6 @@ class SurveyPerParticipantSpec:
         return _object(
             {q.id: _object({pid: question_schema(q) for pid in people}) for q in stage.questions}
         )
-
-    def display(self, stage: SurveyPerParticipantStage, ctx: AnswerContext) -> str:
-        people = "\n".join(f"- {pid}: {name}" for pid, name in surveyed_peers(stage, ctx))
-        questions = "\n\n".join(question_display(q) for q in stage.questions)
-        intro = "Answer each question about each of these participants (by id):"
-        return f"{intro}\n{people}\n\n{questions}"
 
     def extract(
         self, stage: SurveyPerParticipantStage, ctx: AnswerContext, reply: Any

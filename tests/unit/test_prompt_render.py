@@ -24,7 +24,6 @@ from shared.prompts import (
     PromptContext,
     PromptError,
     PromptTemplateError,
-    answer_prompt,
     default_mediator_prompt,
     default_participant_prompt,
     render_prompt,
@@ -505,16 +504,3 @@ def test_participant_is_undefined_for_a_mediator_in_group_chat():
     assert caught.value.variable == "participant"
     scoped = make_ctx("privateChat", mediator=True, context_participant_ids=[ANN])
     assert render_prompt(config_of(text("{{ participant.name }}")), scoped) == "Ann"
-
-
-# ---------------------------------------------------------------------------------------------
-# The first answer prompt stays as it was
-
-
-def test_answer_prompt_is_unchanged():
-    ann = ParticipantProfile.model_validate(F["agent"])
-    prompt = answer_prompt(ann, STAGES["survey"], "DISPLAY", {"type": "object"})
-    assert prompt.startswith("You are a human participant interacting in an online task")
-    assert "--- Participant description ---\nAlias: 🐱 Ann" in prompt
-    assert "--- Current stage ---\n[Stage: Community priorities survey]" in prompt
-    assert prompt.endswith('schema:\n{\n  "type": "object"\n}')
