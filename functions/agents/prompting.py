@@ -7,14 +7,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from google.cloud import firestore
-from pydantic import ValidationError
-
 from functions import store
 from functions.agents import cohort_lock
+from functions.chat import messages as chat_messages
 from shared import paths
 from shared.models import (
-    ChatMessage,
     CohortConfig,
     DocumentError,
     Experiment,
@@ -87,22 +84,11 @@ def _documents(path: str) -> dict[str, dict[str, Any]]:
 
 
 def _chats(experiment_id: str, cohort_id: str, stages: dict[str, StageConfig]) -> dict:
-    chats: dict[str, list[ChatMessage]] = {}
-    for stage_id, stage in stages.items():
-        if stage.kind != StageKind.CHAT:
-            continue
-        path = store.public_stage_data_path(experiment_id, cohort_id, stage_id) + "/chats"
-        query = (
-            store.db().collection(path).order_by("timestamp", direction=firestore.Query.ASCENDING)
-        )
-        messages = []
-        for snap in query.get():
-            try:
-                messages.append(ChatMessage.model_validate({"id": snap.id, **snap.to_dict()}))
-            except ValidationError:
-                continue
-        chats[stage_id] = messages
-    return chats
+    return {
+        stage_id: chat_messages.history(experiment_id, cohort_id, stage_id)
+        for stage_id, stage in stages.items()
+        if stage.kind == StageKind.CHAT
+    }
 
 
 def creator_api_keys(experiment: Experiment) -> dict[str, Any] | None:

@@ -10,10 +10,6 @@ from functions.chat.turn_request import Turn, publish
 from shared.models import ChatMessage, ChatStage
 
 
-def _claims(stage: ChatStage) -> bool:
-    return (stage.model_extra or {}).get("electionPolicy") == "claim"
-
-
 def fan_out(experiment_id: str, cohort_id: str, stage: ChatStage, message: ChatMessage) -> int:
     """Race (DL's default): a turn for every eligible agent. Claim: one turn per agent type for
     the first agent of a seeded order; it passes the message on if it declines."""
@@ -27,7 +23,7 @@ def fan_out(experiment_id: str, cohort_id: str, stage: ChatStage, message: ChatM
     for agent_type, ids in groups.items():
         if not ids:
             continue
-        if _claims(stage):
+        if stage.election_policy == "claim":
             order = list(ids)
             random.Random(message.id).shuffle(order)
             targets, order_t = [order[0]], tuple(order)

@@ -153,7 +153,7 @@ def run(turn: Turn) -> str:
         return "nothing-to-end"
     if why_not:
         return _pass_on(turn, why_not)
-    claim = _claims(stage) or turn.is_opening
+    claim = stage.election_policy == "claim" or turn.is_opening
     if claim and not messages.take_lock(
         turn.experiment_id, turn.cohort_id, stage.id, turn.log_id, _responder(agent)
     ):
@@ -174,10 +174,6 @@ def run(turn: Turn) -> str:
             turn.experiment_id, turn.cohort_id, stage, participant
         )
     return outcome
-
-
-def _claims(stage: ChatStage) -> bool:
-    return (stage.model_extra or {}).get("electionPolicy") == "claim"
 
 
 def _responder(agent: ChatAgent) -> dict[str, Any]:

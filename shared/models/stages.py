@@ -162,6 +162,9 @@ class ChatStage(BaseStage):
     time_minimum_in_minutes: int | None = None
     is_turn_based: bool = False
     enable_reactions_and_replies: bool = False
+    election_policy: Literal["race", "claim"] = "race"
+    """Ours: who answers a message. race (DL): every eligible agent calls its model, the first
+    to post wins; claim: agents are asked one at a time in a seeded order."""
 
 
 class PrivateChatStage(BaseStage):
