@@ -71,8 +71,22 @@ def leave(
     experiment_id: str, cohort_id: str, stage: ChatStage, participant: ParticipantProfile
 ) -> bool:
     """Complete the chat stage; only the invocation that made the move posts the system message,
-    so the agent leaves once however often it is told to."""
-    if not complete_stage_from_outside(experiment_id, participant.private_id, stage.id):
+    so the agent leaves once however often it is told to.
+
+    Several turns may tell one agent to leave at once (its reply, a readiness query, the
+    watchdog); a lock taken with an atomic create lets one of them try, so they do not contend
+    in transactions on the participant document. A failed attempt releases the lock."""
+    lock = f"left-{participant.private_id}"
+    owner = {"privateId": participant.private_id, "publicId": participant.public_id}
+    if not messages.take_lock(experiment_id, cohort_id, stage.id, lock, owner):
+        return False
+    try:
+        left = complete_stage_from_outside(experiment_id, participant.private_id, stage.id)
+    except BaseException:
+        messages.release_lock(experiment_id, cohort_id, stage.id, lock)
+        raise
+    if not left:
+        messages.release_lock(experiment_id, cohort_id, stage.id, lock)
         return False
     public = public_data(experiment_id, cohort_id, stage.id)
     name = participant.name or "A participant"

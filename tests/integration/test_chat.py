@@ -75,7 +75,7 @@ def _chat_experiment(db, discussions=(), mediator=True, **chat_fields):
     return e
 
 
-_NOT_ELECTIONS = ("initial-", "ready-", "quota-")  # opening locks, readiness asks, response slots
+_NOT_ELECTIONS = ("initial-", "ready-", "quota-", "left-")  # locks, readiness asks, slots
 
 
 def _messages(db, e):
