@@ -110,7 +110,17 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         handler="functions.triggers.chat:on_chat_message_created",
         description=(
             "Fan-out: one agent-turn message per eligible agent participant and active mediator "
-            "(claim policy: one per agent type, in a seeded order)."
+            "(claim policy: one per agent type, in a seeded order; turn-based: the turn holder)."
+        ),
+        timeout_s=60,
+    ),
+    FunctionSpec(
+        name="onPrivateChatMessageCreated",
+        trigger=FirestoreTrigger("created", paths.PRIVATE_CHAT),
+        handler="functions.triggers.chat:on_private_chat_message_created",
+        description=(
+            "Private chat fan-out: the cohort's active mediators answer the participant; an "
+            "agent participant answers a mediator or its decline notice."
         ),
         timeout_s=60,
     ),

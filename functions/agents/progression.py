@@ -23,8 +23,8 @@ from functions.errors import record_error
 from shared.llm import ModelError
 from shared.models import (
     KNOWN_KINDS,
-    ChatStage,
     CohortConfig,
+    ConversationStage,
     DocumentError,
     Experiment,
     ParticipantProfile,
@@ -295,7 +295,9 @@ def _move(experiment_id: str, path: str, participant: ParticipantProfile) -> Mov
                 experiment_id, participant.current_cohort_id, participant.current_stage_id
             )
             if chat is not None:  # a human in a chat: the mediators open it
-                fanout.request_openings(experiment_id, participant.current_cohort_id, chat)
+                fanout.request_openings(
+                    experiment_id, participant.current_cohort_id, chat, participant
+                )
         return Move.NONE
     status = participant.current_status
     if status != ParticipantStatus.ATTENTION_CHECK and participant.timestamps.end_experiment:
@@ -357,8 +359,8 @@ def _progress(experiment: Experiment, participant: ParticipantProfile, stage: St
     action = agent_action(stage)
     if action == AgentAction.WAIT:
         started = _start(path, participant)
-        if isinstance(stage, ChatStage):  # its opening (once: the turn takes a lock)
-            fanout.request_openings(experiment.id, cohort.id, stage, [participant.private_id])
+        if isinstance(stage, ConversationStage):  # openings (once each: turns take a lock)
+            fanout.request_openings(experiment.id, cohort.id, stage, participant)
         return Move.STARTED if started else Move.WAITING
     answer = None
     if action == AgentAction.ANSWER and not _existing_answer(experiment.id, participant, stage):

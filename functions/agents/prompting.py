@@ -10,6 +10,7 @@ from typing import Any
 from functions import store
 from functions.agents import cohort_lock
 from functions.chat import messages as chat_messages
+from functions.chat.room import Room
 from shared import paths
 from shared.models import (
     CohortConfig,
@@ -83,12 +84,27 @@ def _documents(path: str) -> dict[str, dict[str, Any]]:
     return {snap.id: snap.to_dict() for snap in store.db().collection(path).get()}
 
 
-def _chats(experiment_id: str, cohort_id: str, stages: dict[str, StageConfig]) -> dict:
+def _chats(
+    experiment_id: str, cohort_id: str, stages: dict[str, StageConfig], participant_id: str = ""
+) -> dict:
+    """Group chats (no ``participant_id``), or that participant's private chats."""
+    kind = StageKind.PRIVATE_CHAT if participant_id else StageKind.CHAT
     return {
-        stage_id: chat_messages.history(experiment_id, cohort_id, stage_id)
+        stage_id: chat_messages.history(Room(experiment_id, cohort_id, stage_id, participant_id))
         for stage_id, stage in stages.items()
-        if stage.kind == StageKind.CHAT
+        if stage.kind == kind
     }
+
+
+def _private_chats(
+    experiment_id: str,
+    cohort_id: str,
+    agent: ParticipantProfile | MediatorProfile,
+    stages: dict[str, StageConfig],
+    partner: str | None,
+) -> dict:
+    owner = partner or (agent.private_id if isinstance(agent, ParticipantProfile) else "")
+    return _chats(experiment_id, cohort_id, stages, owner) if owner else {}
 
 
 def creator_api_keys(experiment: Experiment) -> dict[str, Any] | None:
@@ -110,8 +126,10 @@ def build_context(
     stage: StageConfig,
     members: list[ParticipantProfile] | None = None,
     is_turn_based: bool = False,
+    private_chat_of: str | None = None,
 ) -> PromptContext:
-    """The documents a prompt refers to. A mediator's own answers are none; it sees the chat."""
+    """The documents a prompt refers to. A mediator's own answers are none; it sees the chat,
+    and in a private chat the conversation with ``private_chat_of``."""
     if members is None:
         members = cohort_lock.cohort_members(experiment.id, cohort.id)
     stages = _stages(experiment, stage)
@@ -129,6 +147,7 @@ def build_context(
         answers=answers,
         public_data=_documents(store.cohort_path(experiment.id, cohort.id) + "/publicStageData"),
         chat_messages=_chats(experiment.id, cohort.id, stages),
+        private_messages=_private_chats(experiment.id, cohort.id, agent, stages, private_chat_of),
         participants=members,
         is_turn_based=is_turn_based,
     )

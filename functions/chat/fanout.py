@@ -5,16 +5,30 @@ from __future__ import annotations
 import random
 
 from functions import store
-from functions.chat import agents
+from functions.chat import agents, messages, turn_order
+from functions.chat.room import Room
 from functions.chat.turn_request import Turn, publish
-from shared.models import ChatMessage, ChatStage
+from shared.models import (
+    ChatMessage,
+    ChatStage,
+    ConversationStage,
+    ParticipantProfile,
+    PrivateChatStage,
+    UserType,
+)
+
+NO_MEDIATORS = "No mediators found"
 
 
 def fan_out(experiment_id: str, cohort_id: str, stage: ChatStage, message: ChatMessage) -> int:
     """Race (DL's default): a turn for every eligible agent. Claim: one turn per agent type for
-    the first agent of a seeded order; it passes the message on if it declines."""
+    the first agent of a seeded order; it passes the message on if it declines. Turn-based:
+    only the agent holding the turn."""
     if message.is_error:
         return 0
+    room = Room(experiment_id, cohort_id, stage.id)
+    if stage.is_turn_based:
+        return _turn_based(room, stage, message)
     groups = {
         "participant": agents.participants_at(experiment_id, cohort_id, stage.id),
         "mediator": agents.mediators_of(experiment_id, cohort_id, stage),
@@ -37,27 +51,120 @@ def fan_out(experiment_id: str, cohort_id: str, stage: ChatStage, message: ChatM
     return published
 
 
-def request_openings(
-    experiment_id: str, cohort_id: str, stage: ChatStage, participant_ids: list[str] | None = None
-) -> int:
-    """Opening turns: for the cohort's mediators, and for the given agent participants (each
-    agent opens at most once per cohort and stage: the turn takes a lock)."""
+def _turn_based(room: Room, stage: ChatStage, message: ChatMessage) -> int:
+    """Move the turn if the message took it; then the holder, if an agent, answers. Agents
+    passed over with their responses used up are asked only whether they are ready to end."""
+    holder, passed = turn_order.on_message(room, stage, message)
     turns = [
-        Turn(experiment_id, cohort_id, stage.id, "", "mediator", m)
-        for m in agents.mediators_of(experiment_id, cohort_id, stage)
+        Turn(room.experiment_id, room.cohort_id, stage.id, message.id, s.kind, s.private_id)
+        for s in ([holder] if holder is not None and holder.is_agent else [])
     ]
     turns += [
-        Turn(experiment_id, cohort_id, stage.id, "", "participant", p)
-        for p in participant_ids or []
+        Turn(
+            room.experiment_id,
+            room.cohort_id,
+            stage.id,
+            message.id,
+            s.kind,
+            s.private_id,
+            readiness_only=True,
+        )
+        for s in passed
+        if s.kind == "participant"
     ]
     for turn in turns:
         publish(turn)
     return len(turns)
 
 
-def stage_if_unlocked_chat(experiment_id: str, cohort_id: str, stage_id: str) -> ChatStage | None:
+def fan_out_private(room: Room, stage: PrivateChatStage, message: ChatMessage) -> int:
+    """DL's onPrivateChatMessageCreated: every active mediator answers the participant; an
+    agent participant answers a mediator (and a mediator's decline notice, so it goes on or
+    ends instead of waiting). With no mediator, DL's error message tells the participant."""
+    if message.is_error or messages.is_notice(message):
+        return 0
+    participant = store.read(
+        ParticipantProfile, store.participant_path(room.experiment_id, room.participant_id)
+    )
+    mediators = agents.mediators_of(room.experiment_id, room.cohort_id, stage)
+    turns = [
+        Turn(
+            room.experiment_id,
+            room.cohort_id,
+            stage.id,
+            message.id,
+            "mediator",
+            m,
+            participant_id=room.participant_id,
+        )
+        for m in mediators
+    ]
+    declined = (message.model_extra or {}).get(messages.DECLINED_FIELD)
+    if participant.is_agent and (message.type == UserType.MEDIATOR or declined):
+        turns.append(
+            Turn(
+                room.experiment_id,
+                room.cohort_id,
+                stage.id,
+                message.id,
+                "participant",
+                room.participant_id,
+                participant_id=room.participant_id,
+            )
+        )
+    if not mediators and message.sender_id == participant.public_id:
+        error = messages.system_message(NO_MEDIATORS, message.discussion_id, isError=True)
+        messages.write(room, error)
+    for turn in turns:
+        publish(turn)
+    return len(turns)
+
+
+def request_openings(
+    experiment_id: str,
+    cohort_id: str,
+    stage: ConversationStage,
+    participant: ParticipantProfile,
+) -> int:
+    """A participant entered an unlocked chat: opening turns (each agent opens at most once per
+    cohort and stage, or per private chat: the turn takes a lock). Group chat: the cohort's
+    mediators and the participant if it is an agent; turn-based: only the turn holder.
+    Private chat: the mediators open it; an agent participant opens only when there is none."""
+    if isinstance(stage, PrivateChatStage):
+        room = Room(experiment_id, cohort_id, stage.id, participant.private_id)
+        mediators = agents.mediators_of(experiment_id, cohort_id, stage)
+        seats = [("mediator", m) for m in mediators]
+        if participant.is_agent and not mediators:
+            seats.append(("participant", participant.private_id))
+    elif stage.is_turn_based:
+        room = Room(experiment_id, cohort_id, stage.id)
+        holder = turn_order.start(room, stage)
+        seats = [(holder.kind, holder.private_id)] if holder and holder.is_agent else []
+    else:
+        room = Room(experiment_id, cohort_id, stage.id)
+        seats = [("mediator", m) for m in agents.mediators_of(experiment_id, cohort_id, stage)]
+        if participant.is_agent:
+            seats.append(("participant", participant.private_id))
+    for kind, agent_id in seats:
+        publish(
+            Turn(
+                experiment_id,
+                cohort_id,
+                stage.id,
+                "",
+                kind,
+                agent_id,
+                participant_id=room.participant_id,
+            )
+        )
+    return len(seats)
+
+
+def stage_if_unlocked_chat(
+    experiment_id: str, cohort_id: str, stage_id: str
+) -> ConversationStage | None:
     data = store.snapshot_data(store.cohort_path(experiment_id, cohort_id)) or {}
     if not (data.get("stageUnlockMap") or {}).get(stage_id):
         return None
     stage = store.read_stage(experiment_id, stage_id)
-    return stage if isinstance(stage, ChatStage) else None
+    return stage if isinstance(stage, ConversationStage) else None

@@ -10,33 +10,24 @@ from google.cloud import firestore
 from pydantic import ValidationError
 
 from functions import store
-from shared import paths
+from functions.chat.room import Room
 from shared.models import ChatMessage, ProfileBase, UserType, now
 
 LEFT_CHAT_FIELD = "leftChatBy"
 """Our explicit marker on a "has left the chat" system message: the public id of who left (DL
 infers it from senderId, their issue #867)."""
+DECLINED_FIELD = "declinedBy"
+"""Marks the system notice posted when a mediator declines to answer in a private chat: the
+participant is not left "waiting for a response" (DL #938, #1011)."""
+SKIPPED_FIELD = "skippedTurnOf"
+"""Marks the system notice of a turn-based chat skipping an agent whose turn failed."""
 
 
-def chats_path(experiment_id: str, cohort_id: str, stage_id: str) -> str:
-    return store.public_stage_data_path(experiment_id, cohort_id, stage_id) + "/chats"
-
-
-def trigger_log_path(experiment_id: str, cohort_id: str, stage_id: str, log_id: str) -> str:
-    return paths.build(
-        paths.TRIGGER_LOG,
-        experimentId=experiment_id,
-        cohortId=cohort_id,
-        stageId=stage_id,
-        logId=log_id,
-    )
-
-
-def history(experiment_id: str, cohort_id: str, stage_id: str) -> list[ChatMessage]:
+def history(room: Room) -> list[ChatMessage]:
     """The chat in time order (messages that do not parse are left out)."""
     query = (
         store.db()
-        .collection(chats_path(experiment_id, cohort_id, stage_id))
+        .collection(room.chats_path)
         .order_by("timestamp", direction=firestore.Query.ASCENDING)
     )
     messages = []
@@ -68,35 +59,33 @@ def system_message(text: str, discussion_id: str | None, **extra: Any) -> dict[s
     return {**message, **extra}
 
 
-def write(experiment_id: str, cohort_id: str, stage_id: str, message: dict[str, Any]) -> None:
-    path = f"{chats_path(experiment_id, cohort_id, stage_id)}/{message['id']}"
-    store.ref(path).set(message)
+def write(room: Room, message: dict[str, Any]) -> None:
+    store.ref(room.message_path(message["id"])).set(message)
 
 
 def post(
-    experiment_id: str,
-    cohort_id: str,
-    stage_id: str,
+    room: Room,
     message: dict[str, Any],
     responder: dict[str, Any],
     *,
     election: str | None,
-    slot: int,
+    slot: int | None,
 ) -> bool:
     """Write an agent's message in one atomic batch that also creates its election record
     ``triggerLogs/{election}`` (race policy) and its response slot ``quota-{agent}-{slot}``; the
     batch fails if either exists. So only one agent of a type answers a message (DL's check is
     read-then-write and races), and concurrent turns of one agent cannot exceed maxResponses.
     No transaction: twenty agents electing at once do not contend for locks."""
-    logs = lambda log_id: store.ref(trigger_log_path(experiment_id, cohort_id, stage_id, log_id))  # noqa: E731
-    chat_ref = store.ref(f"{chats_path(experiment_id, cohort_id, stage_id)}/{message['id']}")
+    logs = lambda log_id: store.ref(room.log_path(log_id))  # noqa: E731
+    chat_ref = store.ref(room.message_path(message["id"]))
     record = {**responder, "messageId": message["id"], "timestamp": now()}
     if election is not None and logs(election).get().exists:
         return False  # most losers stop here, without a write
     batch = store.db().batch()
     if election is not None:
         batch.create(logs(election), record)
-    batch.create(logs(f"quota-{responder['privateId']}-{slot}"), record)
+    if slot is not None:
+        batch.create(logs(quota_id(responder, slot)), record)
     batch.set(chat_ref, message)
     try:
         batch.commit()
@@ -105,9 +94,13 @@ def post(
     return True
 
 
-def take_lock(experiment_id: str, cohort_id: str, stage_id: str, log_id: str, owner: dict) -> bool:
+def quota_id(responder: dict[str, Any], slot: int) -> str:
+    return f"quota-{responder['privateId']}-{slot}"
+
+
+def take_lock(room: Room, log_id: str, owner: dict) -> bool:
     """Create ``triggerLogs/{log_id}`` if absent (opening messages, claims); True if we did."""
-    ref = store.ref(trigger_log_path(experiment_id, cohort_id, stage_id, log_id))
+    ref = store.ref(room.log_path(log_id))
     try:
         ref.create({**owner, "timestamp": now()})
     except gexc.AlreadyExists:
@@ -115,6 +108,14 @@ def take_lock(experiment_id: str, cohort_id: str, stage_id: str, log_id: str, ow
     return True
 
 
-def release_lock(experiment_id: str, cohort_id: str, stage_id: str, log_id: str) -> None:
+def release_lock(room: Room, log_id: str) -> None:
     """Delete the lock at the same path it was taken (DL deletes a different path)."""
-    store.ref(trigger_log_path(experiment_id, cohort_id, stage_id, log_id)).delete()
+    store.ref(room.log_path(log_id)).delete()
+
+
+def is_notice(message: ChatMessage) -> bool:
+    """A system message that needs no answer: someone left, or the timer ended."""
+    extra = message.model_extra or {}
+    return message.type == UserType.SYSTEM and bool(
+        extra.get(LEFT_CHAT_FIELD) or extra.get("timerEnded")
+    )

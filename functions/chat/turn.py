@@ -1,5 +1,6 @@
 """One agent's turn in a chat (DL's sendAgentParticipantMessage / checkReadyToEndChat, now one
-Pub/Sub function): gates, one model call, typing delay, moved-on check, election, readiness."""
+Pub/Sub function): gates, one model call, typing delay, moved-on check, election, readiness.
+The same pipeline serves group chats (free-form or turn-based) and private chats."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from functions import store
 from functions.agents import cohort_lock
 from functions.agents.model_call import AnswerFailed, CallSite, ask
 from functions.agents.prompting import build_context, creator_api_keys, render
-from functions.chat import agents, messages, readiness
+from functions.chat import agents, gates, messages, readiness, turn_order
 from functions.chat.agents import ChatAgent
+from functions.chat.room import Room
 from functions.chat.turn_request import Turn, publish
 from functions.errors import record_error
 from shared.llm import ModelError
@@ -24,6 +26,7 @@ from shared.models import (
     ChatMessage,
     ChatStage,
     CohortConfig,
+    ConversationStage,
     DocumentError,
     Experiment,
     ParticipantProfile,
@@ -49,6 +52,7 @@ READINESS_SCHEMA = {
     },
     "required": ["explanation", "readyToEndChat"],
 }
+DECLINED = "{name} has nothing to add right now."
 log = logging.getLogger(__name__)
 
 
@@ -58,6 +62,25 @@ class Decision:
     should_respond: bool
     message: str
     ready_to_end: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Scene:
+    """Everything a turn works with, loaded once."""
+
+    turn: Turn
+    room: Room
+    stage: ConversationStage
+    agent: ChatAgent
+
+    @property
+    def participant(self) -> ParticipantProfile | None:
+        profile = self.agent.profile
+        return profile if isinstance(profile, ParticipantProfile) else None
+
+    @property
+    def turn_based(self) -> bool:
+        return isinstance(self.stage, ChatStage) and self.stage.is_turn_based
 
 
 def _decision_reader(output: ChatStructuredOutputConfig | None, turn_based: bool):
@@ -93,87 +116,93 @@ def typing_delay_s(message: str, words_per_minute: float | None, rng: random.Ran
     return min(words / words_per_minute * 60 * rng.uniform(0.75, 1.25), MAX_TYPING_DELAY_S)
 
 
-def moved_on(history: list[ChatMessage], trigger_chat_id: str) -> bool:
-    """Someone spoke after the trigger (system messages do not count); a trigger that is itself
-    a system message, such as a new-thread announcement, is answered like any other."""
-    ids = [m.id for m in history]
-    if trigger_chat_id not in ids:
-        return True
-    later = history[ids.index(trigger_chat_id) + 1 :]
-    return any(m.type != UserType.SYSTEM for m in later)
-
-
-def _own(history: list[ChatMessage], agent: ChatAgent) -> list[ChatMessage]:
-    return [m for m in history if m.sender_id == agent.public_id and m.type == agent.type]
-
-
-def _gated(turn: Turn, agent: ChatAgent, history: list[ChatMessage]) -> str | None:
-    """Why this agent must not answer now (DL's canSendAgentChatMessage), or None."""
-    settings = agent.settings
-    if settings.max_responses is not None and len(_own(history, agent)) >= settings.max_responses:
-        return "max-responses"
-    if len(history) < settings.min_messages_before_responding:
-        return "min-messages"
-    last = history[-1] if history else None
-    if last is not None and not turn.is_opening:
-        if not settings.can_self_trigger_calls and last.sender_id == agent.public_id:
-            return "own-message"
-        extra = last.model_extra or {}
-        if last.type == UserType.SYSTEM and extra.get(messages.LEFT_CHAT_FIELD) == agent.public_id:
-            return "own-left-message"
-    if not turn.is_opening and moved_on(history, turn.trigger_chat_id):
-        return "moved-on"
-    return None
-
-
-def run(turn: Turn) -> str:
-    """Take the turn; returns what happened (logged, and used by tests)."""
+def _load(turn: Turn) -> Scene | str:
     stage = store.read_stage(turn.experiment_id, turn.stage_id)
-    if not isinstance(stage, ChatStage):
+    if not isinstance(stage, ConversationStage):
         return "not-a-chat"
     agent = agents.load(turn.experiment_id, turn.agent_type, turn.agent_id, stage)
     if agent is None:
         return "not-an-active-agent"
-    profile = agent.profile
-    if isinstance(profile, ParticipantProfile) and (
-        profile.current_status != ParticipantStatus.IN_PROGRESS
-        or profile.current_stage_id != stage.id
-        or profile.current_cohort_id != turn.cohort_id
-    ):
+    scene = Scene(turn, turn.room, stage, agent)
+    if scene.participant is not None and not _present(scene.participant, turn):
         return "not-at-stage"
-    public = readiness.public_data(turn.experiment_id, turn.cohort_id, stage.id)
+    if scene.room.is_private and scene.participant is None:
+        partner = store.read(
+            ParticipantProfile, store.participant_path(turn.experiment_id, turn.participant_id)
+        )
+        if not _present(partner, turn):
+            return "partner-left"
+    return scene
+
+
+def _present(participant: ParticipantProfile, turn: Turn) -> bool:
+    return (
+        participant.current_status == ParticipantStatus.IN_PROGRESS
+        and participant.current_stage_id == turn.stage_id
+        and participant.current_cohort_id == turn.cohort_id
+    )
+
+
+def run(turn: Turn) -> str:
+    """Take the turn; returns what happened (logged, and used by tests)."""
+    scene = _load(turn)
+    if isinstance(scene, str):
+        return scene
+    room, stage, agent, participant = scene.room, scene.stage, scene.agent, scene.participant
+    history = messages.history(room)
+    public = readiness.chat_state(room, history)
     if readiness.time_is_up(stage, public):
+        if participant is not None and room.is_private:
+            return "time-up+" + readiness.participant_ready(room, stage, participant)
         return "time-up"
-    history = messages.history(turn.experiment_id, turn.cohort_id, stage.id)
-    why_not = _gated(turn, agent, history)
-    participant = profile if isinstance(profile, ParticipantProfile) else None
+    if participant is not None and readiness.conversation_over(stage, participant, history):
+        return "over+" + readiness.participant_ready(room, stage, participant)
+    why_not = gates.refusal(agent, history, opening=turn.is_opening, may_follow_itself=turn.nudge)
+    if why_not is None and not turn.is_opening and gates.moved_on(history, turn.trigger_chat_id):
+        why_not = "moved-on"
     if participant is not None and history and (turn.readiness_only or why_not == "max-responses"):
-        return _readiness_only(turn, agent, stage, participant)
+        if scene.turn_based and why_not:
+            _skip_silently(scene, public)
+        return _readiness_only(scene, participant)
     if turn.readiness_only:
         return "nothing-to-end"
+    if scene.turn_based and public.get("currentTurnParticipantId") != agent.public_id:
+        return "not-my-turn"
     if why_not:
+        if scene.turn_based and why_not != "moved-on":
+            _skip_silently(scene, public)
         return _pass_on(turn, why_not)
-    claim = stage.election_policy == "claim" or turn.is_opening
-    if claim and not messages.take_lock(
-        turn.experiment_id, turn.cohort_id, stage.id, turn.log_id, _responder(agent)
-    ):
+    claim = turn.is_opening or (
+        isinstance(stage, ChatStage) and stage.election_policy == "claim" and not scene.turn_based
+    )
+    if claim and not messages.take_lock(room, turn.log_id, _responder(agent)):
         return "already-claimed"
     if turn.is_opening and agent.settings.initial_message.strip():
         fixed = Decision("initial message", True, agent.settings.initial_message.strip(), False)
-        return _speak(turn, agent, stage, public, fixed, claim)
+        return _speak(scene, fixed, claim)
     try:
-        decision = _ask(turn, agent, stage, public)
+        decision = _ask(scene)
     except (ModelError, AnswerFailed, DocumentError) as error:
         if claim:
-            messages.release_lock(turn.experiment_id, turn.cohort_id, stage.id, turn.log_id)
-        _record(turn, agent, error)
+            messages.release_lock(room, turn.log_id)
+        _record(scene, error)
+        _after_failure(scene, public)
         return _pass_on(turn, "model-failed")
-    outcome = _speak(turn, agent, stage, public, decision, claim)
-    if participant is not None and decision.ready_to_end and history:
-        outcome += "+" + readiness.participant_ready(
-            turn.experiment_id, turn.cohort_id, stage, participant
-        )
+    outcome = _speak(scene, decision, claim)
+    if participant is not None and history:
+        outcome += _readiness_after(scene, participant, decision)
     return outcome
+
+
+def _readiness_after(scene: Scene, participant: ParticipantProfile, decision: Decision) -> str:
+    """Readiness after a turn: the separate query when the stage asks for it, else the reply's
+    field; in a private chat, declining to answer means ready (DL)."""
+    if scene.stage.readiness_query:
+        return "+" + _readiness_only(scene, participant, occasion=f"after-{scene.turn.log_id}")
+    declined_privately = scene.room.is_private and not decision.should_respond
+    if decision.ready_to_end or declined_privately:
+        return "+" + readiness.participant_ready(scene.room, scene.stage, participant)
+    return ""
 
 
 def _responder(agent: ChatAgent) -> dict[str, Any]:
@@ -189,35 +218,65 @@ def _pass_on(turn: Turn, why: str) -> str:
     return why
 
 
-def _context(turn: Turn, agent: ChatAgent, stage: ChatStage):
+def _after_failure(scene: Scene, public: dict[str, Any]) -> None:
+    """Nobody waits on a failed model: a turn-based chat skips the agent with a notice; a
+    mediator in a private chat posts DL's error message so the participant is not left
+    waiting."""
+    if scene.turn_based and isinstance(scene.stage, ChatStage):
+        turn_order.skip(scene.room, scene.stage, scene.agent, public.get("currentDiscussionId"))
+    elif scene.room.is_private and scene.participant is None:
+        messages.write(scene.room, _error_message(scene.agent))
+
+
+def _skip_silently(scene: Scene, public: dict[str, Any]) -> None:
+    """A turn holder that may not speak (its gates say no) passes the turn on."""
+    if isinstance(scene.stage, ChatStage) and public.get("currentTurnParticipantId") == (
+        scene.agent.public_id
+    ):
+        turn_order.skip(scene.room, scene.stage, scene.agent, public.get("currentDiscussionId"))
+
+
+def _context(scene: Scene):
+    turn, stage = scene.turn, scene.stage
     experiment = store.read(Experiment, store.experiment_path(turn.experiment_id))
     cohort = store.read(CohortConfig, store.cohort_path(turn.experiment_id, turn.cohort_id))
     members = [
         m
         for m in cohort_lock.cohort_members(turn.experiment_id, turn.cohort_id)
         if m.current_stage_id == stage.id
+        and (not scene.room.is_private or m.private_id == turn.participant_id)
     ]
-    ctx = build_context(experiment, cohort, agent.profile, stage, members, stage.is_turn_based)
+    ctx = build_context(
+        experiment,
+        cohort,
+        scene.agent.profile,
+        stage,
+        members,
+        scene.turn_based,
+        private_chat_of=turn.participant_id or None,
+    )
     return experiment, ctx
 
 
-def _ask(turn: Turn, agent: ChatAgent, stage: ChatStage, public: dict[str, Any]) -> Decision:
-    experiment, ctx = _context(turn, agent, stage)
+def _ask(scene: Scene) -> Decision:
+    turn, stage, agent = scene.turn, scene.stage, scene.agent
+    experiment, ctx = _context(scene)
     output = agent.config.structured_output_config
     chat_output = output if isinstance(output, ChatStructuredOutputConfig) else None
     schema = None
     if chat_output is not None and chat_output.enabled and chat_output.schema_ is not None:
         schema = schema_to_json_schema(chat_output.schema_)
-        if stage.is_turn_based:
+        if scene.turn_based:
             schema = without_should_respond(schema)
     text = render(agent.config, agent.config_path, ctx, schema)
     what = "opening message" if turn.is_opening else f"reply to {turn.trigger_chat_id}"
-    site = CallSite(turn.experiment_id, agent.profile, stage.id, f"chat {what}")
+    where = f"private chat with {turn.participant_id}: " if scene.room.is_private else "chat "
+    site = CallSite(turn.experiment_id, agent.profile, stage.id, where + what)
     return ask(
         site,
         text,
         schema,
-        _decision_reader(chat_output, stage.is_turn_based),
+        _decision_reader(chat_output, scene.turn_based),
         retries=agent.config.num_retries,
         generation_config=agent.config.generation_config,
         api_keys=creator_api_keys(experiment),
@@ -231,61 +290,81 @@ def _parse_for(output: ChatStructuredOutputConfig | None):
     return parse_json_reply
 
 
-def _speak(
-    turn: Turn,
-    agent: ChatAgent,
-    stage: ChatStage,
-    public: dict[str, Any],
-    decision: Decision,
-    claimed: bool,
-) -> str:
+def _release(scene: Scene, claimed: bool) -> None:
+    if claimed and not scene.turn.is_opening:
+        messages.release_lock(scene.room, scene.turn.log_id)
+
+
+def _speak(scene: Scene, decision: Decision, claimed: bool) -> str:
+    turn, room, agent = scene.turn, scene.room, scene.agent
     if not decision.should_respond or not decision.message:
-        if claimed and not turn.is_opening:
-            messages.release_lock(turn.experiment_id, turn.cohort_id, stage.id, turn.log_id)
+        _release(scene, claimed)
+        if room.is_private and scene.participant is None:
+            _post_decline(scene)
         return _pass_on(turn, "declined")
     rng = random.Random(f"{turn.agent_id}:{turn.trigger_chat_id}")
     delay = typing_delay_s(decision.message, agent.settings.words_per_minute, rng)
     if delay:
         time.sleep(delay)
-    if not turn.is_opening and moved_on(
-        messages.history(turn.experiment_id, turn.cohort_id, stage.id), turn.trigger_chat_id
-    ):
-        if claimed:
-            messages.release_lock(turn.experiment_id, turn.cohort_id, stage.id, turn.log_id)
+    history = messages.history(room)
+    if not turn.is_opening and gates.moved_on(history, turn.trigger_chat_id):
+        _release(scene, claimed)
         return "moved-on-after-delay"
-    fresh = readiness.public_data(turn.experiment_id, turn.cohort_id, stage.id)
-    message = _message(agent, stage, fresh, decision)
-    history = messages.history(turn.experiment_id, turn.cohort_id, stage.id)
-    slot = len(_own(history, agent)) + 1
+    message = _message(scene, readiness.chat_state(room, history), decision)
+    slot = len(gates.own(history, agent)) + 1
     limit = agent.settings.max_responses
     if limit is not None and slot > limit:  # another turn of this agent spoke meanwhile
-        if claimed and not turn.is_opening:
-            messages.release_lock(turn.experiment_id, turn.cohort_id, stage.id, turn.log_id)
+        _release(scene, claimed)
         return "max-responses"
-    posted = messages.post(
-        turn.experiment_id,
-        turn.cohort_id,
-        stage.id,
-        message,
-        _responder(agent),
-        election=None if claimed else turn.log_id,
-        slot=slot,
-    )
+    election = None if claimed else turn.log_id
+    if scene.turn_based and isinstance(scene.stage, ChatStage):
+        posted = turn_order.post_in_turn(
+            room, scene.stage, message, _responder(agent), election, slot
+        )
+    else:
+        posted = messages.post(room, message, _responder(agent), election=election, slot=slot)
     if posted:
         return "spoke"
-    if claimed and not turn.is_opening:
-        messages.release_lock(turn.experiment_id, turn.cohort_id, stage.id, turn.log_id)
+    _release(scene, claimed)
     return "not-elected"
 
 
-def _message(
-    agent: ChatAgent, stage: ChatStage, public: dict[str, Any], decision: Decision
-) -> dict[str, Any]:
+def _post_decline(scene: Scene) -> None:
+    """A mediator declining in a private chat writes no message of its own; a notice (elected
+    like a reply, so one per message) tells the participant, human or agent, that nothing is
+    coming, and triggers an agent participant to go on or end (DL #938, #1011)."""
+    name = scene.agent.profile.name or "The mediator"
+    notice = messages.system_message(
+        DECLINED.format(name=name),
+        None,
+        **{messages.DECLINED_FIELD: scene.agent.public_id},
+    )
+    if not scene.turn.is_opening:
+        messages.post(
+            scene.room, notice, _responder(scene.agent), election=scene.turn.log_id, slot=None
+        )
+
+
+def _error_message(agent: ChatAgent) -> dict[str, Any]:
+    """DL's sendErrorPrivateChatMessage."""
     profile = agent.profile
+    return {
+        **messages.system_message("Error fetching response", None),
+        "type": agent.type,
+        "isError": True,
+        "senderId": agent.public_id,
+        "agentId": profile.agent_config.agent_id if profile.agent_config else "",
+        "profile": ProfileBase(name=profile.name, avatar=profile.avatar).to_firestore(),
+    }
+
+
+def _message(scene: Scene, public: dict[str, Any], decision: Decision) -> dict[str, Any]:
+    profile, stage = scene.agent.profile, scene.stage
+    threaded = isinstance(stage, ChatStage) and stage.discussions
     return ChatMessage(
         id=uuid.uuid4().hex,
-        discussion_id=public.get("currentDiscussionId") if stage.discussions else None,
-        type=UserType(agent.type),
+        discussion_id=public.get("currentDiscussionId") if threaded else None,
+        type=UserType(scene.agent.type),
         message=decision.message,
         timestamp=now(),
         profile=ProfileBase(name=profile.name, avatar=profile.avatar, pronouns=profile.pronouns),
@@ -295,48 +374,44 @@ def _message(
     ).to_firestore()
 
 
-def _readiness_only(
-    turn: Turn, agent: ChatAgent, stage: ChatStage, participant: ParticipantProfile
-) -> str:
-    """An agent that may not speak (maxResponses used up) can still say it is ready to end, so it
-    never holds a thread back. No chat message. Asked once per thread when its messages run out
-    (not on every later message); the watchdog asks again when the chat goes quiet."""
-    public = readiness.public_data(turn.experiment_id, turn.cohort_id, stage.id)
-    occasion = turn.nonce or f"exhausted-{public.get('currentDiscussionId') or 'chat'}"
-    if not messages.take_lock(
-        turn.experiment_id,
-        turn.cohort_id,
-        stage.id,
-        f"ready-{agent.private_id}-{occasion}",
-        _responder(agent),
-    ):
+def _readiness_only(scene: Scene, participant: ParticipantProfile, occasion: str = "") -> str:
+    """Ask only whether the agent is ready to end (the seed's checkReadyToEndChat); no chat
+    message. An agent that may not speak (maxResponses used up) is asked once per thread, so it
+    never holds a thread back; the watchdog asks again when the chat goes quiet."""
+    turn, room = scene.turn, scene.room
+    if not occasion:
+        public = readiness.chat_state(room)
+        occasion = turn.nonce or f"exhausted-{public.get('currentDiscussionId') or 'chat'}"
+    lock = f"ready-{participant.private_id}-{occasion}"
+    if not messages.take_lock(room, lock, _responder(scene.agent)):
         return "readiness-already-asked"
-    experiment, ctx = _context(turn, agent, stage)
-    text = render(agent.config, agent.config_path, ctx, None) + "\n\n" + READINESS_PROMPT
-    site = CallSite(turn.experiment_id, participant, stage.id, f"chat readiness query ({occasion})")
+    experiment, ctx = _context(scene)
+    text = render(scene.agent.config, scene.agent.config_path, ctx, None)
+    site = CallSite(
+        turn.experiment_id, participant, scene.stage.id, f"chat readiness query ({occasion})"
+    )
     try:
         ready = ask(
             site,
-            text,
+            text + "\n\n" + READINESS_PROMPT,
             READINESS_SCHEMA,
             lambda reply: bool(reply.get("readyToEndChat")) if isinstance(reply, dict) else False,
             retries=1,
             api_keys=creator_api_keys(experiment),
         )
     except (ModelError, AnswerFailed) as error:
-        _record(turn, agent, error)
+        _record(scene, error)
         return "readiness-failed"
     if not ready:
         return "not-ready"
-    return "readiness+" + readiness.participant_ready(
-        turn.experiment_id, turn.cohort_id, stage, participant
-    )
+    return "readiness+" + readiness.participant_ready(room, scene.stage, participant)
 
 
-def _record(turn: Turn, agent: ChatAgent, error: Exception) -> None:
+def _record(scene: Scene, error: Exception) -> None:
     if isinstance(error, DocumentError):
         record_error(FUNCTION, error)
         return
+    turn, agent = scene.turn, scene.agent
     document = (
         store.participant_path(turn.experiment_id, agent.private_id)
         if agent.type == "participant"

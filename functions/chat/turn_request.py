@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from functions import pubsub
+from functions.chat.room import Room
 from functions.registry import AGENT_TURN_TOPIC
 
 
@@ -25,6 +26,11 @@ class Turn:
     readiness_only: bool = False
     nonce: str = ""
     """Makes a readiness-only turn distinct per watchdog tick (its lock id includes it)."""
+    participant_id: str = ""
+    """A private chat: whose (private id); '' for the cohort's group chat."""
+    nudge: bool = False
+    """A private chat that went quiet (a declined or failed reply, or the watchdog): the agent
+    participant may speak again after its own message."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -37,6 +43,8 @@ class Turn:
             "order": list(self.order),
             "readinessOnly": self.readiness_only,
             "nonce": self.nonce,
+            "participantId": self.participant_id,
+            "nudge": self.nudge,
         }
 
     @classmethod
@@ -51,7 +59,13 @@ class Turn:
             order=tuple(data.get("order") or ()),
             readiness_only=bool(data.get("readinessOnly")),
             nonce=str(data.get("nonce") or ""),
+            participant_id=str(data.get("participantId") or ""),
+            nudge=bool(data.get("nudge")),
         )
+
+    @property
+    def room(self) -> Room:
+        return Room(self.experiment_id, self.cohort_id, self.stage_id, self.participant_id)
 
     @property
     def is_opening(self) -> bool:

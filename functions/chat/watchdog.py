@@ -12,9 +12,17 @@ from google.cloud import firestore
 
 from functions import store, transactions
 from functions.chat import agents, messages, readiness
+from functions.chat.room import Room
 from functions.chat.turn_request import Turn, publish
 from shared import paths
-from shared.models import ChatStage, DocumentError, ParticipantProfile, now
+from shared.models import (
+    ChatStage,
+    ConversationStage,
+    DocumentError,
+    ParticipantProfile,
+    PrivateChatStage,
+    now,
+)
 
 IDLE_ENV = "DLAB_IDLE_AGENT_SECONDS"
 DEFAULT_IDLE_S = 120.0
@@ -30,14 +38,14 @@ def tick() -> dict[str, int]:
     return {"ended": _end_timed_out_chats(), "woken": _wake_idle_agents()}
 
 
-def _stage(cache: dict, experiment_id: str, stage_id: str) -> ChatStage | None:
+def _stage(cache: dict, experiment_id: str, stage_id: str) -> ConversationStage | None:
     key = (experiment_id, stage_id)
     if key not in cache:
         try:
             stage = store.read_stage(experiment_id, stage_id)
         except DocumentError:
             stage = None
-        cache[key] = stage if isinstance(stage, ChatStage) else None
+        cache[key] = stage if isinstance(stage, ConversationStage) else None
     return cache[key]
 
 
@@ -54,7 +62,7 @@ def _end_timed_out_chats() -> int:
         if params is None or data.get("discussionEndTimestamp") is not None:
             continue
         stage = _stage(cache, params["experimentId"], params["stageId"])
-        if stage is None or not readiness.time_is_up(stage, data):
+        if not isinstance(stage, ChatStage) or not readiness.time_is_up(stage, data):
             continue
         if end_chat(params["experimentId"], params["cohortId"], stage):
             ended += 1
@@ -75,17 +83,19 @@ def end_chat(experiment_id: str, cohort_id: str, stage: ChatStage) -> bool:
     data = transactions.run(body)
     if data is None:
         return False
+    room = Room(experiment_id, cohort_id, stage.id)
     note = messages.system_message(TIMER_ENDED, data.get("currentDiscussionId"), timerEnded=True)
-    messages.write(experiment_id, cohort_id, stage.id, note)
+    messages.write(room, note)
     for private_id in agents.participants_at(experiment_id, cohort_id, stage.id):
         profile = store.read(ParticipantProfile, store.participant_path(experiment_id, private_id))
-        readiness.leave(experiment_id, cohort_id, stage, profile)
+        readiness.leave(room, stage, profile)
     return True
 
 
 def _wake_idle_agents() -> int:
     """Agent participants at a chat where nothing happened for a while are asked (readiness
-    only, no message) whether they are ready to end: nobody is left waiting forever."""
+    only, no message) whether they are ready to end; in a private chat they get a turn that
+    may follow their own message (to go on, or end). Nobody is left waiting forever."""
     woken, cache, nonce = 0, {}, uuid.uuid4().hex[:12]
     cutoff = now() - idle_after()
     query = (
@@ -106,12 +116,27 @@ def _wake_idle_agents() -> int:
         stage = _stage(cache, e, stage_id) if stage_id and cohort_id else None
         if stage is None:
             continue
-        history = messages.history(e, cohort_id, stage.id)
+        private = isinstance(stage, PrivateChatStage)
+        room = Room(e, cohort_id, stage.id, snap.id if private else "")
+        history = messages.history(room)
         arrived = ((data.get("timestamps") or {}).get("readyStages") or {}).get(stage.id)
         last = history[-1].timestamp if history else arrived
         if last is None or last > cutoff:
             continue
         trigger = history[-1].id if history else ""
-        publish(Turn(e, cohort_id, stage.id, trigger, "participant", snap.id, (), True, nonce))
+        publish(
+            Turn(
+                e,
+                cohort_id,
+                stage.id,
+                trigger,
+                "participant",
+                snap.id,
+                readiness_only=not private,
+                nonce=nonce,
+                participant_id=room.participant_id,
+                nudge=private,
+            )
+        )
         woken += 1
     return woken

@@ -9,8 +9,16 @@ from google.cloud import firestore
 from functions import store
 from functions._events import FirestoreEvent, PubSubEvent
 from functions.chat import fanout, turn
+from functions.chat.room import Room
 from functions.chat.turn_request import Turn
-from shared.models import ChatMessage, ChatStage, DocumentError, parse_document
+from shared.models import (
+    ChatMessage,
+    ChatStage,
+    DocumentError,
+    ParticipantProfile,
+    PrivateChatStage,
+    parse_document,
+)
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +33,22 @@ def on_chat_message_created(event: FirestoreEvent) -> None:
     )
     _start_timer(e, c, s)
     fanout.fan_out(e, c, stage, message)
+
+
+def on_private_chat_message_created(event: FirestoreEvent) -> None:
+    e, p, s = (event.params[k] for k in ("experimentId", "participantId", "stageId"))
+    stage = store.read_stage(e, s)
+    if not isinstance(stage, PrivateChatStage):
+        return
+    message = parse_document(
+        ChatMessage, event.document, {"id": event.params["chatId"], **event.after}
+    )
+    participant = store.read(ParticipantProfile, store.participant_path(e, p))
+    if not participant.current_cohort_id:
+        raise DocumentError(
+            store.participant_path(e, p), "currentCohortId", "the participant has no cohort"
+        )
+    fanout.fan_out_private(Room(e, participant.current_cohort_id, s, p), stage, message)
 
 
 def _start_timer(experiment_id: str, cohort_id: str, stage_id: str) -> None:

@@ -9,9 +9,11 @@ from google.cloud.firestore_v1.field_path import FieldPath
 from functions import store, transactions
 from functions._events import FirestoreEvent
 from functions.chat import readiness
+from functions.chat.room import Room
 from shared.models import (
     ChatStage,
     ParticipantProfile,
+    PrivateChatStage,
     RankingPublicData,
     RankingStageAnswer,
     StageKind,
@@ -53,6 +55,10 @@ def on_stage_data_written(event: FirestoreEvent) -> None:
         _mirror_ranking(public_path, stage, participant.public_id, ranking.ranking_list)
     elif isinstance(stage, ChatStage):
         readiness.mirror_thread_readiness(experiment_id, stage, participant, event.after)
+    elif isinstance(stage, PrivateChatStage) and event.after.get("readyToEndChat") is True:
+        # DL's updateParticipantReadyToEndChat: the participant (human or agent) moves on
+        room = Room(experiment_id, participant.current_cohort_id, stage.id, participant.private_id)
+        readiness.participant_ready(room, stage, participant, record=False)
     elif stage.kind == StageKind.ASSET_ALLOCATION and "allocation" in event.after:
         _merge(
             public_path,

@@ -54,6 +54,7 @@ from shared.models.stages import (
     BaseStage,
     ChatStage,
     CheckQuestion,
+    ConversationStage,
     InfoStage,
     MultipleChoiceQuestion,
     OtherStage,

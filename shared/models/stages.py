@@ -155,11 +155,20 @@ class ChatDiscussion(DocModel):
     description: str = ""
 
 
-class ChatStage(BaseStage):
-    kind: Literal["chat"] = "chat"
-    discussions: list[ChatDiscussion] = []
+class _ChatBase(BaseStage):
+    """What group and private chats share."""
+
     time_limit_in_minutes: int | None = None
     time_minimum_in_minutes: int | None = None
+    readiness_query: bool = False
+    """Ours: after each turn, ask an agent participant whether it is ready to end in a second
+    model call (the seed's checkReadyToEndChat) instead of reading the structured
+    ``readyToEndChat`` field of its reply."""
+
+
+class ChatStage(_ChatBase):
+    kind: Literal["chat"] = "chat"
+    discussions: list[ChatDiscussion] = []
     is_turn_based: bool = False
     enable_reactions_and_replies: bool = False
     election_policy: Literal["race", "claim"] = "race"
@@ -167,14 +176,15 @@ class ChatStage(BaseStage):
     to post wins; claim: agents are asked one at a time in a seeded order."""
 
 
-class PrivateChatStage(BaseStage):
+class PrivateChatStage(_ChatBase):
     kind: Literal["privateChat"] = "privateChat"
-    time_limit_in_minutes: int | None = None
-    time_minimum_in_minutes: int | None = None
     is_turn_based_chat: bool = True
     min_number_of_turns: int = 0
     max_number_of_turns: int | None = None
     prevent_cancellation: bool = False
+
+
+ConversationStage = ChatStage | PrivateChatStage
 
 
 class TransferStage(BaseStage):

@@ -1,0 +1,317 @@
+"""Turn-based group chat (DL's ``isTurnBased``): a seeded order with mediators first; the turn
+moves in a transaction together with the message that takes it, so an agent speaks only in its
+turn and an out-of-turn reply is never written.
+
+State lives in the chat's publicStageData with DL's fields (``turnOrder``,
+``currentTurnParticipantId``, ``cycleIndex``) plus ours, ``turnMessageId``: the message that last
+moved the turn, so a duplicate delivery of it does not move the turn again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+from google.api_core import exceptions as gexc
+
+from functions import store, transactions
+from functions.agents import cohort_lock
+from functions.chat import agents, gates, messages
+from functions.chat.room import Room
+from shared.models import ChatMessage, ChatStage, ParticipantStatus, UserType, now
+from shared.prompts.shuffle import shuffle_with_seed
+
+SKIPPED = "{name} was skipped due to a model error."
+_PRESENT = (ParticipantStatus.IN_PROGRESS, ParticipantStatus.ATTENTION_CHECK)
+
+
+@dataclasses.dataclass(frozen=True)
+class Seat:
+    """Someone who takes turns: an active mediator or a participant (agent or human) at the
+    stage. Humans are always eligible; an agent is eligible when its gates let it speak."""
+
+    public_id: str
+    kind: Literal["mediator", "participant"]
+    private_id: str
+    is_agent: bool
+    eligible: bool = True
+    exhausted: bool = False
+    name: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class TurnState:
+    order: tuple[str, ...] = ()
+    holder: str | None = None
+    cycle: int = 0
+
+    @classmethod
+    def of(cls, public: dict[str, Any]) -> TurnState:
+        return cls(
+            tuple(public.get("turnOrder") or ()),
+            public.get("currentTurnParticipantId"),
+            int(public.get("cycleIndex") or 0),
+        )
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "turnOrder": list(self.order),
+            "currentTurnParticipantId": self.holder,
+            "cycleIndex": self.cycle,
+        }
+
+
+# ---- pure order logic -------------------------------------------------------------------------
+
+
+def _seed(room: Room, suffix: str | int) -> str:
+    return f"{room.cohort_id}-{room.stage_id}-{suffix}"
+
+
+def _mediators(seats: list[Seat]) -> list[str]:
+    return [s.public_id for s in seats if s.kind == "mediator"]
+
+
+def _participants(seats: list[Seat]) -> list[str]:
+    return [s.public_id for s in seats if s.kind == "participant"]
+
+
+def fresh(room: Room, seats: list[Seat]) -> TurnState:
+    """DL's start: mediators shuffled (when several), then participants shuffled for cycle 0;
+    the first eligible seat holds the turn."""
+    mediators = _mediators(seats)
+    if len(mediators) > 1:
+        mediators = shuffle_with_seed(mediators, _seed(room, "mediators"))
+    order = (*mediators, *shuffle_with_seed(_participants(seats), _seed(room, 0)))
+    return TurnState(order, _first_eligible(order, seats, 0), 0)
+
+
+def _first_eligible(order: tuple[str, ...], seats: list[Seat], start: int) -> str | None:
+    by_id = {s.public_id: s for s in seats}
+    for public_id in order[start:]:
+        if public_id in by_id and by_id[public_id].eligible:
+            return public_id
+    return None
+
+
+def _next_cycle(room: Room, state: TurnState, seats: list[Seat]) -> TurnState:
+    """A new cycle: mediators keep their order and go first; participants are reshuffled with
+    the cycle's seed when the chat has mediators (DL keeps the participants' order otherwise)."""
+    cycle = state.cycle + 1
+    present = {s.public_id for s in seats}
+    mediators = [m for m in state.order if m in present and m in _mediators(seats)]
+    mediators += [m for m in _mediators(seats) if m not in mediators]
+    if mediators:
+        participants = shuffle_with_seed(_participants(seats), _seed(room, cycle))
+    else:
+        participants = [p for p in state.order if p in present and p in _participants(seats)]
+        participants += [p for p in _participants(seats) if p not in participants]
+    return TurnState((*mediators, *participants), None, cycle)
+
+
+def reconcile(state: TurnState, seats: list[Seat]) -> TurnState:
+    """Drop who left, add who arrived (mediators after the mediators, participants at the
+    end); a holder who left hands the turn to the next present seat after it."""
+    if not state.order:
+        return state
+    present = {s.public_id for s in seats}
+    kept = [i for i in state.order if i in present]
+    mediators = [i for i in kept if i in _mediators(seats)]
+    mediators += [m for m in _mediators(seats) if m not in kept]
+    participants = [i for i in kept if i not in mediators]
+    participants += [p for p in _participants(seats) if p not in kept]
+    order = (*mediators, *participants)
+    holder = state.holder
+    if holder is not None and holder not in present:
+        later = state.order[state.order.index(holder) + 1 :] if holder in state.order else ()
+        holder = next((i for i in later if i in present), None)
+        if holder is None:
+            return TurnState(order, None, state.cycle)  # advance() starts the next cycle
+    return TurnState(order, holder, state.cycle)
+
+
+def advance(
+    room: Room, state: TurnState, seats: list[Seat], after: str | None
+) -> tuple[TurnState, list[Seat]]:
+    """The next eligible seat after ``after`` (or after the holder), into a new cycle past the
+    end of the order. Returns the state and the agents passed over because their
+    maxResponses are used up (they may still say they are ready to end)."""
+    by_id = {s.public_id: s for s in seats}
+    order = state.order
+    index = order.index(after) if after in order else -1
+    passed: list[Seat] = []
+    for _ in range(2 * max(len(order), 1)):
+        index += 1
+        if index >= len(order):
+            state = _next_cycle(room, state, seats)
+            order, index = state.order, 0
+            if not order:
+                break
+        seat = by_id.get(order[index])
+        if seat is None:
+            continue
+        if seat.eligible:
+            return TurnState(order, seat.public_id, state.cycle), passed
+        if seat.exhausted and seat not in passed:
+            passed.append(seat)
+    return TurnState(order, None, state.cycle), passed
+
+
+# ---- Firestore ---------------------------------------------------------------------------------
+
+
+def seats(room: Room, stage: ChatStage, history: list[ChatMessage]) -> list[Seat]:
+    """Active mediators with a prompt for the stage, and participants present at it."""
+    out: list[Seat] = []
+    for private_id in agents.mediators_of(room.experiment_id, room.cohort_id, stage):
+        agent = agents.mediator_agent(room.experiment_id, private_id, stage)
+        if agent is not None:
+            out.append(_agent_seat(agent, history))
+    for member in cohort_lock.cohort_members(room.experiment_id, room.cohort_id):
+        if (
+            member.current_cohort_id != room.cohort_id
+            or member.current_stage_id != stage.id
+            or member.current_status not in _PRESENT
+            or stage.id in member.timestamps.completed_stages
+        ):
+            continue
+        agent = agents.participant_agent(room.experiment_id, member.private_id, stage)
+        if agent is None:
+            out.append(Seat(member.public_id, "participant", member.private_id, False))
+        else:
+            out.append(_agent_seat(agent, history))
+    return out
+
+
+def _agent_seat(agent: agents.ChatAgent, history: list[ChatMessage]) -> Seat:
+    refusal = gates.refusal(agent, history)
+    return Seat(
+        agent.public_id,
+        agent.type,
+        agent.private_id,
+        True,
+        eligible=refusal is None,
+        exhausted=refusal == "max-responses",
+        name=agent.profile.name or agent.public_id,
+    )
+
+
+def _state(transaction: Any, room: Room) -> tuple[dict[str, Any], TurnState]:
+    public = store.snapshot_data(room.public_path, transaction) or {}
+    return public, TurnState.of(public)
+
+
+def _write(transaction: Any, room: Room, state: TurnState, **extra: Any) -> None:
+    base = {"id": room.stage_id, "kind": "chat"}
+    transaction.set(store.ref(room.public_path), {**base, **state.fields(), **extra}, merge=True)
+
+
+def start(room: Room, stage: ChatStage) -> Seat | None:
+    """Make sure the order exists and includes everyone present; returns who holds the turn."""
+    everyone = seats(room, stage, messages.history(room))
+
+    def body(transaction: Any) -> str | None:
+        _, before = _state(transaction, room)
+        state = reconcile(before, everyone) if before.order else fresh(room, everyone)
+        if state.holder is None and state.order:
+            state = dataclasses.replace(state, holder=_first_eligible(state.order, everyone, 0))
+        if state != before:
+            _write(transaction, room, state)
+        return state.holder
+
+    return _seat(everyone, transactions.run(body))
+
+
+def on_message(room: Room, stage: ChatStage, message: ChatMessage) -> tuple[Seat | None, list]:
+    """A message was written: repair the order, move the turn if the message took it (a human
+    speaking in turn; an agent's message moved it already), and return who holds it now and the
+    agents passed over with their responses used up."""
+    everyone = seats(room, stage, messages.history(room))
+    passed: list[Seat] = []
+
+    def body(transaction: Any) -> str | None:
+        passed.clear()
+        public, before = _state(transaction, room)
+        state = reconcile(before, everyone) if before.order else fresh(room, everyone)
+        extra: dict[str, Any] = {}
+        took_turn = (
+            message.type in (UserType.PARTICIPANT, UserType.MEDIATOR)
+            and message.sender_id == state.holder
+            and public.get("turnMessageId") != message.id
+        )
+        if took_turn:
+            state, skipped = advance(room, state, everyone, message.sender_id)
+            passed.extend(skipped)
+            extra["turnMessageId"] = message.id
+        elif state.holder is None and state.order:
+            state, skipped = advance(room, state, everyone, None)
+            passed.extend(skipped)
+        if state != before or extra:
+            _write(transaction, room, state, **extra)
+        return state.holder
+
+    holder = transactions.run(body)
+    return _seat(everyone, holder), list(passed)
+
+
+def post_in_turn(
+    room: Room,
+    stage: ChatStage,
+    message: dict[str, Any],
+    responder: dict[str, Any],
+    election: str | None,
+    slot: int | None,
+) -> bool:
+    """Write the holder's message and pass the turn, in one transaction: the message is written
+    only if it is still the sender's turn and nobody of its type answered the trigger."""
+    history = [*messages.history(room), ChatMessage.model_validate(message)]
+    everyone = seats(room, stage, history)
+    sender = responder["publicId"]
+    record = {**responder, "messageId": message["id"], "timestamp": now()}
+
+    def body(transaction: Any) -> bool:
+        _, state = _state(transaction, room)
+        if state.holder != sender:
+            return False
+        logs = [room.log_path(election)] if election else []
+        if slot is not None:
+            logs.append(room.log_path(messages.quota_id(responder, slot)))
+        for path in logs:
+            if store.ref(path).get(transaction=transaction).exists:
+                return False
+        state, _ = advance(room, state, everyone, sender)
+        for path in logs:
+            transaction.create(store.ref(path), record)
+        transaction.set(store.ref(room.message_path(message["id"])), message)
+        _write(transaction, room, state, turnMessageId=message["id"])
+        return True
+
+    try:
+        return transactions.run(body)
+    except gexc.AlreadyExists:
+        return False
+
+
+def skip(room: Room, stage: ChatStage, agent: agents.ChatAgent, discussion_id: str | None) -> bool:
+    """The holder failed its turn: pass the turn on and say so in the chat (the notice triggers
+    the next holder). Only if it is still that agent's turn."""
+    everyone = seats(room, stage, messages.history(room))
+    name = agent.profile.name or agent.public_id
+    notice = messages.system_message(
+        SKIPPED.format(name=name), discussion_id, **{messages.SKIPPED_FIELD: agent.public_id}
+    )
+
+    def body(transaction: Any) -> bool:
+        _, state = _state(transaction, room)
+        if state.holder != agent.public_id:
+            return False
+        state, _ = advance(room, state, everyone, agent.public_id)
+        transaction.set(store.ref(room.message_path(notice["id"])), notice)
+        _write(transaction, room, state, turnMessageId=notice["id"])
+        return True
+
+    return transactions.run(body)
+
+
+def _seat(everyone: list[Seat], public_id: str | None) -> Seat | None:
+    return next((s for s in everyone if s.public_id == public_id), None)
