@@ -86,7 +86,8 @@ def fan_out_private(room: Room, stage: PrivateChatStage, message: ChatMessage) -
     participant = store.read(
         ParticipantProfile, store.participant_path(room.experiment_id, room.participant_id)
     )
-    mediators = agents.mediators_of(room.experiment_id, room.cohort_id, stage)
+    declined = (message.model_extra or {}).get(messages.DECLINED_FIELD)
+    mediators = [] if declined else agents.mediators_of(room.experiment_id, room.cohort_id, stage)
     turns = [
         Turn(
             room.experiment_id,
@@ -99,7 +100,6 @@ def fan_out_private(room: Room, stage: PrivateChatStage, message: ChatMessage) -
         )
         for m in mediators
     ]
-    declined = (message.model_extra or {}).get(messages.DECLINED_FIELD)
     if participant.is_agent and (message.type == UserType.MEDIATOR or declined):
         turns.append(
             Turn(
@@ -112,7 +112,7 @@ def fan_out_private(room: Room, stage: PrivateChatStage, message: ChatMessage) -
                 participant_id=room.participant_id,
             )
         )
-    if not mediators and message.sender_id == participant.public_id:
+    if not declined and not mediators and message.sender_id == participant.public_id:
         error = messages.system_message(NO_MEDIATORS, message.discussion_id, isError=True)
         messages.write(room, error)
     for turn in turns:

@@ -82,8 +82,20 @@ class Scene:
     def turn_based(self) -> bool:
         return isinstance(self.stage, ChatStage) and self.stage.is_turn_based
 
+    def must_respond(self, history: list[ChatMessage]) -> bool:
+        """No choosing silence: in a turn-based chat (DL), and for a participant who owes a
+        private chat more messages (minNumberOfTurns; silence there would stall it)."""
+        if self.turn_based:
+            return True
+        participant = self.participant
+        return (
+            self.room.is_private
+            and participant is not None
+            and readiness.turns_left(self.stage, participant, history) > 0
+        )
 
-def _decision_reader(output: ChatStructuredOutputConfig | None, turn_based: bool):
+
+def _decision_reader(output: ChatStructuredOutputConfig | None, must_respond: bool):
     def read(reply: Any) -> Decision:
         if output is None or not output.enabled:
             text = reply if isinstance(reply, str) else ""
@@ -91,7 +103,7 @@ def _decision_reader(output: ChatStructuredOutputConfig | None, turn_based: bool
         if not isinstance(reply, dict):
             raise AnswerValidationError("the reply must be a JSON object")
         message = reply.get(output.message_field)
-        should = turn_based or reply.get(output.should_respond_field) is not False
+        should = must_respond or reply.get(output.should_respond_field) is not False
         if should and (not isinstance(message, str) or not message.strip()):
             raise AnswerValidationError(
                 f"'{output.message_field}' must be your chat message when "
@@ -181,7 +193,7 @@ def run(turn: Turn) -> str:
         fixed = Decision("initial message", True, agent.settings.initial_message.strip(), False)
         return _speak(scene, fixed, claim)
     try:
-        decision = _ask(scene)
+        decision = _ask(scene, scene.must_respond(history))
     except (ModelError, AnswerFailed, DocumentError) as error:
         if claim:
             messages.release_lock(room, turn.log_id)
@@ -258,7 +270,7 @@ def _context(scene: Scene):
     return experiment, ctx
 
 
-def _ask(scene: Scene) -> Decision:
+def _ask(scene: Scene, must_respond: bool) -> Decision:
     turn, stage, agent = scene.turn, scene.stage, scene.agent
     experiment, ctx = _context(scene)
     output = agent.config.structured_output_config
@@ -266,7 +278,7 @@ def _ask(scene: Scene) -> Decision:
     schema = None
     if chat_output is not None and chat_output.enabled and chat_output.schema_ is not None:
         schema = schema_to_json_schema(chat_output.schema_)
-        if scene.turn_based:
+        if must_respond:
             schema = without_should_respond(schema)
     text = render(agent.config, agent.config_path, ctx, schema)
     what = "opening message" if turn.is_opening else f"reply to {turn.trigger_chat_id}"
@@ -276,7 +288,7 @@ def _ask(scene: Scene) -> Decision:
         site,
         text,
         schema,
-        _decision_reader(chat_output, scene.turn_based),
+        _decision_reader(chat_output, must_respond),
         retries=agent.config.num_retries,
         generation_config=agent.config.generation_config,
         api_keys=creator_api_keys(experiment),

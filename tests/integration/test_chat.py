@@ -6,8 +6,17 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from chat_docs import (
+    NOT_ELECTIONS,
+    all_done,
+    chat_experiment,
+    chat_messages,
+    check_single_responders,
+    persona_prompt,
+    trigger_logs,
+)
 from experiment_state import doc, errors, model_logs, participant, settle
-from raw_docs import agent, stage, write_experiment
+from raw_docs import agent
 
 from emulator.dispatcher import Duplicating
 from functions.chat.watchdog import IDLE_ENV
@@ -25,95 +34,11 @@ def _idle_now(monkeypatch):
     monkeypatch.setenv(IDLE_ENV, "0")
 
 
-def _all_done(db, e, ids):
-    return lambda: all(
-        participant(db, e, p).current_status == ParticipantStatus.SUCCESS for p in ids
-    )
-
-
-def _chat_experiment(db, discussions=(), mediator=True, **chat_fields):
-    chat = {**stage("chat", "chat", discussions=list(discussions), **chat_fields)}
-    chat["progress"] = {**chat["progress"], "waitForAllParticipants": True}
-    e = write_experiment(db, [stage("intro", "info"), chat, stage("end", "info")])
-    base = f"experiments/{e}"
-    db.document(f"{base}/cohorts/cohort-a/publicStageData/chat").set(
-        {
-            "id": "chat",
-            "kind": "chat",
-            "currentDiscussionId": discussions[0]["id"] if discussions else None,
-            "discussionTimestampMap": {},
-        }
-    )
-    if mediator:
-        db.document(f"{base}/agentMediators/host").set(
-            {"id": "host", "name": "Host", "type": "mediator"}
-        )
-        db.document(f"{base}/agentMediators/host/prompts/chat").set(
-            {
-                "id": "chat",
-                "type": "chat",
-                "prompt": [
-                    {"type": "TEXT", "text": "You facilitate the discussion."},
-                    {"type": "STAGE_CONTEXT", "stageId": "chat"},
-                ],
-            }
-        )
-        db.document(f"{base}/mediators/med-1").set(
-            {
-                "privateId": "med-1",
-                "publicId": "med-1",
-                "name": "Host",
-                "avatar": "🤖",
-                "currentStatus": "active",
-                "currentCohortId": "cohort-a",
-                "agentConfig": {
-                    "agentId": "host",
-                    "modelSettings": {"apiType": "SCRIPTED", "modelName": "s"},
-                },
-            }
-        )
-    return e
-
-
-_NOT_ELECTIONS = ("initial-", "ready-", "quota-", "left-")  # locks, readiness asks, slots
-
-
-def _messages(db, e):
-    col = db.collection(f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/chats")
-    return [s.to_dict() for s in col.order_by("timestamp").get()]
-
-
-def _logs(db, e):
-    col = db.collection(f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/triggerLogs")
-    return {s.id: s.to_dict() for s in col.get()}
-
-
-def _check_single_responders(db, e):
-    messages = _messages(db, e)
-    logs = _logs(db, e)
-    replies = [
-        log
-        for log_id, log in logs.items()
-        if not log_id.startswith(_NOT_ELECTIONS) and "messageId" in log
-    ]
-    per_trigger = Counter(
-        log_id.rsplit("-", 1)[0]
-        for log_id in logs
-        if not log_id.startswith(_NOT_ELECTIONS) and "messageId" in logs[log_id]
-    )
-    assert all(n <= 2 for n in per_trigger.values())  # one participant, one mediator
-    written = {m["id"] for m in messages}
-    assert all(r["messageId"] in written for r in replies)
-    ids = [m["id"] for m in messages]
-    assert len(ids) == len(set(ids))
-    return messages
-
-
 def test_agents_only_chat_starts_runs_and_everyone_moves_on(runtime, db):
-    e = _chat_experiment(db)
+    e = chat_experiment(db)
     ids = [agent(db, e, "intro", number=i) for i in range(3)]
-    settle(runtime, _all_done(db, e, ids))
-    messages = _check_single_responders(db, e)
+    settle(runtime, all_done(db, e, ids))
+    messages = check_single_responders(db, e)
     assert any(m["type"] == "participant" for m in messages)
     assert any(log.private_id == "med-1" for log in model_logs(db, e))  # the mediator took part
     left = [m for m in messages if m.get("leftChatBy")]
@@ -124,10 +49,10 @@ def test_agents_only_chat_starts_runs_and_everyone_moves_on(runtime, db):
 
 
 def test_threads_advance_only_when_everyone_is_ready(runtime, db):
-    e = _chat_experiment(db, discussions=THREADS)
+    e = chat_experiment(db, discussions=THREADS)
     ids = [agent(db, e, "intro", number=i) for i in range(3)]
-    settle(runtime, _all_done(db, e, ids))
-    messages = _check_single_responders(db, e)
+    settle(runtime, all_done(db, e, ids))
+    messages = check_single_responders(db, e)
     public = doc(db, f"experiments/{e}/cohorts/cohort-a/publicStageData/chat")
     assert public["currentDiscussionId"] == "t2"
     assert set(public["discussionTimestampMap"]["t1"]) == {f"agent-{i}" for i in range(3)}
@@ -141,55 +66,16 @@ def test_threads_advance_only_when_everyone_is_ready(runtime, db):
         assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
 
 
-_NEVER_READY = {
-    "enabled": True,
-    "type": "JSON_SCHEMA",
-    "appendToPrompt": True,
-    "schema": {
-        "type": "OBJECT",
-        "properties": [
-            {"name": "explanation", "schema": {"type": "STRING"}},
-            {"name": "shouldRespond", "schema": {"type": "BOOLEAN"}},
-            {"name": "response", "schema": {"type": "STRING"}},
-        ],
-    },
-}
-
-
-def _persona_prompt(db, e, max_responses, persona="talker", ready_field=True, min_messages=0):
-    """Agent participants with a persona whose chat prompt caps their messages (and, without
-    ``ready_field``, whose replies never say they are ready to end)."""
-    base = f"experiments/{e}/agentParticipants/{persona}"
-    db.document(base).set({"id": persona, "name": persona})
-    db.document(f"{base}/prompts/chat").set(
-        {
-            "id": "chat",
-            "type": "chat",
-            "prompt": [
-                {"type": "TEXT", "text": "Discuss."},
-                {"type": "STAGE_CONTEXT", "stageId": "chat"},
-            ],
-            "chatSettings": {
-                "maxResponses": max_responses,
-                "minMessagesBeforeResponding": min_messages,
-                "canSelfTriggerCalls": False,
-                "initialMessage": "",
-            },
-        }
-    )
-    return {"agentId": persona, "modelSettings": {"apiType": "SCRIPTED", "modelName": "s"}}
-
-
 def test_twenty_agents_racing_one_reply_per_message(runtime, db):
-    e = _chat_experiment(db)
-    config = _persona_prompt(db, e, max_responses=2)
+    e = chat_experiment(db)
+    config = persona_prompt(db, e, max_responses=2)
     ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(20)]
-    settle(runtime, _all_done(db, e, ids), timeout=240)
-    messages = _check_single_responders(db, e)
+    settle(runtime, all_done(db, e, ids), timeout=240)
+    messages = check_single_responders(db, e)
     replies = Counter(
         log["agentType"]
-        for log_id, log in _logs(db, e).items()
-        if not log_id.startswith(_NOT_ELECTIONS)
+        for log_id, log in trigger_logs(db, e).items()
+        if not log_id.startswith(NOT_ELECTIONS)
     )
     assert replies["participant"] >= 3  # a real race happened
     per_sender = Counter(m["senderId"] for m in messages if m["type"] == "participant")
@@ -197,11 +83,11 @@ def test_twenty_agents_racing_one_reply_per_message(runtime, db):
 
 
 def test_claim_policy_costs_about_one_call_per_message(runtime, db):
-    e = _chat_experiment(db, mediator=False, electionPolicy="claim")
-    config = _persona_prompt(db, e, max_responses=3)
+    e = chat_experiment(db, mediator=False, electionPolicy="claim")
+    config = persona_prompt(db, e, max_responses=3)
     ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(10)]
-    settle(runtime, _all_done(db, e, ids), timeout=240)
-    messages = _check_single_responders(db, e)
+    settle(runtime, all_done(db, e, ids), timeout=240)
+    messages = check_single_responders(db, e)
     replies = [m for m in messages if m["type"] == "participant"]
     reply_calls = [
         log
@@ -215,16 +101,16 @@ def test_claim_policy_costs_about_one_call_per_message(runtime, db):
 
 def test_time_limit_ends_the_chat_and_moves_agents_on(runtime, db, monkeypatch):
     monkeypatch.setenv(IDLE_ENV, "3600")  # only the timer may end this chat
-    e = _chat_experiment(db, mediator=False, timeLimitInMinutes=1)
-    config = _persona_prompt(db, e, max_responses=100, ready_field=False, min_messages=10**6)
+    e = chat_experiment(db, mediator=False, timeLimitInMinutes=1)
+    config = persona_prompt(db, e, max_responses=100, ready_field=False, min_messages=10**6)
     ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(2)]
     runtime.wait_until_idle(timeout=120)
     public = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat"
     # an hour passes
     db.document(public).update({"discussionStartTimestamp": datetime.now(UTC) - timedelta(hours=1)})
-    settle(runtime, _all_done(db, e, ids))
+    settle(runtime, all_done(db, e, ids))
     assert doc(db, public)["discussionEndTimestamp"] is not None
-    messages = _messages(db, e)
+    messages = chat_messages(db, e)
     ended = [i for i, m in enumerate(messages) if m.get("timerEnded")]
     assert len(ended) == 1
     assert not [m for m in messages[ended[0] + 1 :] if m["type"] == "participant"]
@@ -232,11 +118,11 @@ def test_time_limit_ends_the_chat_and_moves_agents_on(runtime, db, monkeypatch):
 
 def test_every_event_delivered_twice_posts_nothing_twice(runtime, db):
     with runtime.delivery_policy(Duplicating(seed=7)):
-        e = _chat_experiment(db, discussions=THREADS)
-        config = _persona_prompt(db, e, max_responses=3)
+        e = chat_experiment(db, discussions=THREADS)
+        config = persona_prompt(db, e, max_responses=3)
         ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(4)]
-        settle(runtime, _all_done(db, e, ids))
-    messages = _check_single_responders(db, e)
+        settle(runtime, all_done(db, e, ids))
+    messages = check_single_responders(db, e)
     said = Counter((m["senderId"], m["message"]) for m in messages if m["type"] != "system")
     assert max(said.values()) == 1  # no message posted twice
     left = Counter(m["leftChatBy"] for m in messages if m.get("leftChatBy"))

@@ -1,0 +1,181 @@
+"""Chat stages written as raw documents (a mediator persona, its prompt, agent personas with
+chat settings), and the chat read back, for the chat tests."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from experiment_state import participant
+from raw_docs import stage, write_experiment
+
+from shared.models import ParticipantStatus
+
+
+def all_done(db, e, ids):
+    return lambda: all(
+        participant(db, e, p).current_status == ParticipantStatus.SUCCESS for p in ids
+    )
+
+
+def chat_experiment(db, discussions=(), mediator=True, **chat_fields):
+    chat = {**stage("chat", "chat", discussions=list(discussions), **chat_fields)}
+    chat["progress"] = {**chat["progress"], "waitForAllParticipants": True}
+    e = write_experiment(db, [stage("intro", "info"), chat, stage("end", "info")])
+    base = f"experiments/{e}"
+    db.document(f"{base}/cohorts/cohort-a/publicStageData/chat").set(
+        {
+            "id": "chat",
+            "kind": "chat",
+            "currentDiscussionId": discussions[0]["id"] if discussions else None,
+            "discussionTimestampMap": {},
+        }
+    )
+    if mediator:
+        add_mediator(db, e)
+    return e
+
+
+def add_mediator(
+    db, e, stage_id="chat", kind="chat", api_type="SCRIPTED", structured=False, **chat_settings
+):
+    """The persona "host" with a prompt for ``stage_id``, and its mediator in cohort-a."""
+    base = f"experiments/{e}"
+    db.document(f"{base}/agentMediators/host").set(
+        {"id": "host", "name": "Host", "type": "mediator"}
+    )
+    prompt = {
+        "id": stage_id,
+        "type": kind,
+        "prompt": [
+            {"type": "TEXT", "text": "You facilitate the discussion."},
+            {"type": "STAGE_CONTEXT", "stageId": stage_id},
+        ],
+    }
+    if chat_settings:
+        prompt["chatSettings"] = {"maxResponses": 100, **chat_settings}
+    if structured:
+        prompt["structuredOutputConfig"] = CHAT_OUTPUT
+    db.document(f"{base}/agentMediators/host/prompts/{stage_id}").set(prompt)
+    db.document(f"{base}/mediators/med-1").set(
+        {
+            "privateId": "med-1",
+            "publicId": "med-1",
+            "name": "Host",
+            "avatar": "🤖",
+            "currentStatus": "active",
+            "currentCohortId": "cohort-a",
+            "agentConfig": {
+                "agentId": "host",
+                "modelSettings": {"apiType": api_type, "modelName": "s"},
+            },
+        }
+    )
+
+
+NOT_ELECTIONS = ("initial-", "ready-", "quota-", "left-")  # locks, readiness asks, slots
+
+
+def chat_base(e, private_of="", stage_id="chat"):
+    if private_of:
+        return f"experiments/{e}/participants/{private_of}/stageData/{stage_id}"
+    return f"experiments/{e}/cohorts/cohort-a/publicStageData/{stage_id}"
+
+
+def chat_messages(db, e, private_of="", stage_id="chat"):
+    """The group chat, or ``private_of``'s private chat, in time order."""
+    chats = "privateChats" if private_of else "chats"
+    col = db.collection(f"{chat_base(e, private_of, stage_id)}/{chats}")
+    return [s.to_dict() for s in col.order_by("timestamp").get()]
+
+
+def trigger_logs(db, e, private_of="", stage_id="chat"):
+    col = db.collection(f"{chat_base(e, private_of, stage_id)}/triggerLogs")
+    return {s.id: s.to_dict() for s in col.get()}
+
+
+def check_single_responders(db, e, private_of="", stage_id="chat"):
+    """At most one participant and one mediator reply per message; every elected reply was
+    written; no message twice."""
+    messages = chat_messages(db, e, private_of, stage_id)
+    logs = trigger_logs(db, e, private_of, stage_id)
+    replies = [
+        log
+        for log_id, log in logs.items()
+        if not log_id.startswith(NOT_ELECTIONS) and "messageId" in log
+    ]
+    per_trigger = Counter(
+        log_id.rsplit("-", 1)[0]
+        for log_id in logs
+        if not log_id.startswith(NOT_ELECTIONS) and "messageId" in logs[log_id]
+    )
+    assert all(n <= 2 for n in per_trigger.values())  # one participant, one mediator
+    written = {m["id"] for m in messages}
+    assert all(r["messageId"] in written for r in replies)
+    ids = [m["id"] for m in messages]
+    assert len(ids) == len(set(ids))
+    return messages
+
+
+CHAT_OUTPUT = {
+    "enabled": True,
+    "type": "JSON_SCHEMA",
+    "appendToPrompt": True,
+    "schema": {
+        "type": "OBJECT",
+        "properties": [
+            {"name": "explanation", "schema": {"type": "STRING"}},
+            {"name": "shouldRespond", "schema": {"type": "BOOLEAN"}},
+            {"name": "response", "schema": {"type": "STRING"}},
+            {"name": "readyToEndChat", "schema": {"type": "BOOLEAN"}},
+        ],
+    },
+}
+NEVER_READY = {
+    "enabled": True,
+    "type": "JSON_SCHEMA",
+    "appendToPrompt": True,
+    "schema": {
+        "type": "OBJECT",
+        "properties": [
+            {"name": "explanation", "schema": {"type": "STRING"}},
+            {"name": "shouldRespond", "schema": {"type": "BOOLEAN"}},
+            {"name": "response", "schema": {"type": "STRING"}},
+        ],
+    },
+}
+
+
+def persona_prompt(
+    db,
+    e,
+    max_responses,
+    persona="talker",
+    ready_field=True,
+    min_messages=0,
+    stage_id="chat",
+    kind="chat",
+    api_type="SCRIPTED",
+    structured=False,
+):
+    """Agent participants with a persona whose chat prompt caps their messages (and, without
+    ``ready_field``, whose replies never say they are ready to end)."""
+    base = f"experiments/{e}/agentParticipants/{persona}"
+    db.document(base).set({"id": persona, "name": persona})
+    prompt = {
+        "id": stage_id,
+        "type": kind,
+        "prompt": [
+            {"type": "TEXT", "text": "Discuss."},
+            {"type": "STAGE_CONTEXT", "stageId": stage_id},
+        ],
+        "chatSettings": {
+            "maxResponses": max_responses,
+            "minMessagesBeforeResponding": min_messages,
+            "canSelfTriggerCalls": False,
+            "initialMessage": "",
+        },
+    }
+    if not ready_field or structured:
+        prompt["structuredOutputConfig"] = CHAT_OUTPUT if ready_field else NEVER_READY
+    db.document(f"{base}/prompts/{stage_id}").set(prompt)
+    return {"agentId": persona, "modelSettings": {"apiType": api_type, "modelName": "s"}}
