@@ -22,6 +22,9 @@ from shared.models import ChatMessage, ChatStage, ParticipantStatus, UserType, n
 from shared.prompts.shuffle import shuffle_with_seed
 
 SKIPPED = "{name} was skipped due to a model error."
+MAX_SKIPS = 2
+"""An agent skipped this many times in a row is passed over until it speaks again (a broken
+model must not keep the rest of the chat cycling through its failures)."""
 _PRESENT = (ParticipantStatus.IN_PROGRESS, ParticipantStatus.ATTENTION_CHECK)
 
 
@@ -161,12 +164,9 @@ def advance(
 
 
 def seats(room: Room, stage: ChatStage, history: list[ChatMessage]) -> list[Seat]:
-    """Active mediators with a prompt for the stage, and participants present at it."""
+    """Active mediators with a prompt for the stage, and participants present at it (no
+    mediators once every participant has left: there is nobody to talk to)."""
     out: list[Seat] = []
-    for private_id in agents.mediators_of(room.experiment_id, room.cohort_id, stage):
-        agent = agents.mediator_agent(room.experiment_id, private_id, stage)
-        if agent is not None:
-            out.append(_agent_seat(agent, history))
     for member in cohort_lock.cohort_members(room.experiment_id, room.cohort_id):
         if (
             member.current_cohort_id != room.cohort_id
@@ -180,7 +180,23 @@ def seats(room: Room, stage: ChatStage, history: list[ChatMessage]) -> list[Seat
             out.append(Seat(member.public_id, "participant", member.private_id, False))
         else:
             out.append(_agent_seat(agent, history))
-    return out
+    if not out:
+        return out
+    mediators = []
+    for private_id in agents.mediators_of(room.experiment_id, room.cohort_id, stage):
+        agent = agents.mediator_agent(room.experiment_id, private_id, stage)
+        if agent is not None:
+            mediators.append(_agent_seat(agent, history))
+    return mediators + out
+
+
+def _skips_in_a_row(agent: agents.ChatAgent, history: list[ChatMessage]) -> int:
+    skips = 0
+    for message in reversed(history):
+        if message.sender_id == agent.public_id and message.type == agent.type:
+            break
+        skips += (message.model_extra or {}).get(messages.SKIPPED_FIELD) == agent.public_id
+    return skips
 
 
 def _agent_seat(agent: agents.ChatAgent, history: list[ChatMessage]) -> Seat:
@@ -190,7 +206,7 @@ def _agent_seat(agent: agents.ChatAgent, history: list[ChatMessage]) -> Seat:
         agent.type,
         agent.private_id,
         True,
-        eligible=refusal is None,
+        eligible=refusal is None and _skips_in_a_row(agent, history) < MAX_SKIPS,
         exhausted=refusal == "max-responses",
         name=agent.profile.name or agent.public_id,
     )

@@ -10,6 +10,7 @@ import pytest
 from chat_docs import (
     add_mediator,
     all_done,
+    chat_experiment,
     chat_messages,
     check_single_responders,
     persona_prompt,
@@ -18,10 +19,16 @@ from chat_docs import (
 from experiment_state import errors, participant, settle
 from raw_docs import agent, human, stage, write_experiment
 
+from functions import store
+from functions.chat import turn_order
+from functions.chat.room import Room
 from functions.chat.turn import DECLINED
+from functions.chat.turn import run as run_turn
+from functions.chat.turn_request import Turn
 from functions.chat.watchdog import IDLE_ENV
 from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.models import ParticipantStatus
+from shared.prompts.shuffle import shuffle_with_seed
 from tests.fakes import Recorded, Step
 from tests.fakes import fake_openai as openai
 
@@ -155,3 +162,79 @@ def test_a_human_in_a_private_chat_gets_the_mediator(runtime, db):
     db.document(base).set({"id": "pchat", "kind": "privateChat", "readyToEndChat": True})
     runtime.wait_until_idle(timeout=60)
     assert participant(db, e, pid).current_stage_id == "end"
+
+
+def _said(messages):
+    return [m for m in messages if m["type"] != "system"]
+
+
+def test_turn_based_chat_follows_the_seeded_order(runtime, db):
+    e = chat_experiment(db, isTurnBased=True)
+    config = persona_prompt(db, e, max_responses=3)
+    ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(3)]
+    settle(runtime, all_done(db, e, ids))
+    messages = check_single_responders(db, e)
+    said = _said(messages)
+    publics = [participant(db, e, p).public_id for p in sorted(ids)]
+    first_cycle = ["med-1", *shuffle_with_seed(publics, "cohort-a-chat-0")]
+    assert [m["senderId"] for m in said[: len(first_cycle)]] == first_cycle
+    # every cycle: the mediator first, then participants in that cycle's seeded order (those
+    # who still speak)
+    cycles: list[list[str]] = []
+    for m in said:
+        if m["senderId"] == "med-1":
+            cycles.append([])
+        else:
+            cycles[-1].append(m["senderId"])
+    for index, spoke in enumerate(cycles):
+        expected = shuffle_with_seed(publics, f"cohort-a-chat-{index}")
+        assert spoke == [p for p in expected if p in spoke], (index, spoke, expected)
+    per_sender = Counter(m["senderId"] for m in said if m["type"] == "participant")
+    assert max(per_sender.values()) <= 3
+    assert errors(db, e) == []
+
+
+def test_an_out_of_turn_agent_reply_is_never_written(runtime, db):
+    e = chat_experiment(db, isTurnBased=True, mediator=False)
+    config = persona_prompt(db, e, max_responses=1, ready_field=False, min_messages=10**6)
+    ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(2)]
+    runtime.wait_until_idle(timeout=60)
+    public = db.document(f"experiments/{e}/cohorts/cohort-a/publicStageData/chat").get().to_dict()
+    holder = public["currentTurnParticipantId"]
+    other = next(p for p in ids if participant(db, e, p).public_id != holder)
+    stage = store.read_stage(e, "chat")
+    room = Room(e, "cohort-a", "chat")
+    message = {
+        "id": "out-of-turn",
+        "type": "participant",
+        "message": "me first!",
+        "senderId": participant(db, e, other).public_id,
+        "timestamp": datetime.now(UTC),
+    }
+    responder = {"agentType": "participant", "privateId": other, "publicId": message["senderId"]}
+    assert not turn_order.post_in_turn(room, stage, message, responder, "x-participant", 1)
+    assert run_turn(Turn(e, "cohort-a", "chat", "", "participant", other)) == "not-my-turn"
+    assert "out-of-turn" not in {m["id"] for m in chat_messages(db, e)}
+
+
+def _broken_agent(request: Recorded) -> Step:
+    return openai.error(400, "This model is not supported", "invalid_request_error")
+
+
+def test_an_agent_whose_turn_fails_is_skipped(runtime, db, fake_openai):
+    fake_openai.responder = _broken_agent
+    e = chat_experiment(db, isTurnBased=True)
+    config = persona_prompt(db, e, max_responses=3)
+    broken = persona_prompt(db, e, max_responses=3, persona="broken", api_type="OPENAI")
+    good = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(2)]
+    bad = agent(db, e, "intro", number=9, agentConfig=broken)
+    settle(runtime, all_done(db, e, good))
+    messages = chat_messages(db, e)
+    skips = [i for i, m in enumerate(messages) if m.get("skippedTurnOf") == "agent-9"]
+    assert skips and messages[skips[0]]["message"] == "agent-9 was skipped due to a model error."
+    assert not [m for m in messages if m["senderId"] == "agent-9" and m["type"] != "system"]
+    after = _said(messages[skips[0] + 1 :])
+    assert after and after[0]["senderId"] != "agent-9"  # the next one took the turn
+    assert len(skips) <= turn_order.MAX_SKIPS + 1  # then it is passed over
+    assert any(r.document.endswith(bad) for r in errors(db, e))
+    runtime.wait_until_idle(timeout=60)  # nothing keeps cycling through the broken agent
