@@ -30,6 +30,7 @@ from shared.models import (
     ParticipantProfile,
     ParticipantStatus,
     ProfileBase,
+    ProgressTimestamps,
     StageAnswer,
     StageConfig,
     now,
@@ -51,6 +52,7 @@ class Move(StrEnum):
     FINISHED = "finished"
     FAILED = "failed"
     BLOCKED = "blocked"
+    DEFAULTS_FILLED = "defaults-filled"
 
 
 Mutation = Callable[[ParticipantProfile, Any], None]
@@ -265,12 +267,61 @@ def advance_agent(experiment_id: str, participant_id: str) -> Move:
     path = store.participant_path(experiment_id, participant_id)
     participant = store.read(ParticipantProfile, path)
     try:
+        if participant.is_agent and _lacks_position(participant):
+            return Move.DEFAULTS_FILLED if _fill_defaults(experiment_id, path) else Move.NONE
         return _move(experiment_id, path, participant)
     except DocumentError as error:
         record_error(FUNCTION, error)
         if participant.is_agent:
             _mark_blocked(path, participant, error)
         return Move.BLOCKED
+
+
+def _lacks_position(p: ParticipantProfile) -> bool:
+    return not (p.public_id and p.current_stage_id and p.current_cohort_id)
+
+
+def _fill_defaults(experiment_id: str, path: str) -> bool:
+    """An agent added by hand in the console with only its agentConfig gets the fields it lacks
+    (ids, status, first stage, the cohort when the experiment has just one, timestamps); the
+    write is its next trigger, so it then starts like any other agent."""
+    private_id = path.rsplit("/", 1)[1]
+    experiment = store.read(Experiment, store.experiment_path(experiment_id))
+    if not experiment.stage_ids:
+        reason = "the experiment has no stages for the agent to start at"
+        raise DocumentError(store.experiment_path(experiment_id), "stageIds", reason)
+    cohorts = [
+        snap.id
+        for snap in store.db()
+        .collection(store.experiment_path(experiment_id) + "/cohorts")
+        .select([])
+        .get()
+    ]
+
+    def body(transaction: Any) -> bool:
+        raw = store.snapshot_data(path, transaction) or {}
+        defaults: dict[str, Any] = {
+            "type": "participant",
+            "privateId": private_id,
+            "publicId": private_id[:8],  # DL's convention for mediators' public ids
+            "currentStatus": ParticipantStatus.IN_PROGRESS.value,
+            "currentStageId": experiment.stage_ids[0],
+            "timestamps": ProgressTimestamps().to_firestore(),
+        }
+        if len(cohorts) == 1:
+            defaults["currentCohortId"] = cohorts[0]
+        elif not raw.get("currentCohortId"):
+            raise DocumentError(
+                path,
+                "currentCohortId",
+                f"required: the experiment has {len(cohorts)} cohorts; set the one to join",
+            )
+        missing = {k: v for k, v in defaults.items() if not raw.get(k)}
+        if missing:
+            transaction.update(store.ref(path), missing)
+        return bool(missing)
+
+    return transactions.run(body)
 
 
 def _mark_blocked(path: str, participant: ParticipantProfile, error: DocumentError) -> None:

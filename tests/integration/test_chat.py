@@ -131,3 +131,15 @@ def test_every_event_delivered_twice_posts_nothing_twice(runtime, db):
     assert len(switches) == 1
     duplicated = Counter(d.event_id for d in runtime.deliveries if d.function == "onAgentTurn")
     assert max(duplicated.values()) >= 2  # the duplicates really were delivered
+
+
+def test_readiness_query_option_asks_in_a_second_call(runtime, db):
+    """readinessQuery: the reply's own readyToEndChat is not there (NEVER_READY has no such
+    field); the agents still end the chat, through the separate query after their turns."""
+    e = chat_experiment(db, mediator=False, readinessQuery=True)
+    config = persona_prompt(db, e, max_responses=4, ready_field=False)
+    ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(2)]
+    settle(runtime, all_done(db, e, ids))
+    queries = [log for log in model_logs(db, e) if "readiness query (after-" in log.description]
+    assert queries and all(log.response.status == "OK" for log in queries)
+    check_single_responders(db, e)
