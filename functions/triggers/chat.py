@@ -28,9 +28,7 @@ def on_chat_message_created(event: FirestoreEvent) -> None:
     stage = store.read_stage(e, s)
     if not isinstance(stage, ChatStage):
         return
-    message = parse_document(
-        ChatMessage, event.document, {"id": event.params["chatId"], **event.after}
-    )
+    message = _message(event)
     _start_timer(e, c, s)
     fanout.fan_out(e, c, stage, message)
 
@@ -40,15 +38,19 @@ def on_private_chat_message_created(event: FirestoreEvent) -> None:
     stage = store.read_stage(e, s)
     if not isinstance(stage, PrivateChatStage):
         return
-    message = parse_document(
-        ChatMessage, event.document, {"id": event.params["chatId"], **event.after}
-    )
+    message = _message(event)
     participant = store.read(ParticipantProfile, store.participant_path(e, p))
     if not participant.current_cohort_id:
         raise DocumentError(
             store.participant_path(e, p), "currentCohortId", "the participant has no cohort"
         )
     fanout.fan_out_private(Room(e, participant.current_cohort_id, s, p), stage, message)
+
+
+def _message(event: FirestoreEvent) -> ChatMessage:
+    return parse_document(
+        ChatMessage, event.document, {"id": event.params["chatId"], **event.after}
+    )
 
 
 def _start_timer(experiment_id: str, cohort_id: str, stage_id: str) -> None:

@@ -116,33 +116,22 @@ def check_single_responders(db, e, private_of="", stage_id="chat"):
     return messages
 
 
-CHAT_OUTPUT = {
-    "enabled": True,
-    "type": "JSON_SCHEMA",
-    "appendToPrompt": True,
-    "schema": {
-        "type": "OBJECT",
-        "properties": [
-            {"name": "explanation", "schema": {"type": "STRING"}},
-            {"name": "shouldRespond", "schema": {"type": "BOOLEAN"}},
-            {"name": "response", "schema": {"type": "STRING"}},
-            {"name": "readyToEndChat", "schema": {"type": "BOOLEAN"}},
-        ],
-    },
-}
-NEVER_READY = {
-    "enabled": True,
-    "type": "JSON_SCHEMA",
-    "appendToPrompt": True,
-    "schema": {
-        "type": "OBJECT",
-        "properties": [
-            {"name": "explanation", "schema": {"type": "STRING"}},
-            {"name": "shouldRespond", "schema": {"type": "BOOLEAN"}},
-            {"name": "response", "schema": {"type": "STRING"}},
-        ],
-    },
-}
+def _chat_output(*fields):
+    """A chat structured output config with these BOOLEAN/STRING fields (DL's shape)."""
+    kinds = {"shouldRespond": "BOOLEAN", "readyToEndChat": "BOOLEAN"}
+    return {
+        "enabled": True,
+        "type": "JSON_SCHEMA",
+        "appendToPrompt": True,
+        "schema": {
+            "type": "OBJECT",
+            "properties": [{"name": f, "schema": {"type": kinds.get(f, "STRING")}} for f in fields],
+        },
+    }
+
+
+CHAT_OUTPUT = _chat_output("explanation", "shouldRespond", "response", "readyToEndChat")
+NEVER_READY = _chat_output("explanation", "shouldRespond", "response")
 
 
 def persona_prompt(
