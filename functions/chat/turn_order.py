@@ -242,6 +242,17 @@ def on_message(room: Room, stage: ChatStage, message: ChatMessage) -> tuple[Seat
     """A message was written: repair the order, move the turn if the message took it (a human
     speaking in turn; an agent's message moved it already), and return who holds it now and the
     agents passed over with their responses used up."""
+    lock = f"turn-{message.id}"
+    if not messages.take_lock(room, lock, {"movedFor": message.id}):
+        return None, []  # a duplicate delivery: the first one moves the turn and triggers
+    try:
+        return _on_message(room, stage, message)
+    except BaseException:
+        messages.release_lock(room, lock)
+        raise
+
+
+def _on_message(room: Room, stage: ChatStage, message: ChatMessage) -> tuple[Seat | None, list]:
     everyone = seats(room, stage, messages.history(room))
     passed: list[Seat] = []
 
@@ -279,25 +290,46 @@ def post_in_turn(
     slot: int | None,
 ) -> bool:
     """Write the holder's message and pass the turn, in one transaction: the message is written
-    only if it is still the sender's turn and nobody of its type answered the trigger."""
+    only if it is still the sender's turn. The election record (one answer of a type per
+    message) is taken first by atomic create, so duplicate turns do not contend in the
+    transaction; it is released when the message is not written."""
+    if election and not messages.take_lock(
+        room, election, {**responder, "messageId": message["id"]}
+    ):
+        return False
+    try:
+        posted = _post_in_turn(room, stage, message, responder, slot)
+    except BaseException:
+        if election:
+            messages.release_lock(room, election)
+        raise
+    if not posted and election:
+        messages.release_lock(room, election)
+    return posted
+
+
+def _post_in_turn(
+    room: Room,
+    stage: ChatStage,
+    message: dict[str, Any],
+    responder: dict[str, Any],
+    slot: int | None,
+) -> bool:
     history = [*messages.history(room), ChatMessage.model_validate(message)]
     everyone = seats(room, stage, history)
     sender = responder["publicId"]
     record = {**responder, "messageId": message["id"], "timestamp": now()}
+    quota = room.log_path(messages.quota_id(responder, slot)) if slot is not None else None
 
     def body(transaction: Any) -> bool:
         _, state = _state(transaction, room)
         if state.holder != sender:
             return False
-        logs = [room.log_path(election)] if election else []
-        if slot is not None:
-            logs.append(room.log_path(messages.quota_id(responder, slot)))
-        for path in logs:
-            if store.ref(path).get(transaction=transaction).exists:
-                return False
+        if quota and store.ref(quota).get(transaction=transaction).exists:
+            return False
         state, _ = advance(room, state, everyone, sender)
-        for path in logs:
-            transaction.create(store.ref(path), record)
+        if quota:
+            transaction.create(store.ref(quota), record)
         transaction.set(store.ref(room.message_path(message["id"])), message)
         _write(transaction, room, state, turnMessageId=message["id"])
         return True

@@ -72,7 +72,7 @@ def add_mediator(
     )
 
 
-NOT_ELECTIONS = ("initial-", "ready-", "quota-", "left-")  # locks, readiness asks, slots
+NOT_ELECTIONS = ("initial-", "ready-", "quota-", "left-", "turn-")  # locks, asks, slots
 
 
 def chat_base(e, private_of="", stage_id="chat"):

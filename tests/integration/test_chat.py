@@ -120,13 +120,13 @@ def test_every_event_delivered_twice_posts_nothing_twice(runtime, db):
     with runtime.delivery_policy(Duplicating(seed=7)):
         e = chat_experiment(db, discussions=THREADS)
         config = persona_prompt(db, e, max_responses=3)
-        ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(4)]
+        ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(6)]
         settle(runtime, all_done(db, e, ids))
     messages = check_single_responders(db, e)
     said = Counter((m["senderId"], m["message"]) for m in messages if m["type"] != "system")
     assert max(said.values()) == 1  # no message posted twice
     left = Counter(m["leftChatBy"] for m in messages if m.get("leftChatBy"))
-    assert left == Counter({f"agent-{i}": 1 for i in range(4)})  # each agent left once
+    assert left == Counter({f"agent-{i}": 1 for i in range(6)})  # each agent left once
     switches = [m for m in messages if m["type"] == "system" and "moved on" in m["message"]]
     assert len(switches) == 1
     duplicated = Counter(d.event_id for d in runtime.deliveries if d.function == "onAgentTurn")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from datetime import UTC, datetime
@@ -19,6 +20,7 @@ from chat_docs import (
 from experiment_state import errors, participant, settle
 from raw_docs import agent, human, stage, write_experiment
 
+from emulator.dispatcher import Duplicating
 from functions import store
 from functions.chat import turn_order
 from functions.chat.room import Room
@@ -238,3 +240,21 @@ def test_an_agent_whose_turn_fails_is_skipped(runtime, db, fake_openai):
     assert len(skips) <= turn_order.MAX_SKIPS + 1  # then it is passed over
     assert any(r.document.endswith(bad) for r in errors(db, e))
     runtime.wait_until_idle(timeout=60)  # nothing keeps cycling through the broken agent
+
+
+def test_turn_based_chat_with_every_event_delivered_twice(runtime, db):
+    with runtime.delivery_policy(Duplicating(seed=11)):
+        e = chat_experiment(db, isTurnBased=True)
+        config = persona_prompt(db, e, max_responses=3)
+        ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(3)]
+        settle(runtime, all_done(db, e, ids))
+    messages = check_single_responders(db, e)
+    said = _said(messages)
+    assert len({m["id"] for m in said}) == len(said)
+    assert all(
+        a["senderId"] != b["senderId"]
+        for a, b in itertools.pairwise(said)
+        if a["type"] == "participant"
+    )
+    left = Counter(m["leftChatBy"] for m in messages if m.get("leftChatBy"))
+    assert left == Counter({f"agent-{i}": 1 for i in range(3)})
