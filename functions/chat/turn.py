@@ -331,7 +331,7 @@ def _speak(scene: Scene, decision: Decision, claimed: bool) -> str:
     election = None if claimed else turn.log_id
     if scene.turn_based and isinstance(scene.stage, ChatStage):
         posted = turn_order.post_in_turn(
-            room, scene.stage, message, _responder(agent), election, slot
+            room, scene.stage, message, _responder(agent), election, slot, history
         )
     else:
         posted = messages.post(room, message, _responder(agent), election=election, slot=slot)

@@ -288,6 +288,7 @@ def post_in_turn(
     responder: dict[str, Any],
     election: str | None,
     slot: int | None,
+    history: list[ChatMessage],
 ) -> bool:
     """Write the holder's message and pass the turn, in one transaction: the message is written
     only if it is still the sender's turn. The election record (one answer of a type per
@@ -298,7 +299,7 @@ def post_in_turn(
     ):
         return False
     try:
-        posted = _post_in_turn(room, stage, message, responder, slot)
+        posted = _post_in_turn(room, stage, message, responder, slot, history)
     except BaseException:
         if election:
             messages.release_lock(room, election)
@@ -314,9 +315,10 @@ def _post_in_turn(
     message: dict[str, Any],
     responder: dict[str, Any],
     slot: int | None,
+    history: list[ChatMessage],
 ) -> bool:
-    history = [*messages.history(room), ChatMessage.model_validate(message)]
-    everyone = seats(room, stage, history)
+    """``history`` is the chat as the sender last read it (for the next holder's gates)."""
+    everyone = seats(room, stage, [*history, ChatMessage.model_validate(message)])
     sender = responder["publicId"]
     record = {**responder, "messageId": message["id"], "timestamp": now()}
     quota = room.log_path(messages.quota_id(responder, slot)) if slot is not None else None

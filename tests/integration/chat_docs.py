@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from experiment_state import participant
-from raw_docs import stage, write_experiment
+from experiment_state import participant, settle
+from raw_docs import agent, stage, write_experiment
 
+from emulator.dispatcher import Duplicating
 from shared.models import ParticipantStatus
 
 
@@ -168,3 +169,14 @@ def persona_prompt(
         prompt["structuredOutputConfig"] = CHAT_OUTPUT if ready_field else NEVER_READY
     db.document(f"{base}/prompts/{stage_id}").set(prompt)
     return {"agentId": persona, "modelSettings": {"apiType": api_type, "modelName": "s"}}
+
+
+def run_duplicated(runtime, db, agents, seed, **chat_fields):
+    """A chat with a mediator and ``agents`` agents (maxResponses 3) run to the end with every
+    Firestore and Pub/Sub event delivered twice; returns the experiment id."""
+    with runtime.delivery_policy(Duplicating(seed=seed)):
+        e = chat_experiment(db, **chat_fields)
+        config = persona_prompt(db, e, max_responses=3)
+        ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(agents)]
+        settle(runtime, all_done(db, e, ids))
+    return e

@@ -13,12 +13,12 @@ from chat_docs import (
     chat_messages,
     check_single_responders,
     persona_prompt,
+    run_duplicated,
     trigger_logs,
 )
 from experiment_state import doc, errors, model_logs, participant, settle
 from raw_docs import agent
 
-from emulator.dispatcher import Duplicating
 from functions.chat.watchdog import IDLE_ENV
 from shared.models import ParticipantStatus
 
@@ -117,11 +117,7 @@ def test_time_limit_ends_the_chat_and_moves_agents_on(runtime, db, monkeypatch):
 
 
 def test_every_event_delivered_twice_posts_nothing_twice(runtime, db):
-    with runtime.delivery_policy(Duplicating(seed=7)):
-        e = chat_experiment(db, discussions=THREADS)
-        config = persona_prompt(db, e, max_responses=3)
-        ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(6)]
-        settle(runtime, all_done(db, e, ids))
+    e = run_duplicated(runtime, db, 6, seed=7, discussions=THREADS)
     messages = check_single_responders(db, e)
     said = Counter((m["senderId"], m["message"]) for m in messages if m["type"] != "system")
     assert max(said.values()) == 1  # no message posted twice

@@ -15,12 +15,12 @@ from chat_docs import (
     chat_messages,
     check_single_responders,
     persona_prompt,
+    run_duplicated,
     trigger_logs,
 )
 from experiment_state import errors, participant, settle
 from raw_docs import agent, human, stage, write_experiment
 
-from emulator.dispatcher import Duplicating
 from functions import store
 from functions.chat import turn_order
 from functions.chat.room import Room
@@ -214,7 +214,7 @@ def test_an_out_of_turn_agent_reply_is_never_written(runtime, db):
         "timestamp": datetime.now(UTC),
     }
     responder = {"agentType": "participant", "privateId": other, "publicId": message["senderId"]}
-    assert not turn_order.post_in_turn(room, stage, message, responder, "x-participant", 1)
+    assert not turn_order.post_in_turn(room, stage, message, responder, "x-participant", 1, [])
     assert run_turn(Turn(e, "cohort-a", "chat", "", "participant", other)) == "not-my-turn"
     assert "out-of-turn" not in {m["id"] for m in chat_messages(db, e)}
 
@@ -243,11 +243,7 @@ def test_an_agent_whose_turn_fails_is_skipped(runtime, db, fake_openai):
 
 
 def test_turn_based_chat_with_every_event_delivered_twice(runtime, db):
-    with runtime.delivery_policy(Duplicating(seed=11)):
-        e = chat_experiment(db, isTurnBased=True)
-        config = persona_prompt(db, e, max_responses=3)
-        ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(3)]
-        settle(runtime, all_done(db, e, ids))
+    e = run_duplicated(runtime, db, 3, seed=11, isTurnBased=True)
     messages = check_single_responders(db, e)
     said = _said(messages)
     assert len({m["id"] for m in said}) == len(said)
