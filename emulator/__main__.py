@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from emulator.chaos import ChaosSettings
 from emulator.dispatcher import MODES
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +37,49 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     for command in (up, demo):
         command.add_argument("--mode", choices=MODES, default="concurrent")
         command.add_argument("-v", "--verbose", action="store_true", help="log the runtime")
+        chaos = command.add_argument_group("chaos (with --mode chaos)")
+        defaults = ChaosSettings()
+        chaos.add_argument("--seed", type=int, default=defaults.seed)
+        chaos.add_argument(
+            "--duplicate-rate",
+            type=float,
+            default=defaults.duplicate_rate,
+            help="probability that an event is delivered twice",
+        )
+        chaos.add_argument(
+            "--max-delay",
+            type=float,
+            default=defaults.max_delay_s,
+            help="seconds each delivery may wait first (reorders deliveries)",
+        )
+        chaos.add_argument(
+            "--fault-rate",
+            type=float,
+            default=defaults.fault_rate,
+            help="probability that a model call fails (rate limit, outage, garbled reply)",
+        )
+        chaos.add_argument(
+            "--lost-ack-rate",
+            type=float,
+            default=defaults.lost_ack_rate,
+            help="probability that a retry-enabled function's success is lost, so it reruns",
+        )
     return parser.parse_args(argv)
+
+
+def _chaos(args: argparse.Namespace) -> ChaosSettings | None:
+    if args.mode != "chaos":
+        return None
+    try:
+        return ChaosSettings(
+            seed=args.seed,
+            duplicate_rate=args.duplicate_rate,
+            max_delay_s=args.max_delay,
+            fault_rate=args.fault_rate,
+            lost_ack_rate=args.lost_ack_rate,
+        )
+    except ValueError as error:
+        raise SystemExit(f"python -m emulator: {error}") from None
 
 
 def _model_override(requested: str | None) -> str | None:
@@ -62,9 +105,12 @@ def up(args: argparse.Namespace) -> int:
         os.environ[MODEL_OVERRIDE_ENV] = override
     rules = RULES if RULES.exists() else None
     print("Starting the emulators and the runtime ...", flush=True)
-    with LocalRuntime(project=args.project, mode=args.mode, rules=rules) as runtime:
+    chaos = _chaos(args)
+    with LocalRuntime(project=args.project, mode=args.mode, rules=rules, chaos=chaos) as runtime:
         exports = " ".join(f"{k}={v}" for k, v in runtime.env.items())
         print(f"Ready ({args.mode} delivery, agents on {override or 'their own models'}):")
+        if chaos is not None:
+            print(f"  chaos: {chaos.describe()}")
         print(f"  export {exports}")
         print("Ctrl-C stops everything.\n", flush=True)
         shown = 0
@@ -102,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         return up(args)
     from emulator import demo
 
-    return demo.run(agents=args.agents, mode=args.mode, timeout=args.timeout)
+    chaos = _chaos(args)
+    return demo.run(agents=args.agents, mode=args.mode, timeout=args.timeout, chaos=chaos)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ class Delivery:
     settle: Settle | None = None
     attempt: int = 1
     started: float | None = None
+    received: float = dataclasses.field(default_factory=time.time)
+    """Epoch seconds when the runtime got the event (queueing and delays come after)."""
 
     def finish(self, ok: bool) -> None:
         if self.settle is not None:
@@ -42,6 +44,9 @@ class DeliveryRecord:
     outcome: str
     """``ok``, ``error`` or ``dropped:<why>``."""
     error: str = ""
+    queued_ms: float = 0.0
+    """From the runtime getting the event to a worker starting it (chaos delays included)."""
+    attempt: int = 1
 
     @property
     def ended(self) -> float:

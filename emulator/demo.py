@@ -10,6 +10,7 @@ from typing import Any
 
 from google.cloud import firestore
 
+from emulator.chaos import ChaosSettings
 from emulator.runtime import LocalRuntime
 from functions.chat.watchdog import IDLE_ENV
 from functions.registry import REGISTRY
@@ -129,6 +130,10 @@ def summary(
     }
 
 
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in counts.items()) or "nothing"
+
+
 def print_summary(s: dict[str, Any]) -> None:
     print("\nSummary")
     print(f"  agents               {s['agents']} ({s['succeeded']} reached SUCCESS)")
@@ -167,6 +172,7 @@ def run(
     timeout: float = 180,
     api_type: str | None = None,
     model_name: str | None = None,
+    chaos: ChaosSettings | None = None,
 ) -> int:
     if api_type is None:
         api_type, model_name = model_from_env()
@@ -175,12 +181,14 @@ def run(
     os.environ.setdefault(IDLE_ENV, "5")  # the watchdog nudges quiet chat agents after 5 s
     started = time.monotonic()
     print("Starting the Firestore and Pub/Sub emulators and the functions runtime ...", flush=True)
-    with LocalRuntime(mode=mode, tick_s=2.0) as runtime:
+    with LocalRuntime(mode=mode, tick_s=2.0, chaos=chaos) as runtime:
         print(
             f"  Firestore {runtime.firestore_host} · Pub/Sub {runtime.pubsub_host} · project "
             f"{runtime.project} · {len(REGISTRY)} functions · {mode} delivery "
             f"({time.monotonic() - started:.1f}s)"
         )
+        if runtime.chaos_run is not None:
+            print(f"  {runtime.chaos_settings.describe()}")
         db = firestore.Client(project=runtime.project)
         template = json.loads(template_path.read_text())
         result = load(db, template, agents=agents, api_type=api_type, model_name=model_name, seed=0)
@@ -200,5 +208,9 @@ def run(
             db, result.experiment_id, finished, time.monotonic() - t0, len(runtime.deliveries)
         )
         print_summary(stats)
+        if runtime.chaos_run is not None:
+            print(f"  chaos injected       {_counts(runtime.chaos_run.counts())}")
     print("Stopped the emulators and the runtime.")
-    return 0 if stats["succeeded"] == agents and not stats["errors"] else 1
+    # under chaos, errors from the injected model faults are expected (and printed)
+    clean = chaos is not None or not stats["errors"]
+    return 0 if stats["succeeded"] == agents and clean else 1

@@ -1,16 +1,15 @@
 """Worker pool between the receivers and the functions; the delivery mode lives here.
 
 ``serial`` is one worker (the emulator's FIFO order); ``concurrent`` is N workers (production:
-parallel, unordered). A ``Policy`` decides how often and when a delivery runs and whether a failure
-is retried, so a chaos mode is a new Policy, not a new dispatcher.
+parallel, unordered); ``chaos`` is concurrent with the ``emulator.chaos`` policy. A ``Policy``
+decides how often and when a delivery runs and whether a failure is retried, so a chaos mode is a
+new Policy, not a new dispatcher.
 """
 
 from __future__ import annotations
 
 import collections
-import dataclasses
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -22,7 +21,7 @@ log = logging.getLogger(__name__)
 Run = Callable[[Delivery], bool]
 """Runs one delivery; True when the function succeeded."""
 
-MODES = ("serial", "concurrent")
+MODES = ("serial", "concurrent", "chaos")
 
 
 class Policy:
@@ -36,18 +35,10 @@ class Policy:
         """Seconds until a failed delivery runs again, or None for no retry."""
         return None
 
-
-class Duplicating(Policy):
-    """Every event delivered twice (at-least-once delivery at its worst), the copy after a short
-    random delay; the copy never acks a Pub/Sub message (the original does)."""
-
-    def __init__(self, max_delay_s: float = 0.05, seed: int | None = None) -> None:
-        self._rng = random.Random(seed)
-        self._max_delay_s = max_delay_s
-
-    def schedule(self, delivery: Delivery) -> list[tuple[float, Delivery]]:
-        copy = dataclasses.replace(delivery, settle=None)
-        return [(0.0, delivery), (self._rng.uniform(0, self._max_delay_s), copy)]
+    def reported(self, delivery: Delivery, ok: bool) -> bool:
+        """The outcome the platform sees (chaos may lose a success, as a crash after the work
+        and before the acknowledgement would)."""
+        return ok
 
 
 class Dispatcher:
@@ -60,7 +51,7 @@ class Dispatcher:
         self._cond = threading.Condition()
         self._queue: collections.deque[Delivery] = collections.deque()
         self._running: list[Delivery] = []
-        self._delayed = 0
+        self._delayed: dict[threading.Timer, Delivery] = {}
         self._stopping = False
         self._threads: list[threading.Thread] = []
         self._submitted = 0
@@ -97,24 +88,26 @@ class Dispatcher:
             self._queue.append(delivery)
             self._cond.notify()
             return
-        self._delayed += 1
 
         def later() -> None:
             with self._cond:
-                self._delayed -= 1
-                if not self._stopping:
+                if self._delayed.pop(timer, None) is not None and not self._stopping:
                     self._queue.append(delivery)
                 self._cond.notify_all()
 
         timer = threading.Timer(delay, later)
         timer.daemon = True
+        self._delayed[timer] = delivery
         timer.start()
 
     def drain(self) -> list[Delivery]:
-        """Remove and return everything queued but not started."""
+        """Remove and return everything queued or delayed but not started."""
         with self._cond:
-            drained = list(self._queue)
+            for timer in self._delayed:
+                timer.cancel()
+            drained = [*self._queue, *self._delayed.values()]
             self._queue.clear()
+            self._delayed.clear()
             self._cond.notify_all()
             return drained
 
@@ -135,7 +128,7 @@ class Dispatcher:
     def snapshot(self) -> tuple[list[Delivery], list[Delivery], int]:
         """(running, queued, delayed count) for diagnostics."""
         with self._cond:
-            return list(self._running), list(self._queue), self._delayed
+            return list(self._running), list(self._queue), len(self._delayed)
 
     def _work(self) -> None:
         while True:
@@ -151,12 +144,16 @@ class Dispatcher:
             except Exception:
                 log.exception("delivery of %s crashed the runtime", delivery.function)
                 ok = False
+            ok = self._policy.reported(delivery, ok)
             retry = None if ok else self._policy.retry_delay(delivery)
             with self._cond:
                 self._running.remove(delivery)
                 self._finished += 1
-                if retry is not None and not self._stopping:
+                retrying = retry is not None and not self._stopping
+                if retrying:
                     delivery.attempt += 1
                     delivery.started = None
                     self._enqueue_locked(delivery, retry)
                 self._cond.notify_all()
+            if not retrying:
+                delivery.finish(ok)  # a Pub/Sub message is acked (or nacked) only now

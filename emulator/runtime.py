@@ -14,12 +14,13 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from google.cloud import firestore
 
 from emulator import barrier, services
+from emulator.chaos import Chaos, ChaosRun, ChaosSettings
 from emulator.delivery import Delivery, DeliveryLog, DeliveryRecord
 from emulator.dispatcher import MODES, Dispatcher, Policy
 from emulator.firestore_admin import FirestoreAdmin
@@ -27,6 +28,7 @@ from emulator.invoker import Invoker
 from emulator.pubsub import PubSubBridge
 from functions import store
 from functions.registry import REGISTRY, FirestoreTrigger, FunctionSpec, ScheduleTrigger
+from shared.llm import faults
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +65,11 @@ class LocalRuntime:
         log_dir: str | Path | None = None,
         tick_s: float | None = None,
         policy: Policy | None = None,
+        chaos: ChaosSettings | None = None,
     ) -> None:
         """``tick_s``: publish the scheduled functions' ticks every so many seconds (as Cloud
-        Scheduler would); None leaves ticking to explicit ``tick()`` calls (tests)."""
+        Scheduler would); None leaves ticking to explicit ``tick()`` calls (tests).
+        ``chaos``: the settings of ``mode="chaos"`` (default ``ChaosSettings()``)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         self.project = project
@@ -89,6 +93,10 @@ class LocalRuntime:
         self._admin: FirestoreAdmin | None = None
         self.tick_s = tick_s
         self.policy = policy
+        self.chaos_settings = (chaos or ChaosSettings()) if mode == "chaos" else chaos
+        self.chaos_run: ChaosRun | None = None
+        self._chaos_block: contextlib.ExitStack | None = None
+        self._observers: list[Callable[[Delivery], None]] = []
         self._ticker_stop = threading.Event()
         self._ticker: threading.Thread | None = None
 
@@ -132,6 +140,10 @@ class LocalRuntime:
         self._bridge = PubSubBridge(self.project, self.registry, self._accept)
         self._bridge.start()
         self._paused = False
+        if self.mode == "chaos":
+            assert self.chaos_settings is not None
+            self._chaos_block = contextlib.ExitStack()
+            self.chaos_run = self._chaos_block.enter_context(self.chaos(self.chaos_settings))
         if self.tick_s:
             self._ticker_stop.clear()
             self._ticker = threading.Thread(target=self._tick_forever, daemon=True)
@@ -147,6 +159,17 @@ class LocalRuntime:
             yield
         finally:
             dispatcher.set_policy(self.policy or Policy())
+
+    @contextlib.contextmanager
+    def chaos(self, settings: ChaosSettings) -> Iterator[ChaosRun]:
+        """Chaos for the duration of the block: duplicated, delayed and retried deliveries, and
+        model faults (``emulator.chaos``)."""
+        retrying = frozenset(spec.name for spec in self.registry if spec.retry)
+        run = ChaosRun(
+            Chaos(settings, retrying), faults.FaultPlan(settings.fault_rate, settings.seed)
+        )
+        with self.delivery_policy(run.policy), faults.injected(run.faults):
+            yield run
 
     # --- scheduled functions -----------------------------------------------------------------
 
@@ -179,6 +202,9 @@ class LocalRuntime:
             self._stop()
 
     def _stop(self) -> None:
+        if self._chaos_block is not None:
+            self._chaos_block.close()
+            self._chaos_block = None
         self._ticker_stop.set()
         if self._ticker is not None:
             self._ticker.join(timeout=5)
@@ -246,6 +272,8 @@ class LocalRuntime:
             if self._barrier is not None:
                 self._barrier.arrived(delivery.subject)
             return
+        for observer in list(self._observers):
+            observer(delivery)
         self._accept(delivery)
 
     def _accept(self, delivery: Delivery) -> None:
@@ -282,11 +310,12 @@ class LocalRuntime:
                 duration_ms,
                 outcome,
                 error or "",
+                queued_ms=(started - delivery.received) * 1000,
+                attempt=delivery.attempt,
             )
         )
         if error is not None:
             log.warning("%s failed on %s:\n%s", delivery.function, delivery.subject, error)
-        delivery.finish(error is None)
         return error is None
 
     # --- inspection ------------------------------------------------------------------------
@@ -300,6 +329,17 @@ class LocalRuntime:
 
     def clear_deliveries(self) -> None:
         self._log.clear()
+
+    @contextlib.contextmanager
+    def observing(self, observer: Callable[[Delivery], None]) -> Iterator[None]:
+        """Call ``observer`` with every Firestore event as the emulator sent it (once per write
+        and trigger, before any delivery policy), for the duration of the block: an audit of
+        every write that tests can count."""
+        self._observers.append(observer)
+        try:
+            yield
+        finally:
+            self._observers.remove(observer)
 
     # --- test support ----------------------------------------------------------------------
 

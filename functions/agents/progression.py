@@ -64,6 +64,12 @@ class _Stale(Exception):
     """The participant changed since the decision: the move no longer applies."""
 
 
+class ProviderUnavailable(Exception):
+    """The model provider was still failing (rate limit, outage) when the function's time ran
+    out. The error is recorded; the caller hands the move to a retrying function so the agent
+    resumes once the provider recovers, instead of waiting for someone to touch it."""
+
+
 def _position(p: ParticipantProfile) -> tuple[Any, ...]:
     """What a move changes: if this differs from the decision's, the move was made elsewhere."""
     ts = p.timestamps
@@ -418,11 +424,15 @@ def _progress(experiment: Experiment, participant: ParticipantProfile, stage: St
         try:
             answer = _answer(experiment, cohort, participant, stage)
         except ModelError as error:
-            # Configuration, credentials, or a provider still failing at the deadline: the agent
-            # stays; fixing the cause and touching the participant (or the watchdog) resumes it.
+            # Configuration or credentials: the agent stays; fixing the cause and touching the
+            # participant resumes it. A provider still failing: retried (ProviderUnavailable).
             reason = f"stage {stage.id!r}: {error.status}: {error}"
+            if error.retryable:
+                reason += "; the move will be retried"
             field = error.field or "agentConfig.modelSettings"
             record_error(FUNCTION, DocumentError(path, field, reason))
+            if error.retryable:
+                raise ProviderUnavailable(reason) from error
             return Move.FAILED
         except AnswerFailed as error:
             # The model keeps answering invalidly: record why and move on without an answer,

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from functions._events import FirestoreEvent
-from functions.agents.progression import advance_agent
+from functions.agents.progression import ProviderUnavailable, advance_agent
+from functions.triggers.wake import publish_wake
+
+
+def _advance(event: FirestoreEvent) -> None:
+    """One move; a move stopped by a failing provider goes to onAgentWake, which is retried
+    (these triggers are not: DL's are not, and a retry would repeat every side effect)."""
+    experiment_id, participant_id = event.params["experimentId"], event.params["participantId"]
+    try:
+        advance_agent(experiment_id, participant_id)
+    except ProviderUnavailable as error:
+        publish_wake(experiment_id, participant_id, f"retry: {error}")
 
 
 def on_participant_created(event: FirestoreEvent) -> None:
-    advance_agent(event.params["experimentId"], event.params["participantId"])
+    _advance(event)
 
 
 def on_participant_updated(event: FirestoreEvent) -> None:
-    advance_agent(event.params["experimentId"], event.params["participantId"])
+    _advance(event)

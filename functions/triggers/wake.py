@@ -35,10 +35,14 @@ def wake_agents(experiment_id: str, reason: str, **where: str) -> int:
     for snap in query.get():
         data = snap.to_dict()
         if data.get("agentConfig") and data.get("currentStatus", "IN_PROGRESS") in _WAKEABLE:
-            payload = {"experimentId": experiment_id, "participantId": snap.id, "reason": reason}
-            pubsub.publish(AGENT_WAKE_TOPIC, payload)
+            publish_wake(experiment_id, snap.id, reason)
             woken += 1
     return woken
+
+
+def publish_wake(experiment_id: str, participant_id: str, reason: str) -> None:
+    payload = {"experimentId": experiment_id, "participantId": participant_id, "reason": reason}
+    pubsub.publish(AGENT_WAKE_TOPIC, payload)
 
 
 def wake_blocked(event: FirestoreEvent) -> int:
@@ -78,4 +82,4 @@ def on_agent_wake(event: PubSubEvent) -> None:
         raise DocumentError(
             f"pubsub/{event.topic}/{event.id}", str(missing), "wake message lacks this field"
         ) from None
-    advance_agent(experiment_id, participant_id)
+    advance_agent(experiment_id, participant_id)  # ProviderUnavailable fails it: retried

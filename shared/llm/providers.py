@@ -47,5 +47,10 @@ def registered() -> set[str]:
     return set(_CLIENTS)
 
 
+def clients() -> dict[str, ModelClient]:
+    """A copy of the apiType → client table (to wrap and later restore it)."""
+    return dict(_CLIENTS)
+
+
 def register(api_type: str, client: ModelClient) -> None:
     _CLIENTS[api_type] = client

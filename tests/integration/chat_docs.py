@@ -8,7 +8,7 @@ from collections import Counter
 from experiment_state import participant, settle
 from raw_docs import agent, stage, write_experiment
 
-from emulator.dispatcher import Duplicating
+from emulator.chaos import ChaosSettings
 from shared.models import ParticipantStatus
 
 
@@ -76,29 +76,29 @@ def add_mediator(
 NOT_ELECTIONS = ("initial-", "ready-", "quota-", "left-", "turn-")  # locks, asks, slots
 
 
-def chat_base(e, private_of="", stage_id="chat"):
+def chat_base(e, private_of="", stage_id="chat", cohort="cohort-a"):
     if private_of:
         return f"experiments/{e}/participants/{private_of}/stageData/{stage_id}"
-    return f"experiments/{e}/cohorts/cohort-a/publicStageData/{stage_id}"
+    return f"experiments/{e}/cohorts/{cohort}/publicStageData/{stage_id}"
 
 
-def chat_messages(db, e, private_of="", stage_id="chat"):
+def chat_messages(db, e, private_of="", stage_id="chat", cohort="cohort-a"):
     """The group chat, or ``private_of``'s private chat, in time order."""
     chats = "privateChats" if private_of else "chats"
-    col = db.collection(f"{chat_base(e, private_of, stage_id)}/{chats}")
+    col = db.collection(f"{chat_base(e, private_of, stage_id, cohort)}/{chats}")
     return [s.to_dict() for s in col.order_by("timestamp").get()]
 
 
-def trigger_logs(db, e, private_of="", stage_id="chat"):
-    col = db.collection(f"{chat_base(e, private_of, stage_id)}/triggerLogs")
+def trigger_logs(db, e, private_of="", stage_id="chat", cohort="cohort-a"):
+    col = db.collection(f"{chat_base(e, private_of, stage_id, cohort)}/triggerLogs")
     return {s.id: s.to_dict() for s in col.get()}
 
 
-def check_single_responders(db, e, private_of="", stage_id="chat"):
+def check_single_responders(db, e, private_of="", stage_id="chat", cohort="cohort-a"):
     """At most one participant and one mediator reply per message; every elected reply was
     written; no message twice."""
-    messages = chat_messages(db, e, private_of, stage_id)
-    logs = trigger_logs(db, e, private_of, stage_id)
+    messages = chat_messages(db, e, private_of, stage_id, cohort)
+    logs = trigger_logs(db, e, private_of, stage_id, cohort)
     replies = [
         log
         for log_id, log in logs.items()
@@ -174,7 +174,8 @@ def persona_prompt(
 def run_duplicated(runtime, db, agents, seed, **chat_fields):
     """A chat with a mediator and ``agents`` agents (maxResponses 3) run to the end with every
     Firestore and Pub/Sub event delivered twice; returns the experiment id."""
-    with runtime.delivery_policy(Duplicating(seed=seed)):
+    twice = ChaosSettings(seed=seed, duplicate_rate=1.0, max_delay_s=0.05, fault_rate=0.0)
+    with runtime.chaos(twice):
         e = chat_experiment(db, **chat_fields)
         config = persona_prompt(db, e, max_responses=3)
         ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(agents)]

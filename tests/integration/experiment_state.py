@@ -8,9 +8,22 @@ from typing import Any
 
 from google.cloud import firestore
 
-from shared.models import ErrorRecord, ModelLogEntry, ParticipantProfile
+from shared.models import (
+    ErrorRecord,
+    ModelLogEntry,
+    ParticipantProfile,
+    RankingStageAnswer,
+    SurveyPerParticipantStageAnswer,
+    SurveyStageAnswer,
+)
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+ANSWER_MODELS = {
+    "survey": SurveyStageAnswer,
+    "surveyPerParticipant": SurveyPerParticipantStageAnswer,
+    "ranking": RankingStageAnswer,
+}
+"""The stage kinds whose answer an agent writes to its stageData, and the answer's model."""
 
 
 def template(name: str) -> dict[str, Any]:

@@ -142,6 +142,23 @@ def test_a_model_that_never_answers_validly_is_recorded_and_the_agent_moves_on(
     assert len(model_logs(db, e)) == 4
 
 
+def test_a_provider_down_past_the_attempts_is_retried_by_the_wake_function(
+    runtime, db, fake_gemini
+):
+    fake_gemini.push(*[gemini.error(503)] * 6)  # every attempt of the first invocation fails
+    e = _survey_experiment(db)
+    pid = agent(db, e, "survey")
+    runtime.wait_until_idle(timeout=120)
+    assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+    (record,) = errors(db, e)
+    assert "PROVIDER_UNAVAILABLE_ERROR" in record.reason and "will be retried" in record.reason
+    logs = sorted(model_logs(db, e), key=lambda x: x.created_timestamp)
+    statuses = [log.response.status for log in logs]
+    assert statuses == ["PROVIDER_UNAVAILABLE_ERROR"] * 6 + ["OK"]
+    wakes = [d for d in runtime.deliveries if d.function == "onAgentWake"]
+    assert [d.outcome for d in wakes] == ["ok"]  # the hand-over: one wake, which answered
+
+
 def test_authentication_failure_is_not_retried(runtime, db, fake_gemini):
     db.document(f"experimenterData/{CREATOR}").set({"apiKeys": {"geminiApiKey": "wrong"}})
     e = _survey_experiment(db)

@@ -5,25 +5,23 @@ from __future__ import annotations
 import threading
 
 import pytest
-from experiment_state import doc, errors, model_logs, participant, participants, settle, template
+from experiment_state import (
+    ANSWER_MODELS,
+    doc,
+    errors,
+    model_logs,
+    participant,
+    participants,
+    settle,
+    template,
+)
 from raw_docs import PROGRESS_OPEN, agent, human, move_human, stage, write_experiment
 
 from functions.agents.progression import advance_agent
 from functions.chat.watchdog import IDLE_ENV
-from shared.models import (
-    ParticipantStatus,
-    RankingStageAnswer,
-    SurveyPerParticipantStageAnswer,
-    SurveyStageAnswer,
-)
+from shared.models import ParticipantStatus
 from shared.templates import template_stages
 from tools.load_template import load
-
-ANSWER_MODELS = {
-    "survey": SurveyStageAnswer,
-    "surveyPerParticipant": SurveyPerParticipantStageAnswer,
-    "ranking": RankingStageAnswer,
-}
 
 
 def test_demo_template_every_agent_reaches_success_with_valid_answers(runtime, db, monkeypatch):
