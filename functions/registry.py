@@ -147,7 +147,10 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         name="onAgentWake",
         trigger=PubSubTrigger(AGENT_WAKE_TOPIC),
         handler="functions.triggers.wake:on_agent_wake",
-        description="Make one move for a woken agent participant.",
+        description=(
+            "Make one move for a woken agent participant; also takes over a move stopped by a "
+            "model provider still failing, retried until the provider recovers."
+        ),
         retry=True,
     ),
 )
