@@ -57,6 +57,10 @@ class Dispatcher:
         self._submitted = 0
         self._finished = 0
 
+    @property
+    def policy(self) -> Policy:
+        return self._policy
+
     def set_policy(self, policy: Policy) -> None:
         self._policy = policy
 

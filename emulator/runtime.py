@@ -139,11 +139,11 @@ class LocalRuntime:
                 self._admin.register_trigger(spec.name, spec.trigger)
         self._bridge = PubSubBridge(self.project, self.registry, self._accept)
         self._bridge.start()
-        self._paused = False
         if self.mode == "chaos":
             assert self.chaos_settings is not None
             self._chaos_block = contextlib.ExitStack()
             self.chaos_run = self._chaos_block.enter_context(self.chaos(self.chaos_settings))
+        self._paused = False
         if self.tick_s:
             self._ticker_stop.clear()
             self._ticker = threading.Thread(target=self._tick_forever, daemon=True)
@@ -154,11 +154,12 @@ class LocalRuntime:
     def delivery_policy(self, policy: Policy) -> Iterator[None]:
         """Deliver with ``policy`` (e.g. every event twice) for the duration of the block."""
         dispatcher, _, _ = self._parts()
+        previous = dispatcher.policy
         dispatcher.set_policy(policy)
         try:
             yield
         finally:
-            dispatcher.set_policy(self.policy or Policy())
+            dispatcher.set_policy(previous)
 
     @contextlib.contextmanager
     def chaos(self, settings: ChaosSettings) -> Iterator[ChaosRun]:

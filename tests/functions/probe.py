@@ -18,6 +18,7 @@ from functions.registry import FirestoreTrigger, FunctionSpec, PubSubTrigger
 
 ITEM = "groups/{groupId}/items/{itemId}"
 TOPIC = "probe-topic"
+FLAKY_TOPIC = "probe-flaky"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,13 +84,30 @@ def on_cascade_a(event: Any) -> None:
     _record("cascade_start", event)
 
 
+_attempts: dict[str, int] = {}
+
+
+def on_flaky(event: Any) -> None:
+    """Fails the first two deliveries of each message (retry-enabled: the runtime retries)."""
+    with _lock:
+        _attempts[event.id] = _attempts.get(event.id, 0) + 1
+        attempt = _attempts[event.id]
+    if attempt <= 2:
+        raise RuntimeError(f"flaky probe: attempt {attempt} of {event.id} fails")
+    _record("flaky", event)
+
+
 def on_raw(cloud_event: Any) -> None:
     """Bare functions-framework entry (no decoding) to check the CloudEvent as delivered."""
     _record("raw", {"attributes": cloud_event.get_attributes(), "data": cloud_event.data})
 
 
-def _spec(name: str, trigger: FirestoreTrigger | PubSubTrigger, handler: str) -> FunctionSpec:
-    return FunctionSpec(name=name, trigger=trigger, handler=f"probe:{handler}", description=name)
+def _spec(
+    name: str, trigger: FirestoreTrigger | PubSubTrigger, handler: str, retry: bool = False
+) -> FunctionSpec:
+    return FunctionSpec(
+        name=name, trigger=trigger, handler=f"probe:{handler}", description=name, retry=retry
+    )
 
 
 PROBE_REGISTRY: tuple[FunctionSpec, ...] = (
@@ -102,5 +120,6 @@ PROBE_REGISTRY: tuple[FunctionSpec, ...] = (
     _spec("probeCascadeStart", FirestoreTrigger("created", "cascadeStart/{id}"), "on_cascade_a"),
     _spec("probeCascadeEnd", FirestoreTrigger("created", "cascadeEnd/{id}"), "on_cascade_b"),
     _spec("probeMessage", PubSubTrigger(TOPIC), "on_message"),
+    _spec("probeFlaky", PubSubTrigger(FLAKY_TOPIC), "on_flaky", retry=True),
     _spec("probeRaw", FirestoreTrigger("written", "raw/{id}"), "on_raw"),
 )

@@ -9,12 +9,14 @@ from __future__ import annotations
 import itertools
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from google.cloud import firestore
 
+from emulator.chaos import ChaosSettings
 from emulator.runtime import LocalRuntime
 from functions import pubsub
 
@@ -197,3 +199,30 @@ def test_wait_until_idle_times_out_with_a_summary(rt: LocalRuntime, db: firestor
         rt.wait_until_idle(timeout=0.5)
     rt.wait_until_idle()
     assert len(probe.calls_of("slow")) == 1
+
+
+def test_chaos_mode_duplicates_every_event_and_retries_retry_enabled_functions() -> None:
+    settings = ChaosSettings(seed=5, duplicate_rate=1.0, max_delay_s=0.05, lost_ack_rate=0.0)
+    with LocalRuntime(
+        project="demo-probe-chaos",
+        mode="chaos",
+        chaos=settings,
+        registry=probe.PROBE_REGISTRY,
+        source=PROBE_SOURCE,
+    ) as chaos:
+        client = firestore.Client(project=chaos.project)
+        for i in range(4):
+            client.document(f"groups/g/items/i{i}").set({"i": i})
+        message_id = pubsub.publish(probe.FLAKY_TOPIC, {"n": 1})
+        chaos.wait_until_idle()  # the flaky message was acked after its retries
+        client.close()
+        counts = chaos.chaos_run.counts()
+        flaky = [r for r in chaos.deliveries if r.function == "probeFlaky"]
+
+    created = [c.event.id for c in probe.calls_of("created")]
+    assert len(created) == 8 and all(n == 2 for n in Counter(created).values())
+    assert len(probe.calls_of("flaky")) >= 1
+    assert [r.outcome for r in flaky[:2]] == ["error", "error"] and flaky[-1].outcome == "ok"
+    assert {r.event_id for r in flaky} == {message_id}
+    assert max(r.attempt for r in flaky) >= 2  # the runtime retried, not only Pub/Sub
+    assert counts["retried"] >= 2 and counts["duplicated"] >= 5
