@@ -21,6 +21,14 @@ RULES = REPO_ROOT / "firestore.rules"
 _KEY_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
 
+_CHAOS_FLAGS = (
+    ("--duplicate-rate", "duplicate_rate", "probability that an event is delivered twice"),
+    ("--max-delay", "max_delay_s", "seconds each delivery may wait first (reorders them)"),
+    ("--fault-rate", "fault_rate", "probability that a model call fails (429, 503, garbled)"),
+    ("--lost-ack-rate", "lost_ack_rate", "probability that a retry-enabled success is lost"),
+)
+
+
 def _args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m emulator", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -40,30 +48,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         chaos = command.add_argument_group("chaos (with --mode chaos)")
         defaults = ChaosSettings()
         chaos.add_argument("--seed", type=int, default=defaults.seed)
-        chaos.add_argument(
-            "--duplicate-rate",
-            type=float,
-            default=defaults.duplicate_rate,
-            help="probability that an event is delivered twice",
-        )
-        chaos.add_argument(
-            "--max-delay",
-            type=float,
-            default=defaults.max_delay_s,
-            help="seconds each delivery may wait first (reorders deliveries)",
-        )
-        chaos.add_argument(
-            "--fault-rate",
-            type=float,
-            default=defaults.fault_rate,
-            help="probability that a model call fails (rate limit, outage, garbled reply)",
-        )
-        chaos.add_argument(
-            "--lost-ack-rate",
-            type=float,
-            default=defaults.lost_ack_rate,
-            help="probability that a retry-enabled function's success is lost, so it reruns",
-        )
+        for flag, field, help_ in _CHAOS_FLAGS:
+            default = getattr(defaults, field)
+            chaos.add_argument(flag, dest=field, type=float, default=default, help=help_)
     return parser.parse_args(argv)
 
 
@@ -71,13 +58,8 @@ def _chaos(args: argparse.Namespace) -> ChaosSettings | None:
     if args.mode != "chaos":
         return None
     try:
-        return ChaosSettings(
-            seed=args.seed,
-            duplicate_rate=args.duplicate_rate,
-            max_delay_s=args.max_delay,
-            fault_rate=args.fault_rate,
-            lost_ack_rate=args.lost_ack_rate,
-        )
+        rates = {field: getattr(args, field) for _, field, _ in _CHAOS_FLAGS}
+        return ChaosSettings(seed=args.seed, **rates)
     except ValueError as error:
         raise SystemExit(f"python -m emulator: {error}") from None
 
