@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
+from google.api_core import exceptions as gexc
 from google.cloud.firestore_v1.field_path import FieldPath
 
-from functions import store, transactions
+from functions import store
 from functions._events import FirestoreEvent
 from functions.chat import readiness
 from functions.chat.room import Room
@@ -78,14 +80,20 @@ def _merge(path: str, stage_id: str, kind: str, field: str, public_id: str, valu
 
 
 def _mirror_ranking(path: str, stage: Any, public_id: str, ranking: list[str]) -> None:
+    """The answer by field path, then the winner from a fresh read, written only if nothing
+    changed since that read. A hundred rankings arriving at once then never contend (a
+    transaction per answer did, and failed); whoever writes last recomputes from everything."""
+    _merge(path, stage.id, stage.kind, "participantAnswerMap", public_id, ranking)
+    if stage.strategy != "condorcet":
+        return
     doc = store.ref(path)
-
-    def body(transaction: Any) -> None:
-        data = store.snapshot_data(path, transaction) or {"id": stage.id}
-        public = RankingPublicData.model_validate(data)
-        public.participant_answer_map = {**public.participant_answer_map, public_id: ranking}
-        if stage.strategy == "condorcet":
-            public.winner_id = winner(list(public.participant_answer_map.values()))
-        transaction.set(doc, public.to_firestore())
-
-    transactions.run(body)
+    snap = doc.get()
+    public = RankingPublicData.model_validate(snap.to_dict() or {"id": stage.id})
+    best = winner(list(public.participant_answer_map.values()))
+    if public.winner_id == best:
+        return
+    with contextlib.suppress(gexc.FailedPrecondition):
+        # changed since our read: that later write's own recompute sees our answer too
+        doc.update(
+            {"winnerId": best}, option=store.db().write_option(last_update_time=snap.update_time)
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 
 import pytest
@@ -20,6 +21,7 @@ from raw_docs import PROGRESS_OPEN, agent, human, move_human, stage, write_exper
 from functions.agents.progression import advance_agent
 from functions.chat.watchdog import IDLE_ENV
 from shared.models import ParticipantStatus
+from shared.stages.ranking_results import winner
 from shared.templates import template_stages
 from tools.load_template import load
 
@@ -255,3 +257,35 @@ def test_concurrent_moves_for_one_agent_complete_each_stage_once(runtime, db):
         assert doc(db, f"experiments/{e}/participants/{pid}/stageData/{answered}") is not None
     completions = [s for s in ("gate", "s", "r", "end") if s in p.timestamps.completed_stages]
     assert completions == ["gate", "s", "r", "end"]
+
+
+def test_many_rankings_at_once_are_all_mirrored_and_the_winner_counts_them_all(runtime, db):
+    items = [{"id": i, "imageId": "", "text": i} for i in ("a", "b", "c")]
+    e = write_experiment(
+        db,
+        [
+            stage(
+                "ranking", "ranking", rankingType="items", strategy="condorcet", rankingItems=items
+            ),
+            stage("end", "info"),
+        ],
+    )
+    people = [human(db, e, "ranking") for _ in range(20)]
+    rng = random.Random(4)
+    lists = {p: rng.sample(["a", "b", "c"], 3) for p in people}
+    batch = [
+        threading.Thread(
+            target=db.document(f"experiments/{e}/participants/{p}/stageData/ranking").set,
+            args=({"id": "ranking", "kind": "ranking", "rankingList": lists[p]},),
+        )
+        for p in people
+    ]
+    for t in batch:
+        t.start()
+    for t in batch:
+        t.join()
+    runtime.wait_until_idle(timeout=120)
+    public = doc(db, f"experiments/{e}/cohorts/cohort-a/publicStageData/ranking")
+    assert public["participantAnswerMap"] == lists  # humans' public ids are their private ids
+    assert public["winnerId"] == winner(list(lists.values()))
+    assert not [d for d in runtime.deliveries if d.outcome == "error"]
