@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
 
-.PHONY: demo up test lint table clean deploy
+.PHONY: demo up test lint table clean deploy bench
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@echo "Creating $(VENV) and installing requirements ..."
@@ -21,6 +21,9 @@ up: $(STAMP)  ## start the emulators and the runtime until Ctrl-C
 
 test: $(STAMP)  ## the whole test suite (starts the emulators itself)
 	$(BIN)/python -m pytest
+
+bench: $(STAMP)  ## the benchmark (not part of the tests): about 8 minutes, writes bench/results.json
+	$(BIN)/python -m bench $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

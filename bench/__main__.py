@@ -1,0 +1,126 @@
+"""``python -m bench``: run the benchmark, print progress and a summary, write the JSON.
+
+python -m bench                   # full run (about 8 minutes on 2 cores)
+python -m bench --quick           # small sizes, for development (about 1 minute)
+python -m bench --only election   # one section (repeatable)
+python -m bench.report            # the summary of the last saved run again
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import election, latency, overhead, report, transitions
+from bench.stack import Stack, machine, say
+
+SECTIONS = ("overhead", "latency", "transitions", "election")
+DEFAULT_OUT = Path(__file__).resolve().parent / "results.json"
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (development)")
+    parser.add_argument(
+        "--only", action="append", choices=SECTIONS, help="run only this section (repeatable)"
+    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
+    parser.add_argument("--seed", type=int, default=0, help="agent ids, message ids, fake replies")
+    parser.add_argument(
+        "--workers", type=int, default=8, help="runtime workers (the runtime's default: 8)"
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log the runtime's warnings")
+    return parser.parse_args(argv)
+
+
+def _sizes(quick: bool) -> dict[str, Any]:
+    """How much each section does; the full sizes keep the run under 10 minutes on 2 cores.
+
+    Transitions: (agents, workers or None for --workers, profiled). Election fake-provider
+    runs: (agents, policy, workers, messages); race there uses one worker per agent, as
+    production runs one instance per turn."""
+    if quick:
+        return {
+            "overhead": {"samples": 40, "burst": 100},
+            "latency": {"samples": 10},
+            "transitions": {"runs": [(10, None, False), (20, None, False), (10, None, True)]},
+            "election": {
+                "agents": (3, 10),
+                "messages": {"race": 6, "claim": 15},
+                "fake": [(10, "race", 10, 4)],
+            },
+        }
+    return {
+        "overhead": {"samples": 200, "burst": 500},
+        "latency": {"samples": 40},
+        "transitions": {
+            "runs": [
+                (10, None, False),
+                (100, None, False),
+                (100, 4, False),
+                (100, 16, False),
+                (10, None, True),
+            ]
+        },
+        "election": {
+            "agents": (3, 10, 30, 100),
+            "messages": {"race": 15, "claim": 150},
+            "fake": [(30, "race", 32, 10), (30, "claim", 32, 30), (100, "race", 100, 5)],
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    logging.basicConfig(
+        level=logging.WARNING if args.verbose else logging.ERROR,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    sections = args.only or list(SECTIONS)
+    sizes = _sizes(args.quick)
+    results: dict[str, Any] = {
+        "command": "python -m bench " + " ".join(sys.argv[1:] if argv is None else argv),
+        "quick": args.quick,
+        "seed": args.seed,
+        "workers": args.workers,
+        "machine": machine(),
+        "sections": {},
+    }
+    t0 = time.monotonic()
+    say("starting the Firestore and Pub/Sub emulators ...")
+    with Stack() as stack:
+        results["emulatorStartupSeconds"] = round(stack.startup_seconds, 1)
+        say(f"emulators up in {stack.startup_seconds:.1f} s")
+        if "overhead" in sections:
+            results["sections"]["overhead"] = overhead.run(
+                stack, workers=args.workers, **sizes["overhead"]
+            )
+        if "latency" in sections:
+            results["sections"]["latency"] = latency.run(
+                stack, seed=args.seed, workers=args.workers, **sizes["latency"]
+            )
+        if "transitions" in sections:
+            results["sections"]["transitions"] = transitions.run(
+                stack, seed=args.seed, workers=args.workers, **sizes["transitions"]
+            )
+        if "election" in sections:
+            results["sections"]["election"] = election.run(
+                stack, seed=args.seed, workers=args.workers, **sizes["election"]
+            )
+    results["elapsedSeconds"] = round(time.monotonic() - t0, 1)
+    results["targets"] = report.targets(results)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    print()
+    print(report.summary(results))
+    print(f"\nWrote {args.out} ({results['elapsedSeconds']} s in all).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""The local stack for the benchmark: shared emulators, runtimes, environment, clocks and CPU.
+
+The emulators are started once and kept for the whole run (each section gets its own runtime and
+project, so their triggers, data and topics never mix); CPU time is read per process from /proc so
+each section can say whether Python or an emulator JVM was the busy one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from emulator import services
+from emulator.runtime import LocalRuntime
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+_STARTED = time.monotonic()
+
+
+def say(message: str) -> None:
+    """A progress line: elapsed seconds since the benchmark started, then the message."""
+    print(f"[{time.monotonic() - _STARTED:7.1f}s] {message}", flush=True)
+
+
+# --- statistics -----------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Linear-interpolated percentile (q in 0..100); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def dist(values: list[float], digits: int = 2) -> dict[str, Any]:
+    """n, p50, p95, mean, max of a sample (milliseconds or seconds, as given)."""
+
+    def r(x: float | None) -> float | None:
+        return None if x is None else round(x, digits)
+
+    return {
+        "n": len(values),
+        "p50": r(percentile(values, 50)),
+        "p95": r(percentile(values, 95)),
+        "mean": r(statistics.fmean(values)) if values else None,
+        "max": r(max(values)) if values else None,
+    }
+
+
+def epoch(value: Any) -> float | None:
+    """Epoch seconds of a Firestore timestamp (datetime) or None."""
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        return value.timestamp()
+    return float(value)
+
+
+# --- environment ----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def env(**values: str | None) -> Iterator[None]:
+    """Set (or, with None, unset) environment variables for the block; the functions read them
+    at each call (model override, provider URL)."""
+    saved = {name: os.environ.get(name) for name in values}
+    try:
+        for name, value in values.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+# --- CPU per process ------------------------------------------------------------------------
+
+
+def _cpu_seconds(pid: int | str) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK  # utime + stime
+
+
+def _emulator_pids(port: int) -> list[int]:
+    """Processes (the JVMs and their wrappers) whose command line names this port."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if f"--port {port}" in cmdline or f"--port={port}" in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+@dataclasses.dataclass
+class CpuMeter:
+    """CPU seconds used by this Python process and by each emulator during a block."""
+
+    firestore_port: int
+    pubsub_port: int
+    _start: dict[str, float] = dataclasses.field(default_factory=dict)
+    _wall: float = 0.0
+
+    def _now(self) -> dict[str, float]:
+        return {
+            "python": _cpu_seconds("self"),
+            "firestoreEmulator": sum(map(_cpu_seconds, _emulator_pids(self.firestore_port))),
+            "pubsubEmulator": sum(map(_cpu_seconds, _emulator_pids(self.pubsub_port))),
+        }
+
+    def start(self) -> CpuMeter:
+        self._start, self._wall = self._now(), time.monotonic()
+        return self
+
+    def stop(self) -> dict[str, Any]:
+        """CPU seconds per process and as a share of the machine (cores x wall time)."""
+        end, wall = self._now(), time.monotonic() - self._wall
+        used = {k: round(end[k] - self._start.get(k, 0.0), 2) for k in end}
+        capacity = wall * (os.cpu_count() or 1)
+        return {
+            "wallSeconds": round(wall, 2),
+            "cpuSeconds": used,
+            "machineShare": {k: round(v / capacity, 3) for k, v in used.items()} if wall else {},
+        }
+
+
+# --- the stack ------------------------------------------------------------------------------
+
+
+class Stack:
+    """The shared emulators, held for the whole benchmark; one runtime per measurement."""
+
+    def __init__(self) -> None:
+        self._services: services.Services | None = None
+        self._runtimes = 0
+        self.startup_seconds = 0.0
+
+    def __enter__(self) -> Stack:
+        t0 = time.monotonic()
+        self._services = services.acquire()
+        self.startup_seconds = time.monotonic() - t0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._services is not None:
+            services.release(self._services)
+            self._services = None
+
+    @property
+    def services(self) -> services.Services:
+        assert self._services is not None, "the stack is not started"
+        return self._services
+
+    def runtime(self, name: str, **options: Any) -> LocalRuntime:
+        """A runtime on a project of its own (``bench-{name}-{n}``); start it with ``with``.
+
+        Never reuse a project: a second runtime on a project whose earlier runtime stopped gets
+        some Pub/Sub messages only after the 60 s ack deadline (the emulator still serves the
+        closed subscriber's stream)."""
+        self._runtimes += 1
+        return LocalRuntime(project=f"bench-{name}-{self._runtimes}", **options)
+
+    def cpu(self) -> CpuMeter:
+        return CpuMeter(self.services.firestore.port, self.services.pubsub.port).start()
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    cpu = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    mem_gib = None
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        first = Path("/proc/meminfo").read_text().splitlines()[0]
+        mem_gib = round(int(first.split()[1]) / 1024**2, 1)
+    load = None
+    with contextlib.suppress(OSError):
+        load = [round(x, 2) for x in os.getloadavg()]
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memoryGiB": mem_gib,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "loadAverageAtStart": load,
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
