@@ -159,7 +159,7 @@ def run(turn: Turn) -> str:
     """Take the turn; returns what happened (logged, and used by tests)."""
     scene = _load(turn)
     if isinstance(scene, str):
-        return scene
+        return _pass_on(turn, scene)  # e.g. it left since the fan-out: the next one may answer
     room, stage, agent, participant = scene.room, scene.stage, scene.agent, scene.participant
     history = messages.history(room)
     public = readiness.chat_state(room, history)
@@ -168,14 +168,15 @@ def run(turn: Turn) -> str:
             return "time-up+" + readiness.participant_ready(room, stage, participant)
         return "time-up"
     if participant is not None and readiness.conversation_over(stage, participant, history):
-        return "over+" + readiness.participant_ready(room, stage, participant)
+        return _pass_on(turn, "over+" + readiness.participant_ready(room, stage, participant))
     why_not = gates.refusal(agent, history, opening=turn.is_opening, may_follow_itself=turn.nudge)
     if why_not is None and not turn.is_opening and gates.moved_on(history, turn.trigger_chat_id):
         why_not = "moved-on"
     if participant is not None and history and (turn.readiness_only or why_not == "max-responses"):
         if scene.turn_based and why_not:
             _skip_silently(scene, public)
-        return _readiness_only(scene, participant)
+        outcome = _readiness_only(scene, participant)
+        return outcome if turn.readiness_only else _pass_on(turn, f"{why_not}+{outcome}")
     if turn.readiness_only:
         return "nothing-to-end"
     if scene.turn_based and public.get("currentTurnParticipantId") != agent.public_id:

@@ -133,6 +133,7 @@ def _chat_output(*fields):
 
 CHAT_OUTPUT = _chat_output("explanation", "shouldRespond", "response", "readyToEndChat")
 NEVER_READY = _chat_output("explanation", "shouldRespond", "response")
+ALWAYS_SPEAKS = _chat_output("explanation", "response", "readyToEndChat")
 
 
 def persona_prompt(

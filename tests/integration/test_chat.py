@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from chat_docs import (
+    ALWAYS_SPEAKS,
     NOT_ELECTIONS,
     all_done,
     chat_experiment,
@@ -19,6 +20,8 @@ from chat_docs import (
 from experiment_state import doc, errors, model_logs, participant, settle
 from raw_docs import agent
 
+from functions.chat import turn
+from functions.chat.turn_request import Turn
 from functions.chat.watchdog import IDLE_ENV
 from shared.models import ParticipantStatus
 
@@ -80,6 +83,36 @@ def test_twenty_agents_racing_one_reply_per_message(runtime, db):
     assert replies["participant"] >= 3  # a real race happened
     per_sender = Counter(m["senderId"] for m in messages if m["type"] == "participant")
     assert max(per_sender.values()) <= 2  # maxResponses, the opening included
+
+
+def test_claim_passes_a_message_on_when_the_first_in_order_has_left(runtime, db):
+    """The claim order is fixed at fan-out; an agent gone by its turn passes the message on."""
+    e = chat_experiment(db, mediator=False, electionPolicy="claim")
+    config = persona_prompt(db, e, max_responses=5)
+    db.document(f"experiments/{e}/agentParticipants/talker/prompts/chat").update(
+        {"structuredOutputConfig": ALWAYS_SPEAKS}
+    )
+    gone = agent(db, e, "end", number=0, agentConfig=config, currentStatus="SUCCESS")
+    chats = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/chats"
+    db.document(f"{chats}/h1").set(
+        {
+            "id": "h1",
+            "type": "participant",
+            "message": "Which project first?",
+            "senderId": "human-1",
+            "timestamp": datetime.now(UTC),
+            "profile": {"name": "Hu"},
+        }
+    )
+    runtime.wait_until_idle(timeout=60)  # nobody was there to answer
+    here = agent(db, e, "chat", number=1, agentConfig=config)
+    runtime.wait_until_idle(timeout=60)
+    assert "h1-participant" not in trigger_logs(db, e)
+    outcome = turn.run(Turn(e, "cohort-a", "chat", "h1", "participant", gone, order=(gone, here)))
+    runtime.wait_until_idle(timeout=60)
+    assert outcome == "not-at-stage"
+    assert trigger_logs(db, e)["h1-participant"]["privateId"] == here
+    assert any(m["senderId"] == "agent-1" for m in chat_messages(db, e))
 
 
 def test_claim_policy_costs_about_one_call_per_message(runtime, db):
