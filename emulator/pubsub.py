@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 import threading
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -28,8 +29,8 @@ log = logging.getLogger(__name__)
 EVENT_TYPE = PubSubTrigger.event_type
 
 
-def subscription_id(function: str) -> str:
-    return f"{function}-local"
+def subscription_id(function: str, instance: str) -> str:
+    return f"{function}-local-{instance}"
 
 
 def topic_of(spec: FunctionSpec) -> str:
@@ -78,6 +79,11 @@ class PubSubBridge:
         self._acked: set[tuple[str, str]] = set()
         self._futures: list[Any] = []
         self._subscriber: pubsub_v1.SubscriberClient | None = None
+        self._instance = uuid.uuid4().hex[:8]
+        """Subscriptions are this runtime's own: the emulator goes on serving a stopped
+        runtime's closed stream on a shared one, and messages it sends there come back only
+        after the ack deadline (minutes late, for a runtime restarted on the same project)."""
+        self._subscriptions: list[str] = []
 
     def start(self) -> None:
         """Create topics and subscriptions (idempotent), start pulling; needs the emulator env."""
@@ -88,11 +94,11 @@ class PubSubBridge:
                 publisher.create_topic(name=publisher.topic_path(self.project, topic))
         for spec in self._specs:
             topic = publisher.topic_path(self.project, self._topic_of[spec.name])
-            name = self._subscriber.subscription_path(self.project, subscription_id(spec.name))
-            with contextlib.suppress(gexc.AlreadyExists):
-                self._subscriber.create_subscription(
-                    name=name, topic=topic, ack_deadline_seconds=60
-                )
+            name = self._subscriber.subscription_path(
+                self.project, subscription_id(spec.name, self._instance)
+            )
+            self._subscriber.create_subscription(name=name, topic=topic, ack_deadline_seconds=60)
+            self._subscriptions.append(name)
             self._futures.append(self._subscriber.subscribe(name, self._callback(spec, name)))
         function_pubsub.add_observer(self._published)
 
@@ -105,6 +111,10 @@ class PubSubBridge:
                 future.result(timeout=5)
         self._futures.clear()
         if self._subscriber is not None:
+            for name in self._subscriptions:
+                with contextlib.suppress(gexc.GoogleAPICallError):
+                    self._subscriber.delete_subscription(subscription=name)
+            self._subscriptions.clear()
             self._subscriber.close()
             self._subscriber = None
 

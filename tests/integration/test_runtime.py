@@ -226,3 +226,15 @@ def test_chaos_mode_duplicates_every_event_and_retries_retry_enabled_functions()
     assert {r.event_id for r in flaky} == {message_id}
     assert max(r.attempt for r in flaky) >= 2  # the runtime retried, not only Pub/Sub
     assert counts["retried"] >= 2 and counts["duplicated"] >= 5
+
+
+def test_a_runtime_restarted_on_the_same_project_gets_every_message_at_once() -> None:
+    for round_ in range(3):
+        with LocalRuntime(
+            project="demo-probe-restart", registry=probe.PROBE_REGISTRY, source=PROBE_SOURCE
+        ) as again:
+            probe.clear()
+            for i in range(10):
+                pubsub.publish(probe.TOPIC, {"round": round_, "i": i})
+            again.wait_until_idle(timeout=20)  # a message on a stale stream takes 60 s
+            assert len(probe.calls_of("message")) == 10
