@@ -33,7 +33,7 @@ def fan_out(experiment_id: str, cohort_id: str, stage: ChatStage, message: ChatM
         "participant": agents.participants_at(experiment_id, cohort_id, stage.id),
         "mediator": agents.mediators_of(experiment_id, cohort_id, stage),
     }
-    published = 0
+    turns = []
     for agent_type, ids in groups.items():
         if not ids:
             continue
@@ -43,12 +43,12 @@ def fan_out(experiment_id: str, cohort_id: str, stage: ChatStage, message: ChatM
             targets, order_t = [order[0]], tuple(order)
         else:
             targets, order_t = ids, ()
-        for agent_id in targets:
-            publish(
-                Turn(experiment_id, cohort_id, stage.id, message.id, agent_type, agent_id, order_t)
-            )
-            published += 1
-    return published
+        turns += [
+            Turn(experiment_id, cohort_id, stage.id, message.id, agent_type, agent_id, order_t)
+            for agent_id in targets
+        ]
+    publish(*turns)
+    return len(turns)
 
 
 def _turn_based(room: Room, stage: ChatStage, message: ChatMessage) -> int:
@@ -72,8 +72,7 @@ def _turn_based(room: Room, stage: ChatStage, message: ChatMessage) -> int:
         for s in passed
         if s.kind == "participant"
     ]
-    for turn in turns:
-        publish(turn)
+    publish(*turns)
     return len(turns)
 
 
@@ -115,8 +114,7 @@ def fan_out_private(room: Room, stage: PrivateChatStage, message: ChatMessage) -
     if not declined and not mediators and message.sender_id == participant.public_id:
         error = messages.system_message(NO_MEDIATORS, message.discussion_id, isError=True)
         messages.write(room, error)
-    for turn in turns:
-        publish(turn)
+    publish(*turns)
     return len(turns)
 
 
@@ -145,8 +143,8 @@ def request_openings(
         seats = [("mediator", m) for m in agents.mediators_of(experiment_id, cohort_id, stage)]
         if participant.is_agent:
             seats.append(("participant", participant.private_id))
-    for kind, agent_id in seats:
-        publish(
+    publish(
+        *(
             Turn(
                 experiment_id,
                 cohort_id,
@@ -156,7 +154,9 @@ def request_openings(
                 agent_id,
                 participant_id=room.participant_id,
             )
+            for kind, agent_id in seats
         )
+    )
     return len(seats)
 
 

@@ -79,5 +79,7 @@ class Turn:
         return f"{self.trigger_chat_id}-{self.agent_type}"
 
 
-def publish(turn: Turn) -> None:
-    pubsub.publish(AGENT_TURN_TOPIC, turn.to_json())
+def publish(*turns: Turn) -> None:
+    """Publish the turns together (awaited): each one is its agent's own invocation."""
+    if turns:
+        pubsub.publish_all(AGENT_TURN_TOPIC, [turn.to_json() for turn in turns])

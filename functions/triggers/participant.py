@@ -14,7 +14,7 @@ def _advance(event: FirestoreEvent) -> None:
     try:
         advance_agent(experiment_id, participant_id)
     except ProviderUnavailable as error:
-        publish_wake(experiment_id, participant_id, f"retry: {error}")
+        publish_wake(experiment_id, f"retry: {error}", participant_id)
 
 
 def on_participant_created(event: FirestoreEvent) -> None:

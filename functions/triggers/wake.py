@@ -31,18 +31,24 @@ def wake_agents(experiment_id: str, reason: str, **where: str) -> int:
     query: Any = store.participants(experiment_id)
     for field, value in where.items():  # field paths may contain dots
         query = query.where(filter=firestore.FieldFilter(field, "==", value))
-    woken = 0
-    for snap in query.get():
-        data = snap.to_dict()
-        if data.get("agentConfig") and data.get("currentStatus", "IN_PROGRESS") in _WAKEABLE:
-            publish_wake(experiment_id, snap.id, reason)
-            woken += 1
-    return woken
+    woken = [
+        snap.id
+        for snap in query.get()
+        if (data := snap.to_dict()).get("agentConfig")
+        and data.get("currentStatus", "IN_PROGRESS") in _WAKEABLE
+    ]
+    publish_wake(experiment_id, reason, *woken)
+    return len(woken)
 
 
-def publish_wake(experiment_id: str, participant_id: str, reason: str) -> None:
-    payload = {"experimentId": experiment_id, "participantId": participant_id, "reason": reason}
-    pubsub.publish(AGENT_WAKE_TOPIC, payload)
+def publish_wake(experiment_id: str, reason: str, *participant_ids: str) -> None:
+    """One wake message per participant, published together."""
+    payloads = [
+        {"experimentId": experiment_id, "participantId": p, "reason": reason}
+        for p in participant_ids
+    ]
+    if payloads:
+        pubsub.publish_all(AGENT_WAKE_TOPIC, payloads)
 
 
 def wake_blocked(event: FirestoreEvent) -> int:
