@@ -5,7 +5,8 @@ default, rendered over the documents it refers to."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 from functions import store
 from functions.agents import cohort_lock
@@ -33,6 +34,9 @@ from shared.prompts import (
     schema_to_json_schema,
 )
 from shared.stages import ANSWER_SPECS, AnswerContext, Peer
+
+T = TypeVar("T")
+V = TypeVar("V")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +84,40 @@ def _stages(experiment: Experiment, current: StageConfig) -> dict[str, StageConf
     return {sid: by_id[sid] for sid in experiment.stage_ids if sid in by_id}
 
 
+class _Loaded(Generic[T]):
+    """Reads its documents on first use: a prompt renders only some of what it could show, and
+    reading every member's profile and every public answer for each move made a 100-agent
+    cohort's moves cost O(N) reads each."""
+
+    def __init__(self, load: Callable[[], T]) -> None:
+        self._load: Callable[[], T] | None = load
+        self._value: T | None = None
+
+    def _get(self) -> T:
+        if self._load is not None:
+            self._value, self._load = self._load(), None
+        return self._value  # type: ignore[return-value]
+
+
+class LazyMapping(_Loaded[Mapping[str, V]], Mapping[str, V]):
+    def __getitem__(self, key: str) -> V:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+
+class LazySequence(_Loaded[Sequence[V]], Sequence[V]):
+    def __getitem__(self, index: Any) -> Any:
+        return self._get()[index]
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+
 def _documents(path: str) -> dict[str, dict[str, Any]]:
     return {snap.id: snap.to_dict() for snap in store.db().collection(path).get()}
 
@@ -124,30 +162,28 @@ def build_context(
     cohort: CohortConfig,
     agent: ParticipantProfile | MediatorProfile,
     stage: StageConfig,
-    members: list[ParticipantProfile] | None = None,
+    members: Sequence[ParticipantProfile] | None = None,
     is_turn_based: bool = False,
     private_chat_of: str | None = None,
 ) -> PromptContext:
     """The documents a prompt refers to. A mediator's own answers are none; it sees the chat,
     and in a private chat the conversation with ``private_chat_of``."""
+    e, c = experiment.id, cohort.id
     if members is None:
-        members = cohort_lock.cohort_members(experiment.id, cohort.id)
-    stages = _stages(experiment, stage)
-    answers = (
-        _documents(store.participant_path(experiment.id, agent.private_id) + "/stageData")
-        if isinstance(agent, ParticipantProfile)
-        else {}
-    )
+        members = LazySequence(lambda: cohort_lock.cohort_members(e, c))
+    stages = LazyMapping(lambda: _stages(experiment, stage))
+    own_answers = store.participant_path(e, agent.private_id) + "/stageData"
+    is_participant = isinstance(agent, ParticipantProfile)
     return PromptContext(
         experiment=experiment,
         cohort=cohort,
         agent=agent,
         stage=stage,
         stages=stages,
-        answers=answers,
-        public_data=_documents(store.cohort_path(experiment.id, cohort.id) + "/publicStageData"),
-        chat_messages=_chats(experiment.id, cohort.id, stages),
-        private_messages=_private_chats(experiment.id, cohort.id, agent, stages, private_chat_of),
+        answers=LazyMapping(lambda: _documents(own_answers) if is_participant else {}),
+        public_data=LazyMapping(lambda: _documents(store.cohort_path(e, c) + "/publicStageData")),
+        chat_messages=LazyMapping(lambda: _chats(e, c, stages)),
+        private_messages=LazyMapping(lambda: _private_chats(e, c, agent, stages, private_chat_of)),
         participants=members,
         is_turn_based=is_turn_based,
     )
@@ -171,11 +207,13 @@ def build_stage_prompt(
     stage: StageConfig,
 ) -> StagePrompt:
     config, config_path = prompt_config(experiment.id, participant, stage)
-    members = cohort_lock.cohort_members(experiment.id, cohort.id)
-    peers = tuple(
-        Peer(m.public_id, m.display_name)
-        for m in sorted(members, key=lambda m: m.public_id)
-        if m.private_id != participant.private_id and m.public_id
+    members = LazySequence(lambda: cohort_lock.cohort_members(experiment.id, cohort.id))
+    peers = LazySequence(
+        lambda: [
+            Peer(m.public_id, m.display_name)
+            for m in sorted(members, key=lambda m: m.public_id)
+            if m.private_id != participant.private_id and m.public_id
+        ]
     )
     answer_context = AnswerContext(participant=participant, peers=peers)
     ctx = build_context(experiment, cohort, participant, stage, members)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -32,7 +33,7 @@ class Peer:
 @dataclasses.dataclass(frozen=True)
 class AnswerContext:
     participant: ParticipantProfile
-    peers: tuple[Peer, ...] = ()
+    peers: Sequence[Peer] = ()
     """Other active participants of the cohort, for stages about participants."""
 
 
