@@ -22,7 +22,7 @@ up: $(STAMP)  ## start the emulators and the runtime until Ctrl-C
 test: $(STAMP)  ## the whole test suite (starts the emulators itself)
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)  ## the benchmark (not part of the tests): about 8 minutes, writes bench/results.json
+bench: $(STAMP)  ## the benchmark (not part of the tests): about 10 minutes, writes bench/results.json
 	$(BIN)/python -m bench $(ARGS)
 
 lint: $(STAMP)

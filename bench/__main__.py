@@ -1,6 +1,6 @@
 """``python -m bench``: run the benchmark, print progress and a summary, write the JSON.
 
-python -m bench                   # full run (about 8 minutes on 2 cores)
+python -m bench                   # full run (about 10 minutes on 2 cores)
 python -m bench --quick           # small sizes, for development (about 1 minute)
 python -m bench --only election   # one section (repeatable)
 python -m bench.report            # the summary of the last saved run again
@@ -39,7 +39,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _sizes(quick: bool) -> dict[str, Any]:
-    """How much each section does; the full sizes keep the run under 10 minutes on 2 cores.
+    """How much each section does; the full sizes take about 10 minutes on 2 cores.
 
     Transitions: (agents, workers or None for --workers, profiled). Election fake-provider
     runs: (agents, policy, workers, messages); race there uses one worker per agent, as
@@ -69,7 +69,7 @@ def _sizes(quick: bool) -> dict[str, Any]:
         },
         "election": {
             "agents": (3, 10, 30, 100),
-            "messages": {"race": 15, "claim": 150},
+            "messages": {"race": 15, "claim": 300},
             "fake": [(30, "race", 32, 10), (30, "claim", 32, 30), (100, "race", 100, 5)],
         },
     }
