@@ -117,6 +117,33 @@ def check_single_responders(db, e, private_of="", stage_id="chat", cohort="cohor
     return messages
 
 
+def check_no_message_twice(db, e, stage_id="chat", cohort="cohort-a"):
+    """No message twice, in a chat of agents only: each message has one response slot, and all
+    but the agent's opening were elected as the one reply of its type to the message they
+    answer. (Comparing texts would not do: the scripted model repeats itself now and then.)"""
+    messages = check_single_responders(db, e, stage_id=stage_id, cohort=cohort)
+    logs = trigger_logs(db, e, stage_id=stage_id, cohort=cohort)
+    slots = Counter(log["messageId"] for i, log in logs.items() if i.startswith("quota-"))
+    elected = Counter(
+        log["messageId"]
+        for i, log in logs.items()
+        if "messageId" in log and not i.startswith("quota-")
+    )
+    slot_of = {log["messageId"]: log for i, log in logs.items() if i.startswith("quota-")}
+    unelected = Counter()
+    for m in messages:
+        if m["type"] == "system":
+            continue
+        assert slots[m["id"]] == 1, m
+        assert elected[m["id"]] <= 1, m
+        if not elected[m["id"]]:  # an opening message: its lock was taken, once per agent
+            responder = slot_of[m["id"]]
+            assert f"initial-{responder['agentType']}-{responder['privateId']}" in logs, m
+            unelected[m["senderId"]] += 1
+    assert all(n == 1 for n in unelected.values()), unelected
+    return messages
+
+
 def _chat_output(*fields):
     """A chat structured output config with these BOOLEAN/STRING fields (DL's shape)."""
     kinds = {"shouldRespond": "BOOLEAN", "readyToEndChat": "BOOLEAN"}

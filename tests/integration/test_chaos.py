@@ -14,7 +14,7 @@ import threading
 from collections import Counter, defaultdict
 
 import pytest
-from chat_docs import check_single_responders, trigger_logs
+from chat_docs import check_no_message_twice
 from experiment_state import ANSWER_MODELS, doc, errors, participants, settle, template
 
 from emulator.chaos import ChaosSettings
@@ -88,34 +88,6 @@ def _check_answers(db, e, audit, agents, stages, recorded):
             assert audit.answer_writes[path] == 1, path
 
 
-def _check_chat(db, e, stage_id, cohort):
-    """No message twice: each agent message has one response slot, and all but its opening
-    were elected as the one reply of its type to the message it answers."""
-    messages = check_single_responders(db, e, stage_id=stage_id, cohort=cohort)
-    logs = trigger_logs(db, e, stage_id=stage_id, cohort=cohort)
-    slots = Counter(log["messageId"] for i, log in logs.items() if i.startswith("quota-"))
-    elected = Counter(
-        log["messageId"]
-        for i, log in logs.items()
-        if "messageId" in log and not i.startswith("quota-")
-    )
-    slot_of = {log["messageId"]: log for i, log in logs.items() if i.startswith("quota-")}
-    unelected = Counter()
-    for m in messages:
-        if m["type"] == UserType.SYSTEM:
-            continue
-        assert slots[m["id"]] == 1, m
-        assert elected[m["id"]] <= 1, m
-        if not elected[m["id"]]:  # an opening message: its lock was taken, once per agent
-            responder = slot_of[m["id"]]
-            assert f"initial-{responder['agentType']}-{responder['privateId']}" in logs, m
-            unelected[m["senderId"]] += 1
-    assert all(n == 1 for n in unelected.values()), unelected
-    left = Counter(m["leftChatBy"] for m in messages if m.get("leftChatBy"))
-    assert all(n == 1 for n in left.values()), left
-    return messages
-
-
 def test_demo_experiment_under_chaos(runtime, db, monkeypatch):
     monkeypatch.setenv(IDLE_ENV, "0")  # each watchdog tick stands for time passing
     settings = ChaosSettings.from_env(duplicate_rate=0.5, fault_rate=0.15, seed=11)
@@ -137,7 +109,9 @@ def test_demo_experiment_under_chaos(runtime, db, monkeypatch):
     assert all(any(why in r.reason for why in INJECTED) for r in recorded), recorded
     _check_answers(db, e, audit, agents, stages, recorded)
     chat = next(s.id for s in stages if s.kind == "chat")
-    messages = _check_chat(db, e, chat, result.cohort_id)
+    messages = check_no_message_twice(db, e, chat, result.cohort_id)
+    left = Counter(m["leftChatBy"] for m in messages if m.get("leftChatBy"))
+    assert all(n == 1 for n in left.values()), left
     kinds = {m["type"] for m in messages if m["type"] != UserType.SYSTEM}
     assert kinds == {"participant", "mediator"}, kinds  # a group chat with a mediator
 
