@@ -129,6 +129,8 @@ class ChaosRun:
             **{f"fault:{kind}": n for kind, n in sorted(self.faults.injected.items())},
         }
 
+    def injected(self) -> str:
+        return ", ".join(f"{k} {v}" for k, v in self.counts().items())
+
     def describe(self) -> str:
-        done = ", ".join(f"{k} {v}" for k, v in self.counts().items())
-        return f"chaos ({self.policy.settings.describe()}): {done or 'nothing injected yet'}"
+        return f"chaos ({self.policy.settings.describe()}): {self.injected()}"

@@ -130,10 +130,6 @@ def summary(
     }
 
 
-def _counts(counts: dict[str, int]) -> str:
-    return ", ".join(f"{name} {n}" for name, n in counts.items()) or "nothing"
-
-
 def print_summary(s: dict[str, Any]) -> None:
     print("\nSummary")
     print(f"  agents               {s['agents']} ({s['succeeded']} reached SUCCESS)")
@@ -209,7 +205,7 @@ def run(
         )
         print_summary(stats)
         if runtime.chaos_run is not None:
-            print(f"  chaos injected       {_counts(runtime.chaos_run.counts())}")
+            print(f"  chaos injected       {runtime.chaos_run.injected()}")
     print("Stopped the emulators and the runtime.")
     # under chaos, errors from the injected model faults are expected (and printed)
     clean = chaos is not None or not stats["errors"]

@@ -81,5 +81,4 @@ class Turn:
 
 def publish(*turns: Turn) -> None:
     """Publish the turns together (awaited): each one is its agent's own invocation."""
-    if turns:
-        pubsub.publish_all(AGENT_TURN_TOPIC, [turn.to_json() for turn in turns])
+    pubsub.publish_all(AGENT_TURN_TOPIC, [turn.to_json() for turn in turns])

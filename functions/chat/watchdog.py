@@ -96,7 +96,7 @@ def _wake_idle_agents() -> int:
     """Agent participants at a chat where nothing happened for a while are asked (readiness
     only, no message) whether they are ready to end; in a private chat they get a turn that
     may follow their own message (to go on, or end). Nobody is left waiting forever."""
-    woken, cache, nonce = 0, {}, uuid.uuid4().hex[:12]
+    turns, cache, nonce = [], {}, uuid.uuid4().hex[:12]
     cutoff = now() - idle_after()
     query = (
         store.db()
@@ -124,7 +124,7 @@ def _wake_idle_agents() -> int:
         if last is None or last > cutoff:
             continue
         trigger = history[-1].id if history else ""
-        publish(
+        turns.append(
             Turn(
                 e,
                 cohort_id,
@@ -138,5 +138,5 @@ def _wake_idle_agents() -> int:
                 nudge=private,
             )
         )
-        woken += 1
-    return woken
+    publish(*turns)
+    return len(turns)

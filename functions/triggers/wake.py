@@ -47,8 +47,7 @@ def publish_wake(experiment_id: str, reason: str, *participant_ids: str) -> None
         {"experimentId": experiment_id, "participantId": p, "reason": reason}
         for p in participant_ids
     ]
-    if payloads:
-        pubsub.publish_all(AGENT_WAKE_TOPIC, payloads)
+    pubsub.publish_all(AGENT_WAKE_TOPIC, payloads)
 
 
 def wake_blocked(event: FirestoreEvent) -> int:
