@@ -12,7 +12,7 @@ import functions_framework
 
 from functions import _events
 from functions.deadline import running_for
-from functions.errors import record_error
+from functions.errors import invoked_as, record_error
 from functions.registry import FirestoreTrigger, FunctionSpec
 from shared.models import DocumentError
 
@@ -38,7 +38,7 @@ def dispatch(spec: FunctionSpec, cloud_event: Any) -> None:
     else:
         event = _events.pubsub_event(cloud_event)
     try:
-        with running_for(spec.timeout_s):
+        with running_for(spec.timeout_s), invoked_as(spec.name):
             _handler(spec.handler)(event)
     except DocumentError as error:
         record_error(spec.name, error, event_id=event.id)

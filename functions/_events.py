@@ -10,11 +10,15 @@ import base64
 import dataclasses
 import json
 from datetime import UTC
-from typing import Any
+from typing import Any, TypeVar
 
 from google.events.cloud.firestore import DocumentEventData
+from pydantic import BaseModel
 
 from shared import paths
+from shared.models import DocumentError, parse_document
+
+M = TypeVar("M", bound=BaseModel)
 
 _DOCUMENTS_MARKER = "/documents/"
 
@@ -50,6 +54,21 @@ class PubSubEvent:
 
     def json(self) -> Any:
         return json.loads(self.data.decode("utf-8"))
+
+    @property
+    def path(self) -> str:
+        """Where an error record says the message came from."""
+        return f"pubsub/{self.topic}/{self.id}"
+
+    def message(self, model: type[M]) -> M:
+        """The payload as ``model``; DocumentError names the missing or malformed field."""
+        try:
+            data = self.json()
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise DocumentError(self.path, "(message)", f"not JSON: {error}") from None
+        if not isinstance(data, dict):
+            raise DocumentError(self.path, "(message)", "not a JSON object")
+        return parse_document(model, self.path, data)
 
 
 def _value(value: Any) -> Any:

@@ -7,8 +7,11 @@ new ones.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import logging
+from collections.abc import Iterator
 
 from google.api_core import exceptions as gexc
 from google.cloud import firestore
@@ -18,6 +21,22 @@ from shared import paths
 from shared.models import DocumentError, ErrorRecord, now
 
 log = logging.getLogger(__name__)
+
+_function: contextvars.ContextVar[str] = contextvars.ContextVar("function", default="backend")
+
+
+@contextlib.contextmanager
+def invoked_as(function: str) -> Iterator[None]:
+    """Name the running function, so code deep in a call can file an error under it."""
+    token = _function.set(function)
+    try:
+        yield
+    finally:
+        _function.reset(token)
+
+
+def current_function() -> str:
+    return _function.get()
 
 
 def error_id(error: DocumentError) -> str:

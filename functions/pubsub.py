@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from typing import Any
 
-from google.cloud import pubsub_v1
-
-from functions import store
+from functions import clients
 
 PublishObserver = Callable[[str, str], None]
 """Called with (topic, message id) after each publish; the local runtime counts cascades with it."""
@@ -26,17 +23,8 @@ def remove_observer(observer: PublishObserver) -> None:
         _observers.remove(observer)
 
 
-@functools.cache
-def _publisher() -> pubsub_v1.PublisherClient:
-    return pubsub_v1.PublisherClient()
-
-
-def reset_publisher() -> None:
-    _publisher.cache_clear()
-
-
 def topic_path(topic: str) -> str:
-    return f"projects/{store.project_id()}/topics/{topic}"
+    return f"projects/{clients.project_id()}/topics/{topic}"
 
 
 def publish(topic: str, payload: Any, **attributes: str) -> str:
@@ -52,7 +40,9 @@ def publish_all(topic: str, payloads: list[Any], **attributes: str) -> list[str]
         return []
     path = topic_path(topic)
     futures = [
-        _publisher().publish(path, json.dumps(p, separators=(",", ":")).encode(), **attributes)
+        clients.publisher().publish(
+            path, json.dumps(p, separators=(",", ":")).encode(), **attributes
+        )
         for p in payloads
     ]
     message_ids = [future.result(timeout=60) for future in futures]

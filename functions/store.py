@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-import os
 from typing import Any, TypeVar
 
 from google.cloud import firestore
 from pydantic import BaseModel
 
+from functions.clients import db, project_id
+from functions.clients import reset as reset_clients
 from shared import paths
 from shared.models import (
     CohortConfig,
@@ -29,22 +29,7 @@ _ID_FIELDS = {
 }
 
 
-def project_id() -> str | None:
-    return os.environ.get("GOOGLE_CLOUD_PROJECT") or os.environ.get("GCLOUD_PROJECT")
-
-
-@functools.cache
-def db() -> firestore.Client:
-    return firestore.Client(project=project_id())
-
-
-def reset_clients() -> None:
-    """Forget cached clients, for a process whose emulator hosts or project change (the local
-    runtime); deployed functions never need it."""
-    from functions import pubsub
-
-    db.cache_clear()
-    pubsub.reset_publisher()
+__all__ = ["db", "project_id", "reset_clients"]  # the clients, re-exported for callers
 
 
 def ref(path: str) -> firestore.DocumentReference:

@@ -19,9 +19,9 @@ from typing import Any
 
 from google.cloud import firestore
 
-from functions.agents.cohort_lock import initial_unlock_map
 from shared import paths
 from shared.models import AgentModelSettings, ApiType
+from shared.stages.unlock import initial_unlock_map
 from shared.templates import (
     TemplateError,
     agent_participant_document,

@@ -6,16 +6,17 @@ from typing import Any
 
 from google.cloud import firestore
 from google.cloud.firestore_v1.field_path import FieldPath
-from pydantic import ValidationError
 
-from functions import store
+from functions import documents, store
 from shared.models import (
     ACTIVE_STATUSES,
     CohortConfig,
+    ConversationStage,
     ParticipantProfile,
     ParticipantStatus,
-    StageConfig,
+    parse_document,
 )
+from shared.stages.unlock import stage_ready
 
 
 def cohort_members(
@@ -33,34 +34,15 @@ def cohort_members(
     )
     members: dict[str, ParticipantProfile] = {}
     for query in (active, incoming):
-        for snap in query.get(transaction=transaction):
-            try:
-                members[snap.id] = ParticipantProfile.model_validate(
-                    {"privateId": snap.id, **snap.to_dict()}
-                )
-            except ValidationError:
-                continue  # a malformed profile is reported by its own trigger
+        for member in documents.valid(
+            query.get(transaction=transaction), _parse_profile, id_field="privateId"
+        ):
+            members[member.private_id] = member
     return list(members.values())
 
 
-def stage_ready(stage: StageConfig, members: list[ParticipantProfile]) -> bool:
-    """Deliberate Lab's updateCohortStageUnlocked condition."""
-    progress = stage.progress
-    if progress.min_participants > len(members):
-        return False
-    ready = sum(
-        1
-        for m in members
-        if not (
-            m.current_stage_id == stage.id
-            and m.current_status == ParticipantStatus.TRANSFER_PENDING
-        )
-        and m.timestamps.start_experiment is not None
-        and stage.id in m.timestamps.ready_stages
-    )
-    if progress.wait_for_all_participants:
-        return ready >= len(members)
-    return ready >= progress.min_participants
+def _parse_profile(path: str, data: dict[str, Any]) -> ParticipantProfile:
+    return parse_document(ParticipantProfile, path, data)
 
 
 def unlock_if_ready(experiment_id: str, cohort_id: str, stage_id: str) -> bool:
@@ -84,10 +66,12 @@ def unlock_if_ready(experiment_id: str, cohort_id: str, stage_id: str) -> bool:
     return True
 
 
-def initial_unlock_map(stages: list[StageConfig]) -> dict[str, bool]:
-    """Stages open from the start: no minimum and no waiting for everyone."""
-    return {
-        s.id: True
-        for s in stages
-        if s.progress.min_participants == 0 and not s.progress.wait_for_all_participants
-    }
+def unlocked_chat_stage(
+    experiment_id: str, cohort_id: str, stage_id: str
+) -> ConversationStage | None:
+    """The stage, if it is a chat that is unlocked in the cohort."""
+    data = store.snapshot_data(store.cohort_path(experiment_id, cohort_id)) or {}
+    if not (data.get("stageUnlockMap") or {}).get(stage_id):
+        return None
+    stage = store.read_stage(experiment_id, stage_id)
+    return stage if isinstance(stage, ConversationStage) else None

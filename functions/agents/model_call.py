@@ -21,7 +21,14 @@ from shared.llm import Message, ModelError, ModelReply, ModelRequest, client_for
 from shared.llm.credentials import credentials_for
 from shared.llm.json_output import check_schema, parse_json_reply
 from shared.llm.retry import remaining, retrying
-from shared.models import ModelLogEntry, ModelResponse, ParticipantProfile, TokenUsage, now
+from shared.models import (
+    MediatorProfile,
+    ModelLogEntry,
+    ModelResponse,
+    ParticipantProfile,
+    TokenUsage,
+    now,
+)
 from shared.prompts import corrective_turn
 from shared.stages import AnswerValidationError
 
@@ -34,7 +41,8 @@ class CallSite:
     """Who asks, where: what a log entry is filed under."""
 
     experiment_id: str
-    participant: ParticipantProfile
+    participant: ParticipantProfile | MediatorProfile
+    """The agent that asks (a participant, or a mediator in a chat)."""
     stage_id: str
     description: str
 

@@ -8,12 +8,12 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from functions import store
+from functions import documents, rooms, store
 from functions.agents import cohort_lock
-from functions.chat import messages as chat_messages
-from functions.chat.room import Room
+from functions.rooms import Room
 from shared import paths
 from shared.models import (
+    ChatMessage,
     CohortConfig,
     DocumentError,
     Experiment,
@@ -74,12 +74,7 @@ def _stages(experiment: Experiment, current: StageConfig) -> dict[str, StageConf
     """The experiment's stages in order; a broken stage other than the current one is left out
     (its own error is recorded when an agent reaches it)."""
     col = store.db().collection(paths.collection_of(paths.STAGE, experimentId=experiment.id))
-    by_id: dict[str, StageConfig] = {}
-    for snap in col.get():
-        try:
-            by_id[snap.id] = parse_stage(snap.reference.path, {"id": snap.id, **snap.to_dict()})
-        except DocumentError:
-            continue
+    by_id = {stage.id: stage for stage in documents.valid(col.get(), parse_stage)}
     by_id[current.id] = current
     return {sid: by_id[sid] for sid in experiment.stage_ids if sid in by_id}
 
@@ -119,16 +114,16 @@ class LazySequence(_Loaded[Sequence[V]], Sequence[V]):
 
 
 def _documents(path: str) -> dict[str, dict[str, Any]]:
-    return {snap.id: snap.to_dict() for snap in store.db().collection(path).get()}
+    return {snap.id: snap.to_dict() or {} for snap in store.db().collection(path).get()}
 
 
 def _chats(
-    experiment_id: str, cohort_id: str, stages: dict[str, StageConfig], participant_id: str = ""
-) -> dict:
+    experiment_id: str, cohort_id: str, stages: Mapping[str, StageConfig], participant_id: str = ""
+) -> dict[str, list[ChatMessage]]:
     """Group chats (no ``participant_id``), or that participant's private chats."""
     kind = StageKind.PRIVATE_CHAT if participant_id else StageKind.CHAT
     return {
-        stage_id: chat_messages.history(Room(experiment_id, cohort_id, stage_id, participant_id))
+        stage_id: rooms.history(Room(experiment_id, cohort_id, stage_id, participant_id))
         for stage_id, stage in stages.items()
         if stage.kind == kind
     }
@@ -138,9 +133,9 @@ def _private_chats(
     experiment_id: str,
     cohort_id: str,
     agent: ParticipantProfile | MediatorProfile,
-    stages: dict[str, StageConfig],
+    stages: Mapping[str, StageConfig],
     partner: str | None,
-) -> dict:
+) -> dict[str, list[ChatMessage]]:
     owner = partner or (agent.private_id if isinstance(agent, ParticipantProfile) else "")
     return _chats(experiment_id, cohort_id, stages, owner) if owner else {}
 

@@ -4,12 +4,11 @@ that have a prompt for it; and each one's chat prompt config."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Any, Literal
 
 from google.cloud import firestore
-from pydantic import ValidationError
 
-from functions import store
+from functions import documents, store
 from shared import paths
 from shared.models import (
     AgentChatSettings,
@@ -50,7 +49,9 @@ def mediator_path(experiment_id: str, mediator_id: str) -> str:
     return paths.build(paths.MEDIATOR, experimentId=experiment_id, mediatorId=mediator_id)
 
 
-def _prompt_doc(pattern: str, experiment_id: str, persona_id: str, stage: StageConfig):
+def _prompt_doc(
+    pattern: str, experiment_id: str, persona_id: str, stage: StageConfig
+) -> tuple[PromptConfig | None, str | None]:
     if not persona_id:
         return None, None
     path = paths.build(pattern, experimentId=experiment_id, personaId=persona_id, stageId=stage.id)
@@ -109,12 +110,12 @@ def mediators_of(experiment_id: str, cohort_id: str, stage: StageConfig) -> list
         filter=firestore.FieldFilter("currentStatus", "==", MediatorStatus.ACTIVE.value)
     )
     ids = []
-    for snap in query.get():
-        try:
-            mediator = MediatorProfile.model_validate({"privateId": snap.id, **snap.to_dict()})
-        except ValidationError:
-            continue
+    for mediator in documents.valid(query.get(), _parse_mediator, id_field="privateId"):
         persona = mediator.agent_config.agent_id if mediator.agent_config else ""
         if _prompt_doc(paths.AGENT_MEDIATOR_PROMPT, experiment_id, persona, stage)[0] is not None:
-            ids.append(snap.id)
+            ids.append(mediator.private_id)
     return sorted(ids)
+
+
+def _parse_mediator(path: str, data: dict[str, Any]) -> MediatorProfile:
+    return parse_document(MediatorProfile, path, data)

@@ -6,8 +6,8 @@ import random
 
 from functions import store
 from functions.chat import agents, messages, turn_order
-from functions.chat.room import Room
-from functions.chat.turn_request import Turn, publish
+from functions.rooms import Room
+from functions.wire import AgentTurn, publish_turns
 from shared.models import (
     ChatMessage,
     ChatStage,
@@ -35,20 +35,28 @@ def fan_out(experiment_id: str, cohort_id: str, stage: ChatStage, message: ChatM
     }
     turns = []
     for agent_type, ids in groups.items():
-        if not ids:
-            continue
-        if stage.election_policy == "claim":
-            order = list(ids)
-            random.Random(message.id).shuffle(order)
-            targets, order_t = [order[0]], tuple(order)
-        else:
-            targets, order_t = ids, ()
-        turns += [
-            Turn(experiment_id, cohort_id, stage.id, message.id, agent_type, agent_id, order_t)
-            for agent_id in targets
-        ]
-    publish(*turns)
+        turns += _turns_for(room, stage, message, agent_type, ids)
+    publish_turns(*turns)
     return len(turns)
+
+
+def _turns_for(
+    room: Room, stage: ChatStage, message: ChatMessage, agent_type: str, ids: list[str]
+) -> list[AgentTurn]:
+    """Race: every agent of the type; claim: the first of a seeded order, which carries the
+    order so a declining agent can hand the message on."""
+    if not ids:
+        return []
+    if stage.election_policy == "claim":
+        order = list(ids)
+        random.Random(message.id).shuffle(order)
+        targets, passing = order[:1], tuple(order)
+    else:
+        targets, passing = ids, ()
+    return [
+        AgentTurn.in_room(room, agent_type, i, trigger_chat_id=message.id, order=passing)
+        for i in targets
+    ]
 
 
 def _turn_based(room: Room, stage: ChatStage, message: ChatMessage) -> int:
@@ -56,23 +64,17 @@ def _turn_based(room: Room, stage: ChatStage, message: ChatMessage) -> int:
     passed over with their responses used up are asked only whether they are ready to end."""
     holder, passed = turn_order.on_message(room, stage, message)
     turns = [
-        Turn(room.experiment_id, room.cohort_id, stage.id, message.id, s.kind, s.private_id)
+        AgentTurn.in_room(room, s.kind, s.private_id, trigger_chat_id=message.id)
         for s in ([holder] if holder is not None and holder.is_agent else [])
     ]
     turns += [
-        Turn(
-            room.experiment_id,
-            room.cohort_id,
-            stage.id,
-            message.id,
-            s.kind,
-            s.private_id,
-            readiness_only=True,
+        AgentTurn.in_room(
+            room, s.kind, s.private_id, trigger_chat_id=message.id, readiness_only=True
         )
         for s in passed
         if s.kind == "participant"
     ]
-    publish(*turns)
+    publish_turns(*turns)
     return len(turns)
 
 
@@ -87,34 +89,15 @@ def fan_out_private(room: Room, stage: PrivateChatStage, message: ChatMessage) -
     )
     declined = (message.model_extra or {}).get(messages.DECLINED_FIELD)
     mediators = [] if declined else agents.mediators_of(room.experiment_id, room.cohort_id, stage)
-    turns = [
-        Turn(
-            room.experiment_id,
-            room.cohort_id,
-            stage.id,
-            message.id,
-            "mediator",
-            m,
-            participant_id=room.participant_id,
-        )
-        for m in mediators
-    ]
+    turns = [AgentTurn.in_room(room, "mediator", m, trigger_chat_id=message.id) for m in mediators]
     if participant.is_agent and (message.type == UserType.MEDIATOR or declined):
         turns.append(
-            Turn(
-                room.experiment_id,
-                room.cohort_id,
-                stage.id,
-                message.id,
-                "participant",
-                room.participant_id,
-                participant_id=room.participant_id,
-            )
+            AgentTurn.in_room(room, "participant", room.participant_id, trigger_chat_id=message.id)
         )
     if not declined and not mediators and message.sender_id == participant.public_id:
         error = messages.system_message(NO_MEDIATORS, message.discussion_id, isError=True)
         messages.write(room, error)
-    publish(*turns)
+    publish_turns(*turns)
     return len(turns)
 
 
@@ -143,28 +126,5 @@ def request_openings(
         seats = [("mediator", m) for m in agents.mediators_of(experiment_id, cohort_id, stage)]
         if participant.is_agent:
             seats.append(("participant", participant.private_id))
-    publish(
-        *(
-            Turn(
-                experiment_id,
-                cohort_id,
-                stage.id,
-                "",
-                kind,
-                agent_id,
-                participant_id=room.participant_id,
-            )
-            for kind, agent_id in seats
-        )
-    )
+    publish_turns(*(AgentTurn.in_room(room, kind, agent_id) for kind, agent_id in seats))
     return len(seats)
-
-
-def stage_if_unlocked_chat(
-    experiment_id: str, cohort_id: str, stage_id: str
-) -> ConversationStage | None:
-    data = store.snapshot_data(store.cohort_path(experiment_id, cohort_id)) or {}
-    if not (data.get("stageUnlockMap") or {}).get(stage_id):
-        return None
-    stage = store.read_stage(experiment_id, stage_id)
-    return stage if isinstance(stage, ConversationStage) else None

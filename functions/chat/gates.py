@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from functions.chat.agents import ChatAgent
 from functions.chat.messages import LEFT_CHAT_FIELD
 from shared.models import ChatMessage, UserType
+
+
+class Refusal(StrEnum):
+    """Why an agent must not speak now."""
+
+    MAX_RESPONSES = "max-responses"
+    MIN_MESSAGES = "min-messages"
+    OWN_MESSAGE = "own-message"
+    OWN_LEFT_MESSAGE = "own-left-message"
+    MOVED_ON = "moved-on"
 
 
 def own(history: list[ChatMessage], agent: ChatAgent) -> list[ChatMessage]:
@@ -27,13 +39,13 @@ def refusal(
     *,
     opening: bool = False,
     may_follow_itself: bool = False,
-) -> str | None:
+) -> Refusal | None:
     """Why this agent must not speak now, or None (the moved-on check is separate)."""
     settings = agent.settings
     if settings.max_responses is not None and len(own(history, agent)) >= settings.max_responses:
-        return "max-responses"
+        return Refusal.MAX_RESPONSES
     if len(history) < settings.min_messages_before_responding:
-        return "min-messages"
+        return Refusal.MIN_MESSAGES
     last = history[-1] if history else None
     if last is None or opening:
         return None
@@ -42,8 +54,20 @@ def refusal(
         and last.sender_id == agent.public_id
         and last.type == agent.type
     ):
-        return "own-message"
+        return Refusal.OWN_MESSAGE
     extra = last.model_extra or {}
     if last.type == UserType.SYSTEM and extra.get(LEFT_CHAT_FIELD) == agent.public_id:
-        return "own-left-message"
+        return Refusal.OWN_LEFT_MESSAGE
     return None
+
+
+def refusal_to_answer(
+    agent: ChatAgent, history: list[ChatMessage], trigger_chat_id: str, *, nudge: bool = False
+) -> Refusal | None:
+    """``refusal`` for a reply to ``trigger_chat_id`` ('' for an opening), with the moved-on
+    check: a reply to a message others have already answered is stale."""
+    opening = not trigger_chat_id
+    why_not = refusal(agent, history, opening=opening, may_follow_itself=nudge)
+    if why_not is None and not opening and moved_on(history, trigger_chat_id):
+        return Refusal.MOVED_ON
+    return why_not

@@ -1,16 +1,17 @@
-"""Chat documents: history, new messages, and the single-responder election."""
+"""Chat documents: new messages, the single-responder election, and trigger-log locks."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from google.api_core import exceptions as gexc
-from google.cloud import firestore
-from pydantic import ValidationError
 
 from functions import store
-from functions.chat.room import Room
+from functions.rooms import Room
 from shared.models import ChatMessage, ProfileBase, UserType, now
 
 LEFT_CHAT_FIELD = "leftChatBy"
@@ -21,22 +22,6 @@ DECLINED_FIELD = "declinedBy"
 participant is not left "waiting for a response" (DL #938, #1011)."""
 SKIPPED_FIELD = "skippedTurnOf"
 """Marks the system notice of a turn-based chat skipping an agent whose turn failed."""
-
-
-def history(room: Room) -> list[ChatMessage]:
-    """The chat in time order (messages that do not parse are left out)."""
-    query = (
-        store.db()
-        .collection(room.chats_path)
-        .order_by("timestamp", direction=firestore.Query.ASCENDING)
-    )
-    messages = []
-    for snap in query.get():
-        try:
-            messages.append(ChatMessage.model_validate({"id": snap.id, **snap.to_dict()}))
-        except ValidationError:
-            continue
-    return messages
 
 
 def last_conversational(messages: list[ChatMessage]) -> ChatMessage | None:
@@ -98,7 +83,7 @@ def quota_id(responder: dict[str, Any], slot: int) -> str:
     return f"quota-{responder['privateId']}-{slot}"
 
 
-def take_lock(room: Room, log_id: str, owner: dict) -> bool:
+def take_lock(room: Room, log_id: str, owner: dict[str, Any]) -> bool:
     """Create ``triggerLogs/{log_id}`` if absent (opening messages, claims); True if we did."""
     ref = store.ref(room.log_path(log_id))
     try:
@@ -111,6 +96,36 @@ def take_lock(room: Room, log_id: str, owner: dict) -> bool:
 def release_lock(room: Room, log_id: str) -> None:
     """Delete the lock at the same path it was taken (DL deletes a different path)."""
     store.ref(room.log_path(log_id)).delete()
+
+
+@dataclasses.dataclass
+class Lock:
+    """A trigger-log lock held by this invocation (see ``lock``)."""
+
+    room: Room
+    log_id: str
+    taken: bool
+    kept: bool = False
+
+    def keep(self) -> None:
+        """The work it guarded is done: the lock stays, as the record that it was done."""
+        self.kept = True
+
+
+@contextlib.contextmanager
+def lock(room: Room, log_id: str, owner: dict[str, Any], *, needed: bool = True) -> Iterator[Lock]:
+    """Take ``triggerLogs/{log_id}`` by atomic create for the block, so duplicate or concurrent
+    deliveries do the work once without contending in transactions. Released on every exit
+    (an exception included) unless ``keep()`` was called, so a failed attempt never leaves the
+    work locked. ``needed=False`` yields a lock that is held without taking anything."""
+    held = Lock(room, log_id, take_lock(room, log_id, owner) if needed else True)
+    if not needed:
+        held.kept = True
+    try:
+        yield held
+    finally:
+        if held.taken and not held.kept:
+            release_lock(room, log_id)
 
 
 def is_notice(message: ChatMessage) -> bool:

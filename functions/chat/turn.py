@@ -1,29 +1,38 @@
 """One agent's turn in a chat (DL's sendAgentParticipantMessage / checkReadyToEndChat, now one
-Pub/Sub function): gates, one model call, typing delay, moved-on check, election, readiness.
-The same pipeline serves group chats (free-form or turn-based) and private chats."""
+Pub/Sub function). The same pipeline serves group chats (free-form or turn-based) and private
+chats; each step returns a typed outcome or lets the turn go on:
+
+    load the scene → has the chat ended for it? → gates → readiness instead of a message?
+    → is it its turn? → claim, ask the model, wait the typing delay, post → readiness after
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import random
 import time
 import uuid
+from enum import StrEnum
 from typing import Any
 
-from functions import store
+from functions import rooms, store
 from functions.agents import cohort_lock
 from functions.agents.model_call import AnswerFailed, CallSite, ask
 from functions.agents.prompting import build_context, creator_api_keys, render
 from functions.chat import agents, gates, messages, readiness, turn_order
 from functions.chat.agents import ChatAgent
-from functions.chat.room import Room
-from functions.chat.turn_request import Turn, publish
+from functions.chat.gates import Refusal
+from functions.chat.readiness import Readiness
 from functions.errors import record_error
+from functions.rooms import Room
+from functions.wire import AgentTurn, publish_turns
 from shared.llm import ModelError
 from shared.llm.json_output import parse_json_reply
 from shared.models import (
     ChatMessage,
+    ChatPublicData,
     ChatStage,
     CohortConfig,
     ConversationStage,
@@ -35,7 +44,12 @@ from shared.models import (
     UserType,
     now,
 )
-from shared.prompts import ChatStructuredOutputConfig, schema_to_json_schema, without_should_respond
+from shared.prompts import (
+    ChatStructuredOutputConfig,
+    PromptContext,
+    schema_to_json_schema,
+    without_should_respond,
+)
 from shared.stages import AnswerValidationError
 
 FUNCTION = "sendAgentChatMessage"
@@ -56,6 +70,36 @@ DECLINED = "{name} has nothing to add right now."
 log = logging.getLogger(__name__)
 
 
+class TurnOutcome(StrEnum):
+    SPOKE = "spoke"
+    DECLINED = "declined"
+    NOT_ELECTED = "not-elected"
+    ALREADY_CLAIMED = "already-claimed"
+    MOVED_ON_AFTER_DELAY = "moved-on-after-delay"
+    NOT_A_CHAT = "not-a-chat"
+    NOT_AN_ACTIVE_AGENT = "not-an-active-agent"
+    NOT_AT_STAGE = "not-at-stage"
+    PARTNER_LEFT = "partner-left"
+    TIME_UP = "time-up"
+    OVER = "over"
+    NOT_MY_TURN = "not-my-turn"
+    NOTHING_TO_END = "nothing-to-end"
+    READINESS_ONLY = "readiness-only"
+    MODEL_FAILED = "model-failed"
+
+
+@dataclasses.dataclass(frozen=True)
+class TurnResult:
+    """What the turn did (logged, and read by tests): its outcome, a gate that stopped it, and
+    what came of the agent's readiness to end, if that was acted on."""
+
+    outcome: TurnOutcome | Refusal
+    readiness: Readiness | None = None
+
+    def __str__(self) -> str:
+        return f"{self.outcome}+{self.readiness}" if self.readiness else str(self.outcome)
+
+
 @dataclasses.dataclass(frozen=True)
 class Decision:
     explanation: str
@@ -66,12 +110,15 @@ class Decision:
 
 @dataclasses.dataclass(frozen=True)
 class Scene:
-    """Everything a turn works with, loaded once."""
+    """Everything a turn works with, loaded once; the prompt context at most once."""
 
-    turn: Turn
-    room: Room
+    turn: AgentTurn
     stage: ConversationStage
     agent: ChatAgent
+
+    @property
+    def room(self) -> Room:
+        return self.turn.room
 
     @property
     def participant(self) -> ParticipantProfile | None:
@@ -81,6 +128,16 @@ class Scene:
     @property
     def turn_based(self) -> bool:
         return isinstance(self.stage, ChatStage) and self.stage.is_turn_based
+
+    @property
+    def claims(self) -> bool:
+        """Takes the message's election record before asking the model: an opening (once per
+        agent), or the claim policy (one model call per message, not one per agent)."""
+        return self.turn.is_opening or (
+            isinstance(self.stage, ChatStage)
+            and self.stage.election_policy == "claim"
+            and not self.turn_based
+        )
 
     def must_respond(self, history: list[ChatMessage]) -> bool:
         """No choosing silence: in a turn-based chat (DL), and for a participant who owes a
@@ -94,8 +151,159 @@ class Scene:
             and readiness.turns_left(self.stage, participant, history) > 0
         )
 
+    @functools.cached_property
+    def prompt(self) -> tuple[Experiment, PromptContext]:
+        turn, stage = self.turn, self.stage
+        experiment = store.read(Experiment, store.experiment_path(turn.experiment_id))
+        cohort = store.read(CohortConfig, store.cohort_path(turn.experiment_id, turn.cohort_id))
+        members = [
+            m
+            for m in cohort_lock.cohort_members(turn.experiment_id, turn.cohort_id)
+            if m.current_stage_id == stage.id
+            and (not self.room.is_private or m.private_id == turn.participant_id)
+        ]
+        ctx = build_context(
+            experiment,
+            cohort,
+            self.agent.profile,
+            stage,
+            members,
+            self.turn_based,
+            private_chat_of=turn.participant_id or None,
+        )
+        return experiment, ctx
 
-def _decision_reader(output: ChatStructuredOutputConfig | None, must_respond: bool):
+
+# ---- the pipeline --------------------------------------------------------------------------
+
+
+def run(turn: AgentTurn) -> TurnResult:
+    """Take the turn; a turn that does not answer hands the message on (claim policy)."""
+    scene = _load(turn)
+    if isinstance(scene, TurnOutcome):
+        return _pass_on(turn, TurnResult(scene))  # e.g. it left since the fan-out
+    history = rooms.history(scene.room)
+    public = rooms.state(scene.room, history)
+    return (
+        _ended(scene, history, public)
+        or _readiness_instead(scene, history, public)
+        or _not_now(scene, history, public)
+        or _respond(scene, history, public)
+    )
+
+
+def _load(turn: AgentTurn) -> Scene | TurnOutcome:
+    stage = store.read_stage(turn.experiment_id, turn.stage_id)
+    if not isinstance(stage, ConversationStage):
+        return TurnOutcome.NOT_A_CHAT
+    agent = agents.load(turn.experiment_id, turn.agent_type, turn.agent_id, stage)
+    if agent is None:
+        return TurnOutcome.NOT_AN_ACTIVE_AGENT
+    scene = Scene(turn, stage, agent)
+    if scene.participant is not None and not _present(scene.participant, turn):
+        return TurnOutcome.NOT_AT_STAGE
+    if scene.room.is_private and scene.participant is None:
+        partner = store.read(
+            ParticipantProfile, store.participant_path(turn.experiment_id, turn.participant_id)
+        )
+        if not _present(partner, turn):
+            return TurnOutcome.PARTNER_LEFT
+    return scene
+
+
+def _present(participant: ParticipantProfile, turn: AgentTurn) -> bool:
+    return (
+        participant.current_status == ParticipantStatus.IN_PROGRESS
+        and participant.current_stage_id == turn.stage_id
+        and participant.current_cohort_id == turn.cohort_id
+    )
+
+
+def _ended(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -> TurnResult | None:
+    """The chat's time is up, or a private chat has had all its turns: the participant leaves
+    (when it may) instead of speaking."""
+    participant = scene.participant
+    if readiness.time_is_up(scene.stage, public):
+        if participant is not None and scene.room.is_private:
+            ready = readiness.participant_ready(scene.room, scene.stage, participant)
+            return TurnResult(TurnOutcome.TIME_UP, ready)
+        return TurnResult(TurnOutcome.TIME_UP)
+    if participant is not None and readiness.conversation_over(scene.stage, participant, history):
+        ready = readiness.participant_ready(scene.room, scene.stage, participant)
+        return _pass_on(scene.turn, TurnResult(TurnOutcome.OVER, ready))
+    return None
+
+
+def _refusal(scene: Scene, history: list[ChatMessage]) -> Refusal | None:
+    turn = scene.turn
+    return gates.refusal_to_answer(scene.agent, history, turn.trigger_chat_id, nudge=turn.nudge)
+
+
+def _readiness_instead(
+    scene: Scene, history: list[ChatMessage], public: ChatPublicData
+) -> TurnResult | None:
+    """A readiness-only turn, or a participant whose responses are used up: it is asked only
+    whether it is ready to end (no message), so it never holds a thread back."""
+    turn, participant = scene.turn, scene.participant
+    why_not = _refusal(scene, history)
+    wanted = turn.readiness_only or why_not == Refusal.MAX_RESPONSES
+    if participant is None or not history or not wanted:
+        return TurnResult(TurnOutcome.NOTHING_TO_END) if turn.readiness_only else None
+    if scene.turn_based and why_not:
+        _skip_silently(scene, public)
+    ready = _ask_readiness(scene, participant)
+    if turn.readiness_only:
+        return TurnResult(TurnOutcome.READINESS_ONLY, ready)
+    return _pass_on(turn, TurnResult(why_not or TurnOutcome.READINESS_ONLY, ready))
+
+
+def _not_now(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -> TurnResult | None:
+    """Not its turn (turn-based), or a gate says no: a turn holder that may not speak passes
+    the turn on; a declining agent hands the message on."""
+    if scene.turn_based and public.current_turn_participant_id != scene.agent.public_id:
+        return TurnResult(TurnOutcome.NOT_MY_TURN)
+    why_not = _refusal(scene, history)
+    if why_not is None:
+        return None
+    if scene.turn_based and why_not != Refusal.MOVED_ON:
+        _skip_silently(scene, public)
+    return _pass_on(scene.turn, TurnResult(why_not))
+
+
+def _respond(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -> TurnResult:
+    """Claim (if the policy says so), ask the model, speak; then readiness to end."""
+    turn, agent = scene.turn, scene.agent
+    with messages.lock(scene.room, turn.log_id, _responder(agent), needed=scene.claims) as held:
+        if not held.taken:
+            return TurnResult(TurnOutcome.ALREADY_CLAIMED)
+        fixed = agent.settings.initial_message.strip() if turn.is_opening else ""
+        try:
+            decision = (
+                Decision("initial message", True, fixed, False)
+                if fixed
+                else _ask(scene, scene.must_respond(history))
+            )
+        except (ModelError, AnswerFailed, DocumentError) as error:
+            _record(scene, error)
+            _after_failure(scene, public)
+            return _pass_on(turn, TurnResult(TurnOutcome.MODEL_FAILED))
+        if turn.is_opening:
+            held.keep()  # an agent opens a chat once, whatever it then does
+        outcome = _speak(scene, decision, claimed=scene.claims)
+        if outcome == TurnOutcome.SPOKE:
+            held.keep()
+    if outcome == TurnOutcome.DECLINED:
+        _pass_on(turn, TurnResult(outcome))
+    participant = scene.participant
+    if participant is None or not history or fixed:
+        return TurnResult(outcome)
+    return TurnResult(outcome, _readiness_after(scene, participant, decision))
+
+
+# ---- steps ---------------------------------------------------------------------------------
+
+
+def _decision_reader(output: ChatStructuredOutputConfig | None, must_respond: bool) -> Any:
     def read(reply: Any) -> Decision:
         if output is None or not output.enabled:
             text = reply if isinstance(reply, str) else ""
@@ -128,152 +336,51 @@ def typing_delay_s(message: str, words_per_minute: float | None, rng: random.Ran
     return min(words / words_per_minute * 60 * rng.uniform(0.75, 1.25), MAX_TYPING_DELAY_S)
 
 
-def _load(turn: Turn) -> Scene | str:
-    stage = store.read_stage(turn.experiment_id, turn.stage_id)
-    if not isinstance(stage, ConversationStage):
-        return "not-a-chat"
-    agent = agents.load(turn.experiment_id, turn.agent_type, turn.agent_id, stage)
-    if agent is None:
-        return "not-an-active-agent"
-    scene = Scene(turn, turn.room, stage, agent)
-    if scene.participant is not None and not _present(scene.participant, turn):
-        return "not-at-stage"
-    if scene.room.is_private and scene.participant is None:
-        partner = store.read(
-            ParticipantProfile, store.participant_path(turn.experiment_id, turn.participant_id)
-        )
-        if not _present(partner, turn):
-            return "partner-left"
-    return scene
-
-
-def _present(participant: ParticipantProfile, turn: Turn) -> bool:
-    return (
-        participant.current_status == ParticipantStatus.IN_PROGRESS
-        and participant.current_stage_id == turn.stage_id
-        and participant.current_cohort_id == turn.cohort_id
-    )
-
-
-def run(turn: Turn) -> str:
-    """Take the turn; returns what happened (logged, and used by tests)."""
-    scene = _load(turn)
-    if isinstance(scene, str):
-        return _pass_on(turn, scene)  # e.g. it left since the fan-out: the next one may answer
-    room, stage, agent, participant = scene.room, scene.stage, scene.agent, scene.participant
-    history = messages.history(room)
-    public = readiness.chat_state(room, history)
-    if readiness.time_is_up(stage, public):
-        if participant is not None and room.is_private:
-            return "time-up+" + readiness.participant_ready(room, stage, participant)
-        return "time-up"
-    if participant is not None and readiness.conversation_over(stage, participant, history):
-        return _pass_on(turn, "over+" + readiness.participant_ready(room, stage, participant))
-    why_not = gates.refusal(agent, history, opening=turn.is_opening, may_follow_itself=turn.nudge)
-    if why_not is None and not turn.is_opening and gates.moved_on(history, turn.trigger_chat_id):
-        why_not = "moved-on"
-    if participant is not None and history and (turn.readiness_only or why_not == "max-responses"):
-        if scene.turn_based and why_not:
-            _skip_silently(scene, public)
-        outcome = _readiness_only(scene, participant)
-        return outcome if turn.readiness_only else _pass_on(turn, f"{why_not}+{outcome}")
-    if turn.readiness_only:
-        return "nothing-to-end"
-    if scene.turn_based and public.get("currentTurnParticipantId") != agent.public_id:
-        return "not-my-turn"
-    if why_not:
-        if scene.turn_based and why_not != "moved-on":
-            _skip_silently(scene, public)
-        return _pass_on(turn, why_not)
-    claim = turn.is_opening or (
-        isinstance(stage, ChatStage) and stage.election_policy == "claim" and not scene.turn_based
-    )
-    if claim and not messages.take_lock(room, turn.log_id, _responder(agent)):
-        return "already-claimed"
-    if turn.is_opening and agent.settings.initial_message.strip():
-        fixed = Decision("initial message", True, agent.settings.initial_message.strip(), False)
-        return _speak(scene, fixed, claim)
-    try:
-        decision = _ask(scene, scene.must_respond(history))
-    except (ModelError, AnswerFailed, DocumentError) as error:
-        if claim:
-            messages.release_lock(room, turn.log_id)
-        _record(scene, error)
-        _after_failure(scene, public)
-        return _pass_on(turn, "model-failed")
-    outcome = _speak(scene, decision, claim)
-    if participant is not None and history:
-        outcome += _readiness_after(scene, participant, decision)
-    return outcome
-
-
-def _readiness_after(scene: Scene, participant: ParticipantProfile, decision: Decision) -> str:
+def _readiness_after(
+    scene: Scene, participant: ParticipantProfile, decision: Decision
+) -> Readiness | None:
     """Readiness after a turn: the separate query when the stage asks for it, else the reply's
     field; in a private chat, declining to answer means ready (DL)."""
     if scene.stage.readiness_query:
-        return "+" + _readiness_only(scene, participant, occasion=f"after-{scene.turn.log_id}")
+        return _ask_readiness(scene, participant, occasion=f"after-{scene.turn.log_id}")
     declined_privately = scene.room.is_private and not decision.should_respond
     if decision.ready_to_end or declined_privately:
-        return "+" + readiness.participant_ready(scene.room, scene.stage, participant)
-    return ""
+        return readiness.participant_ready(scene.room, scene.stage, participant)
+    return None
 
 
 def _responder(agent: ChatAgent) -> dict[str, Any]:
     return {"agentType": agent.type, "privateId": agent.private_id, "publicId": agent.public_id}
 
 
-def _pass_on(turn: Turn, why: str) -> str:
+def _pass_on(turn: AgentTurn, result: TurnResult) -> TurnResult:
     """Claim policy: a declining or gated agent hands the message to the next in turn order."""
-    if turn.order and turn.agent_id in turn.order and not turn.is_opening:
-        index = turn.order.index(turn.agent_id)
-        if index + 1 < len(turn.order):
-            publish(dataclasses.replace(turn, agent_id=turn.order[index + 1]))
-    return why
+    following = turn.next_in_order()
+    if following is not None:
+        publish_turns(following)
+    return result
 
 
-def _after_failure(scene: Scene, public: dict[str, Any]) -> None:
+def _after_failure(scene: Scene, public: ChatPublicData) -> None:
     """Nobody waits on a failed model: a turn-based chat skips the agent with a notice; a
     mediator in a private chat posts DL's error message so the participant is not left
     waiting."""
     if scene.turn_based and isinstance(scene.stage, ChatStage):
-        turn_order.skip(scene.room, scene.stage, scene.agent, public.get("currentDiscussionId"))
+        turn_order.skip(scene.room, scene.stage, scene.agent, public.current_discussion_id)
     elif scene.room.is_private and scene.participant is None:
         messages.write(scene.room, _error_message(scene.agent))
 
 
-def _skip_silently(scene: Scene, public: dict[str, Any]) -> None:
+def _skip_silently(scene: Scene, public: ChatPublicData) -> None:
     """A turn holder that may not speak (its gates say no) passes the turn on."""
-    if isinstance(scene.stage, ChatStage) and public.get("currentTurnParticipantId") == (
-        scene.agent.public_id
-    ):
-        turn_order.skip(scene.room, scene.stage, scene.agent, public.get("currentDiscussionId"))
-
-
-def _context(scene: Scene):
-    turn, stage = scene.turn, scene.stage
-    experiment = store.read(Experiment, store.experiment_path(turn.experiment_id))
-    cohort = store.read(CohortConfig, store.cohort_path(turn.experiment_id, turn.cohort_id))
-    members = [
-        m
-        for m in cohort_lock.cohort_members(turn.experiment_id, turn.cohort_id)
-        if m.current_stage_id == stage.id
-        and (not scene.room.is_private or m.private_id == turn.participant_id)
-    ]
-    ctx = build_context(
-        experiment,
-        cohort,
-        scene.agent.profile,
-        stage,
-        members,
-        scene.turn_based,
-        private_chat_of=turn.participant_id or None,
-    )
-    return experiment, ctx
+    holder = public.current_turn_participant_id
+    if isinstance(scene.stage, ChatStage) and holder == scene.agent.public_id:
+        turn_order.skip(scene.room, scene.stage, scene.agent, public.current_discussion_id)
 
 
 def _ask(scene: Scene, must_respond: bool) -> Decision:
     turn, stage, agent = scene.turn, scene.stage, scene.agent
-    experiment, ctx = _context(scene)
+    experiment, ctx = scene.prompt
     output = agent.config.structured_output_config
     chat_output = output if isinstance(output, ChatStructuredOutputConfig) else None
     schema = None
@@ -285,7 +392,7 @@ def _ask(scene: Scene, must_respond: bool) -> Decision:
     what = "opening message" if turn.is_opening else f"reply to {turn.trigger_chat_id}"
     where = f"private chat with {turn.participant_id}: " if scene.room.is_private else "chat "
     site = CallSite(turn.experiment_id, agent.profile, stage.id, where + what)
-    return ask(
+    return ask(  # type: ignore[no-any-return]
         site,
         text,
         schema,
@@ -297,49 +404,45 @@ def _ask(scene: Scene, must_respond: bool) -> Decision:
     )
 
 
-def _parse_for(output: ChatStructuredOutputConfig | None):
+def _parse_for(output: ChatStructuredOutputConfig | None) -> Any:
     if output is None or not output.enabled:
         return lambda text: text
     return parse_json_reply
 
 
-def _release(scene: Scene, claimed: bool) -> None:
-    if claimed and not scene.turn.is_opening:
-        messages.release_lock(scene.room, scene.turn.log_id)
-
-
-def _speak(scene: Scene, decision: Decision, claimed: bool) -> str:
+def _speak(scene: Scene, decision: Decision, *, claimed: bool) -> TurnOutcome | Refusal:
+    """Post the decision after the typing delay, unless the chat moved on meanwhile."""
     turn, room, agent = scene.turn, scene.room, scene.agent
     if not decision.should_respond or not decision.message:
-        _release(scene, claimed)
         if room.is_private and scene.participant is None:
             _post_decline(scene)
-        return _pass_on(turn, "declined")
+        return TurnOutcome.DECLINED
     rng = random.Random(f"{turn.agent_id}:{turn.trigger_chat_id}")
     delay = typing_delay_s(decision.message, agent.settings.words_per_minute, rng)
     if delay:
         time.sleep(delay)
-    history = messages.history(room)
+    history = rooms.history(room)
     if not turn.is_opening and gates.moved_on(history, turn.trigger_chat_id):
-        _release(scene, claimed)
-        return "moved-on-after-delay"
-    message = _message(scene, readiness.chat_state(room, history), decision)
+        return TurnOutcome.MOVED_ON_AFTER_DELAY
+    message = _message(scene, rooms.state(room, history), decision)
     slot = len(gates.own(history, agent)) + 1
     limit = agent.settings.max_responses
     if limit is not None and slot > limit:  # another turn of this agent spoke meanwhile
-        _release(scene, claimed)
-        return "max-responses"
-    election = None if claimed else turn.log_id
+        return Refusal.MAX_RESPONSES
+    posted = _post(scene, message, history, slot, claimed)
+    return TurnOutcome.SPOKE if posted else TurnOutcome.NOT_ELECTED
+
+
+def _post(
+    scene: Scene, message: dict[str, Any], history: list[ChatMessage], slot: int, claimed: bool
+) -> bool:
+    election = None if claimed else scene.turn.log_id
+    responder = _responder(scene.agent)
     if scene.turn_based and isinstance(scene.stage, ChatStage):
-        posted = turn_order.post_in_turn(
-            room, scene.stage, message, _responder(agent), election, slot, history
+        return turn_order.post_in_turn(
+            scene.room, scene.stage, message, responder, election, slot, history
         )
-    else:
-        posted = messages.post(room, message, _responder(agent), election=election, slot=slot)
-    if posted:
-        return "spoke"
-    _release(scene, claimed)
-    return "not-elected"
+    return messages.post(scene.room, message, responder, election=election, slot=slot)
 
 
 def _post_decline(scene: Scene) -> None:
@@ -371,12 +474,12 @@ def _error_message(agent: ChatAgent) -> dict[str, Any]:
     }
 
 
-def _message(scene: Scene, public: dict[str, Any], decision: Decision) -> dict[str, Any]:
+def _message(scene: Scene, public: ChatPublicData, decision: Decision) -> dict[str, Any]:
     profile, stage = scene.agent.profile, scene.stage
     threaded = isinstance(stage, ChatStage) and stage.discussions
     return ChatMessage(
         id=uuid.uuid4().hex,
-        discussion_id=public.get("currentDiscussionId") if threaded else None,
+        discussion_id=public.current_discussion_id if threaded else None,
         type=UserType(scene.agent.type),
         message=decision.message,
         timestamp=now(),
@@ -387,18 +490,18 @@ def _message(scene: Scene, public: dict[str, Any], decision: Decision) -> dict[s
     ).to_firestore()
 
 
-def _readiness_only(scene: Scene, participant: ParticipantProfile, occasion: str = "") -> str:
+def _ask_readiness(scene: Scene, participant: ParticipantProfile, occasion: str = "") -> Readiness:
     """Ask only whether the agent is ready to end (the seed's checkReadyToEndChat); no chat
     message. An agent that may not speak (maxResponses used up) is asked once per thread, so it
     never holds a thread back; the watchdog asks again when the chat goes quiet."""
     turn, room = scene.turn, scene.room
     if not occasion:
-        public = readiness.chat_state(room)
-        occasion = turn.nonce or f"exhausted-{public.get('currentDiscussionId') or 'chat'}"
+        thread = rooms.state(room).current_discussion_id or "chat"
+        occasion = turn.nonce or f"exhausted-{thread}"
     lock = f"ready-{participant.private_id}-{occasion}"
     if not messages.take_lock(room, lock, _responder(scene.agent)):
-        return "readiness-already-asked"
-    experiment, ctx = _context(scene)
+        return Readiness.ALREADY_ASKED
+    experiment, ctx = scene.prompt
     text = render(scene.agent.config, scene.agent.config_path, ctx, None)
     site = CallSite(
         turn.experiment_id, participant, scene.stage.id, f"chat readiness query ({occasion})"
@@ -414,10 +517,10 @@ def _readiness_only(scene: Scene, participant: ParticipantProfile, occasion: str
         )
     except (ModelError, AnswerFailed) as error:
         _record(scene, error)
-        return "readiness-failed"
+        return Readiness.QUERY_FAILED
     if not ready:
-        return "not-ready"
-    return "readiness+" + readiness.participant_ready(room, scene.stage, participant)
+        return Readiness.NOT_READY
+    return readiness.participant_ready(room, scene.stage, participant)
 
 
 def _record(scene: Scene, error: Exception) -> None:

@@ -2,7 +2,7 @@
 moves in a transaction together with the message that takes it, so an agent speaks only in its
 turn and an out-of-turn reply is never written.
 
-State lives in the chat's publicStageData with DL's fields (``turnOrder``,
+State lives in the chat's publicStageData (``ChatPublicData``) with DL's fields (``turnOrder``,
 ``currentTurnParticipantId``, ``cycleIndex``) plus ours, ``turnMessageId``: the message that last
 moved the turn, so a duplicate delivery of it does not move the turn again.
 """
@@ -14,11 +14,19 @@ from typing import Any, Literal
 
 from google.api_core import exceptions as gexc
 
-from functions import store, transactions
+from functions import rooms, store, transactions
 from functions.agents import cohort_lock
 from functions.chat import agents, gates, messages
-from functions.chat.room import Room
-from shared.models import ChatMessage, ChatStage, ParticipantStatus, UserType, now
+from functions.rooms import Room
+from shared.models import (
+    ChatMessage,
+    ChatPublicData,
+    ChatStage,
+    ParticipantProfile,
+    ParticipantStatus,
+    UserType,
+    now,
+)
 from shared.prompts.shuffle import shuffle_with_seed
 
 SKIPPED = "{name} was skipped due to a model error."
@@ -49,12 +57,8 @@ class TurnState:
     cycle: int = 0
 
     @classmethod
-    def of(cls, public: dict[str, Any]) -> TurnState:
-        return cls(
-            tuple(public.get("turnOrder") or ()),
-            public.get("currentTurnParticipantId"),
-            int(public.get("cycleIndex") or 0),
-        )
+    def of(cls, public: ChatPublicData) -> TurnState:
+        return cls(tuple(public.turn_order), public.current_turn_participant_id, public.cycle_index)
 
     def fields(self) -> dict[str, Any]:
         return {
@@ -112,25 +116,31 @@ def _next_cycle(room: Room, state: TurnState, seats: list[Seat]) -> TurnState:
     return TurnState((*mediators, *participants), None, cycle)
 
 
+def _kept_then_new(order: tuple[str, ...], ids: list[str]) -> list[str]:
+    """``ids`` in their place in ``order``, then those new to it."""
+    return [i for i in order if i in ids] + [i for i in ids if i not in order]
+
+
+def _holder_after_leaving(state: TurnState, present: set[str]) -> str | None:
+    """The holder if present, else the next present seat after it in the old order (None:
+    ``advance`` starts the next cycle)."""
+    holder = state.holder
+    if holder is None or holder in present:
+        return holder
+    later = state.order[state.order.index(holder) + 1 :] if holder in state.order else ()
+    return next((i for i in later if i in present), None)
+
+
 def reconcile(state: TurnState, seats: list[Seat]) -> TurnState:
     """Drop who left, add who arrived (mediators after the mediators, participants at the
     end); a holder who left hands the turn to the next present seat after it."""
     if not state.order:
         return state
     present = {s.public_id for s in seats}
-    kept = [i for i in state.order if i in present]
-    mediators = [i for i in kept if i in _mediators(seats)]
-    mediators += [m for m in _mediators(seats) if m not in kept]
-    participants = [i for i in kept if i not in mediators]
-    participants += [p for p in _participants(seats) if p not in kept]
+    mediators = _kept_then_new(state.order, _mediators(seats))
+    participants = _kept_then_new(state.order, _participants(seats))
     order = (*mediators, *participants)
-    holder = state.holder
-    if holder is not None and holder not in present:
-        later = state.order[state.order.index(holder) + 1 :] if holder in state.order else ()
-        holder = next((i for i in later if i in present), None)
-        if holder is None:
-            return TurnState(order, None, state.cycle)  # advance() starts the next cycle
-    return TurnState(order, holder, state.cycle)
+    return TurnState(order, _holder_after_leaving(state, present), state.cycle)
 
 
 def advance(
@@ -163,17 +173,21 @@ def advance(
 # ---- Firestore ---------------------------------------------------------------------------------
 
 
+def _present(member: ParticipantProfile, room: Room) -> bool:
+    return (
+        member.current_cohort_id == room.cohort_id
+        and member.current_stage_id == room.stage_id
+        and member.current_status in _PRESENT
+        and room.stage_id not in member.timestamps.completed_stages
+    )
+
+
 def seats(room: Room, stage: ChatStage, history: list[ChatMessage]) -> list[Seat]:
     """Active mediators with a prompt for the stage, and participants present at it (no
     mediators once every participant has left: there is nobody to talk to)."""
     out: list[Seat] = []
     for member in cohort_lock.cohort_members(room.experiment_id, room.cohort_id):
-        if (
-            member.current_cohort_id != room.cohort_id
-            or member.current_stage_id != stage.id
-            or member.current_status not in _PRESENT
-            or stage.id in member.timestamps.completed_stages
-        ):
+        if not _present(member, room):
             continue
         agent = agents.participant_agent(room.experiment_id, member.private_id, stage)
         if agent is None:
@@ -212,8 +226,8 @@ def _agent_seat(agent: agents.ChatAgent, history: list[ChatMessage]) -> Seat:
     )
 
 
-def _state(transaction: Any, room: Room) -> tuple[dict[str, Any], TurnState]:
-    public = store.snapshot_data(room.public_path, transaction) or {}
+def _state(transaction: Any, room: Room) -> tuple[ChatPublicData, TurnState]:
+    public = rooms.group_state(room, transaction)
     return public, TurnState.of(public)
 
 
@@ -224,7 +238,7 @@ def _write(transaction: Any, room: Room, state: TurnState, **extra: Any) -> None
 
 def start(room: Room, stage: ChatStage) -> Seat | None:
     """Make sure the order exists and includes everyone present; returns who holds the turn."""
-    everyone = seats(room, stage, messages.history(room))
+    everyone = seats(room, stage, rooms.history(room))
 
     def body(transaction: Any) -> str | None:
         _, before = _state(transaction, room)
@@ -238,22 +252,24 @@ def start(room: Room, stage: ChatStage) -> Seat | None:
     return _seat(everyone, transactions.run(body))
 
 
-def on_message(room: Room, stage: ChatStage, message: ChatMessage) -> tuple[Seat | None, list]:
+def on_message(
+    room: Room, stage: ChatStage, message: ChatMessage
+) -> tuple[Seat | None, list[Seat]]:
     """A message was written: repair the order, move the turn if the message took it (a human
     speaking in turn; an agent's message moved it already), and return who holds it now and the
     agents passed over with their responses used up."""
-    lock = f"turn-{message.id}"
-    if not messages.take_lock(room, lock, {"movedFor": message.id}):
-        return None, []  # a duplicate delivery: the first one moves the turn and triggers
-    try:
-        return _on_message(room, stage, message)
-    except BaseException:
-        messages.release_lock(room, lock)
-        raise
+    with messages.lock(room, f"turn-{message.id}", {"movedFor": message.id}) as held:
+        if not held.taken:
+            return None, []  # a duplicate delivery: the first one moves the turn and triggers
+        moved = _on_message(room, stage, message)
+        held.keep()
+        return moved
 
 
-def _on_message(room: Room, stage: ChatStage, message: ChatMessage) -> tuple[Seat | None, list]:
-    everyone = seats(room, stage, messages.history(room))
+def _on_message(
+    room: Room, stage: ChatStage, message: ChatMessage
+) -> tuple[Seat | None, list[Seat]]:
+    everyone = seats(room, stage, rooms.history(room))
     passed: list[Seat] = []
 
     def body(transaction: Any) -> str | None:
@@ -264,7 +280,7 @@ def _on_message(room: Room, stage: ChatStage, message: ChatMessage) -> tuple[Sea
         took_turn = (
             message.type in (UserType.PARTICIPANT, UserType.MEDIATOR)
             and message.sender_id == state.holder
-            and public.get("turnMessageId") != message.id
+            and public.turn_message_id != message.id
         )
         if took_turn:
             state, skipped = advance(room, state, everyone, message.sender_id)
@@ -294,19 +310,14 @@ def post_in_turn(
     only if it is still the sender's turn. The election record (one answer of a type per
     message) is taken first by atomic create, so duplicate turns do not contend in the
     transaction; it is released when the message is not written."""
-    if election and not messages.take_lock(
-        room, election, {**responder, "messageId": message["id"]}
-    ):
-        return False
-    try:
+    owner = {**responder, "messageId": message["id"]}
+    with messages.lock(room, election or "-", owner, needed=bool(election)) as held:
+        if not held.taken:
+            return False
         posted = _post_in_turn(room, stage, message, responder, slot, history)
-    except BaseException:
-        if election:
-            messages.release_lock(room, election)
-        raise
-    if not posted and election:
-        messages.release_lock(room, election)
-    return posted
+        if posted:
+            held.keep()
+        return posted
 
 
 def _post_in_turn(
@@ -345,7 +356,7 @@ def _post_in_turn(
 def skip(room: Room, stage: ChatStage, agent: agents.ChatAgent, discussion_id: str | None) -> bool:
     """The holder failed its turn: pass the turn on and say so in the chat (the notice triggers
     the next holder). Only if it is still that agent's turn."""
-    everyone = seats(room, stage, messages.history(room))
+    everyone = seats(room, stage, rooms.history(room))
     name = agent.profile.name or agent.public_id
     notice = messages.system_message(
         SKIPPED.format(name=name), discussion_id, **{messages.SKIPPED_FIELD: agent.public_id}

@@ -5,24 +5,30 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from google.cloud import firestore
 
-from functions import store, transactions
+from functions import documents, rooms, store, transactions
 from functions.chat import agents, messages, readiness
-from functions.chat.room import Room
-from functions.chat.turn_request import Turn, publish
+from functions.rooms import Room
+from functions.wire import AgentTurn, publish_turns
 from shared import paths
 from shared.models import (
+    ChatPublicData,
     ChatStage,
     ConversationStage,
     DocumentError,
     ParticipantProfile,
     PrivateChatStage,
     now,
+    parse_document,
 )
+
+StageCache = dict[tuple[str, str], ConversationStage | None]
+T = TypeVar("T")
 
 IDLE_ENV = "DLAB_IDLE_AGENT_SECONDS"
 DEFAULT_IDLE_S = 120.0
@@ -38,7 +44,7 @@ def tick() -> dict[str, int]:
     return {"ended": _end_timed_out_chats(), "woken": _wake_idle_agents()}
 
 
-def _stage(cache: dict, experiment_id: str, stage_id: str) -> ConversationStage | None:
+def _stage(cache: StageCache, experiment_id: str, stage_id: str) -> ConversationStage | None:
     key = (experiment_id, stage_id)
     if key not in cache:
         try:
@@ -49,42 +55,61 @@ def _stage(cache: dict, experiment_id: str, stage_id: str) -> ConversationStage 
     return cache[key]
 
 
+def _scan(
+    query: Any, pattern: str, parse: documents.Parse[T], id_field: str
+) -> Iterator[tuple[dict[str, str], T]]:
+    """The documents of a collection-group query, validated, with the values of the path
+    pattern's wildcards (documents elsewhere in the tree are left out)."""
+    pairs = documents.valid(
+        query.get(), lambda path, data: (path, parse(path, data)), id_field=id_field
+    )
+    for path, doc in pairs:
+        params = paths.match(pattern, path)
+        if params is not None:
+            yield params, doc
+
+
 def _end_timed_out_chats() -> int:
-    ended, cache = 0, {}
-    query = (
+    ended, cache = 0, StageCache()
+    chats = (
         store.db()
         .collection_group("publicStageData")
         .where(filter=firestore.FieldFilter("kind", "==", "chat"))
     )
-    for snap in query.get():
-        params = paths.match(paths.PUBLIC_STAGE_DATA, snap.reference.path)
-        data = snap.to_dict() or {}
-        if params is None or data.get("discussionEndTimestamp") is not None:
+    for params, public in _scan(chats, paths.PUBLIC_STAGE_DATA, _parse_public, "id"):
+        if public.discussion_end_timestamp is not None:
             continue
         stage = _stage(cache, params["experimentId"], params["stageId"])
-        if not isinstance(stage, ChatStage) or not readiness.time_is_up(stage, data):
-            continue
-        if end_chat(params["experimentId"], params["cohortId"], stage):
-            ended += 1
+        if isinstance(stage, ChatStage) and readiness.time_is_up(stage, public):
+            ended += end_chat(params["experimentId"], params["cohortId"], stage)
     return ended
+
+
+def _parse_public(path: str, data: dict[str, Any]) -> ChatPublicData:
+    return parse_document(ChatPublicData, path, data)
+
+
+def _parse_participant(path: str, data: dict[str, Any]) -> ParticipantProfile:
+    return parse_document(ParticipantProfile, path, data)
 
 
 def end_chat(experiment_id: str, cohort_id: str, stage: ChatStage) -> bool:
     """Stamp discussionEndTimestamp once, announce it, and move the agent participants on."""
     ref = store.ref(store.public_stage_data_path(experiment_id, cohort_id, stage.id))
 
-    def body(transaction: Any) -> dict | None:
-        data = store.snapshot_data(ref.path, transaction) or {}
-        if data.get("discussionEndTimestamp") is not None:
+    room = Room(experiment_id, cohort_id, stage.id)
+
+    def body(transaction: Any) -> ChatPublicData | None:
+        public = rooms.group_state(room, transaction)
+        if public.discussion_end_timestamp is not None:
             return None
         transaction.set(ref, {"discussionEndTimestamp": now()}, merge=True)
-        return data
+        return public
 
-    data = transactions.run(body)
-    if data is None:
+    public = transactions.run(body)
+    if public is None:
         return False
-    room = Room(experiment_id, cohort_id, stage.id)
-    note = messages.system_message(TIMER_ENDED, data.get("currentDiscussionId"), timerEnded=True)
+    note = messages.system_message(TIMER_ENDED, public.current_discussion_id, timerEnded=True)
     messages.write(room, note)
     for private_id in agents.participants_at(experiment_id, cohort_id, stage.id):
         profile = store.read(ParticipantProfile, store.participant_path(experiment_id, private_id))
@@ -96,47 +121,38 @@ def _wake_idle_agents() -> int:
     """Agent participants at a chat where nothing happened for a while are asked (readiness
     only, no message) whether they are ready to end; in a private chat they get a turn that
     may follow their own message (to go on, or end). Nobody is left waiting forever."""
-    turns, cache, nonce = [], {}, uuid.uuid4().hex[:12]
+    turns, cache, nonce = [], StageCache(), uuid.uuid4().hex[:12]
     cutoff = now() - idle_after()
-    query = (
+    in_progress = (
         store.db()
         .collection_group("participants")
         .where(filter=firestore.FieldFilter("currentStatus", "==", "IN_PROGRESS"))
     )
-    for snap in query.get():
-        params = paths.match(paths.PARTICIPANT, snap.reference.path)
-        data = snap.to_dict() or {}
-        if params is None or not data.get("agentConfig"):
+    for params, member in _scan(in_progress, paths.PARTICIPANT, _parse_participant, "privateId"):
+        experiment_id, private_id = params["experimentId"], params["participantId"]
+        stage_id, cohort_id = member.current_stage_id, member.current_cohort_id
+        if not (member.is_agent and stage_id and cohort_id):
             continue
-        e, stage_id, cohort_id = (
-            params["experimentId"],
-            data.get("currentStageId"),
-            data.get("currentCohortId"),
-        )
-        stage = _stage(cache, e, stage_id) if stage_id and cohort_id else None
+        stage = _stage(cache, experiment_id, stage_id)
         if stage is None:
             continue
         private = isinstance(stage, PrivateChatStage)
-        room = Room(e, cohort_id, stage.id, snap.id if private else "")
-        history = messages.history(room)
-        arrived = ((data.get("timestamps") or {}).get("readyStages") or {}).get(stage.id)
-        last = history[-1].timestamp if history else arrived
+        room = Room(experiment_id, cohort_id, stage.id, private_id if private else "")
+        history = rooms.history(room)
+        last = history[-1].timestamp if history else member.timestamps.ready_stages.get(stage.id)
         if last is None or last > cutoff:
             continue
         trigger = history[-1].id if history else ""
         turns.append(
-            Turn(
-                e,
-                cohort_id,
-                stage.id,
-                trigger,
+            AgentTurn.in_room(
+                room,
                 "participant",
-                snap.id,
+                private_id,
+                trigger_chat_id=trigger,
                 readiness_only=not private,
                 nonce=nonce,
-                participant_id=room.participant_id,
                 nudge=private,
             )
         )
-    publish(*turns)
+    publish_turns(*turns)
     return len(turns)

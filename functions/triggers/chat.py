@@ -8,9 +8,9 @@ from google.cloud import firestore
 
 from functions import store
 from functions._events import FirestoreEvent, PubSubEvent
-from functions.chat import fanout, turn
-from functions.chat.room import Room
-from functions.chat.turn_request import Turn
+from functions.chat import fanout, turn, watchdog
+from functions.rooms import Room
+from functions.wire import AgentTurn
 from shared.models import (
     ChatMessage,
     ChatStage,
@@ -49,7 +49,7 @@ def on_private_chat_message_created(event: FirestoreEvent) -> None:
 
 def _message(event: FirestoreEvent) -> ChatMessage:
     return parse_document(
-        ChatMessage, event.document, {"id": event.params["chatId"], **event.after}
+        ChatMessage, event.document, {"id": event.params["chatId"], **(event.after or {})}
     )
 
 
@@ -73,12 +73,7 @@ def _start_timer(experiment_id: str, cohort_id: str, stage_id: str) -> None:
 
 
 def on_agent_turn(event: PubSubEvent) -> None:
-    try:
-        request = Turn.from_json(event.json())
-    except (KeyError, TypeError, AttributeError) as missing:
-        raise DocumentError(
-            f"pubsub/{event.topic}/{event.id}", str(missing), "agent-turn message lacks this field"
-        ) from None
+    request = event.message(AgentTurn)
     outcome = turn.run(request)
     log.info(
         "turn %s %s on %s: %s",
@@ -90,6 +85,4 @@ def on_agent_turn(event: PubSubEvent) -> None:
 
 
 def on_watchdog_tick(event: PubSubEvent) -> None:
-    from functions.chat import watchdog
-
     log.info("watchdog: %s", watchdog.tick())

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from functions._events import FirestoreEvent
-from functions.agents.progression import ProviderUnavailable, advance_agent
-from functions.triggers.wake import publish_wake
+from functions.agents.progression import ProviderUnavailable
+from functions.triggers.advance import advance
+from functions.wire import publish_wakes
 
 
 def _advance(event: FirestoreEvent) -> None:
@@ -12,9 +13,9 @@ def _advance(event: FirestoreEvent) -> None:
     (these triggers are not: DL's are not, and a retry would repeat every side effect)."""
     experiment_id, participant_id = event.params["experimentId"], event.params["participantId"]
     try:
-        advance_agent(experiment_id, participant_id)
+        advance(experiment_id, participant_id)
     except ProviderUnavailable as error:
-        publish_wake(experiment_id, f"retry: {error}", participant_id)
+        publish_wakes(experiment_id, f"retry: {error}", participant_id)
 
 
 def on_participant_created(event: FirestoreEvent) -> None:

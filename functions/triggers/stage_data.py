@@ -11,7 +11,7 @@ from google.cloud.firestore_v1.field_path import FieldPath
 from functions import store
 from functions._events import FirestoreEvent
 from functions.chat import readiness
-from functions.chat.room import Room
+from functions.rooms import Room
 from shared.models import (
     ChatStage,
     ParticipantProfile,

@@ -10,11 +10,11 @@ from typing import Any
 
 from google.cloud import firestore
 
-from functions import pubsub, store
+from functions import store
 from functions._events import FirestoreEvent, PubSubEvent
-from functions.agents.progression import advance_agent
-from functions.registry import AGENT_WAKE_TOPIC
-from shared.models import DocumentError, ParticipantStatus
+from functions.triggers.advance import advance
+from functions.wire import AgentWake, publish_wakes
+from shared.models import ParticipantStatus
 
 BLOCKED_ON = "agentBlockedOn.document"
 _WAKEABLE = (ParticipantStatus.IN_PROGRESS.value, ParticipantStatus.TRANSFER_PENDING.value)
@@ -37,17 +37,8 @@ def wake_agents(experiment_id: str, reason: str, **where: str) -> int:
         if (data := snap.to_dict()).get("agentConfig")
         and data.get("currentStatus", "IN_PROGRESS") in _WAKEABLE
     ]
-    publish_wake(experiment_id, reason, *woken)
+    publish_wakes(experiment_id, reason, *woken)
     return len(woken)
-
-
-def publish_wake(experiment_id: str, reason: str, *participant_ids: str) -> None:
-    """One wake message per participant, published together."""
-    payloads = [
-        {"experimentId": experiment_id, "participantId": p, "reason": reason}
-        for p in participant_ids
-    ]
-    pubsub.publish_all(AGENT_WAKE_TOPIC, payloads)
 
 
 def wake_blocked(event: FirestoreEvent) -> int:
@@ -80,11 +71,5 @@ def on_blocking_document_written(event: FirestoreEvent) -> None:
 
 
 def on_agent_wake(event: PubSubEvent) -> None:
-    payload = event.json()
-    try:
-        experiment_id, participant_id = payload["experimentId"], payload["participantId"]
-    except (KeyError, TypeError) as missing:
-        raise DocumentError(
-            f"pubsub/{event.topic}/{event.id}", str(missing), "wake message lacks this field"
-        ) from None
-    advance_agent(experiment_id, participant_id)  # ProviderUnavailable fails it: retried
+    wake = event.message(AgentWake)
+    advance(wake.experiment_id, wake.participant_id)  # ProviderUnavailable fails it: retried

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from shared.models._base import DocModel
+from shared.models._base import DocModel, Timestamp
 
 
 class TextAnswer(DocModel):
@@ -74,13 +74,22 @@ class RankingPublicData(DocModel):
 
 
 class ChatPublicData(DocModel):
+    """A group chat's shared state (DL's ChatStagePublicData). Turn-based chats add DL's turn
+    fields and our ``turnMessageId``: the message that last moved the turn, so a duplicate
+    delivery of it does not move the turn again. A private chat has none; its start is its
+    first message."""
+
     id: str
     kind: Literal["chat"] = "chat"
     current_discussion_id: str | None = None
     discussion_timestamp_map: dict[str, dict[str, Any]] = {}
-    discussion_start_timestamp: Any = None
-    discussion_checkpoint_timestamp: Any = None
-    discussion_end_timestamp: Any = None
+    discussion_start_timestamp: Timestamp | None = None
+    discussion_checkpoint_timestamp: Timestamp | None = None
+    discussion_end_timestamp: Timestamp | None = None
+    turn_order: list[str] = []
+    current_turn_participant_id: str | None = None
+    cycle_index: int = 0
+    turn_message_id: str | None = None
 
 
 class RolePublicData(DocModel):

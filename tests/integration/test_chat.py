@@ -22,8 +22,9 @@ from experiment_state import doc, errors, model_logs, participant, settle
 from raw_docs import agent
 
 from functions.chat import turn
-from functions.chat.turn_request import Turn
 from functions.chat.watchdog import IDLE_ENV
+from functions.rooms import Room
+from functions.wire import AgentTurn
 from shared.models import ParticipantStatus
 
 THREADS = [
@@ -109,9 +110,11 @@ def test_claim_passes_a_message_on_when_the_first_in_order_has_left(runtime, db)
     here = agent(db, e, "chat", number=1, agentConfig=config)
     runtime.wait_until_idle(timeout=60)
     assert "h1-participant" not in trigger_logs(db, e)
-    outcome = turn.run(Turn(e, "cohort-a", "chat", "h1", "participant", gone, order=(gone, here)))
+    room = Room(e, "cohort-a", "chat")
+    request = AgentTurn.in_room(room, "participant", gone, trigger_chat_id="h1", order=(gone, here))
+    outcome = turn.run(request)
     runtime.wait_until_idle(timeout=60)
-    assert outcome == "not-at-stage"
+    assert outcome.outcome == "not-at-stage"
     assert trigger_logs(db, e)["h1-participant"]["privateId"] == here
     assert any(m["senderId"] == "agent-1" for m in chat_messages(db, e))
 

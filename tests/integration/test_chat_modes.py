@@ -23,11 +23,11 @@ from raw_docs import agent, human, stage, write_experiment
 
 from functions import store
 from functions.chat import turn_order
-from functions.chat.room import Room
 from functions.chat.turn import DECLINED
 from functions.chat.turn import run as run_turn
-from functions.chat.turn_request import Turn
 from functions.chat.watchdog import IDLE_ENV
+from functions.rooms import Room
+from functions.wire import AgentTurn
 from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.models import ParticipantStatus
 from shared.prompts.shuffle import shuffle_with_seed
@@ -215,7 +215,7 @@ def test_an_out_of_turn_agent_reply_is_never_written(runtime, db):
     }
     responder = {"agentType": "participant", "privateId": other, "publicId": message["senderId"]}
     assert not turn_order.post_in_turn(room, stage, message, responder, "x-participant", 1, [])
-    assert run_turn(Turn(e, "cohort-a", "chat", "", "participant", other)) == "not-my-turn"
+    assert run_turn(AgentTurn.in_room(room, "participant", other)).outcome == "not-my-turn"
     assert "out-of-turn" not in {m["id"] for m in chat_messages(db, e)}
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.agents.cohort_lock import initial_unlock_map
+from shared.stages.unlock import initial_unlock_map
 from shared.templates import (
     TemplateError,
     initial_public_data,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from functions.chat.room import Room
 from functions.chat.turn_order import Seat, TurnState, advance, fresh, reconcile
+from functions.rooms import Room
 from shared.prompts.shuffle import shuffle_with_seed
 
 ROOM = Room("e", "c", "s")

@@ -1,0 +1,154 @@
+"""The primitives of a participant's move: decide on a snapshot, commit in a transaction that
+re-checks the decision still holds. Used by stage progression and by the chat (leaving a chat,
+the watchdog ending one), so a move is made once however many deliveries ask for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from functions import store, transactions
+from functions.agents import cohort_lock
+from shared.models import (
+    Experiment,
+    ParticipantProfile,
+    ParticipantStatus,
+    ProfileBase,
+    StageAnswer,
+    now,
+)
+
+Mutation = Callable[[ParticipantProfile, Any], None]
+"""Changes the participant in place inside a transaction (may also write other documents);
+raises Stale when the move no longer applies."""
+
+
+class Stale(Exception):
+    """The participant changed since the decision: the move no longer applies."""
+
+
+def _position(p: ParticipantProfile) -> tuple[Any, ...]:
+    """What a move changes: if this differs from the decision's, the move was made elsewhere."""
+    ts = p.timestamps
+    return (
+        p.current_stage_id,
+        p.current_status,
+        p.current_cohort_id,
+        p.transfer_cohort_id,
+        sorted(ts.completed_stages),
+        ts.end_experiment,
+        ts.start_experiment is None,
+    )
+
+
+def commit(participant_path: str, decided: ParticipantProfile, mutate: Mutation) -> bool:
+    """Apply ``mutate`` to a fresh read in a transaction; write only the fields that changed.
+    True if this call changed the participant.
+
+    Under contention (several deliveries for one participant at once) attempts abort; they are
+    retried with jittered exponential backoff so contenders fall out of step, and a retry first
+    checks whether another delivery already moved the participant (then there is nothing to do).
+    """
+    doc = store.ref(participant_path)
+
+    def body(transaction: Any) -> bool:
+        current = store.read(ParticipantProfile, participant_path, transaction)
+        before = current.to_firestore()
+        try:
+            mutate(current, transaction)
+        except Stale:
+            return False
+        current.agent_blocked_on = None  # it moved: whatever blocked it is resolved
+        after = current.to_firestore()
+        changed = {k: v for k, v in after.items() if before.get(k) != v}
+        if changed:
+            transaction.update(doc, changed)
+        return bool(changed)
+
+    def settled() -> bool | None:
+        moved = _position(store.read(ParticipantProfile, participant_path)) != _position(decided)
+        return False if moved else None
+
+    return transactions.run(body, settled=settled)
+
+
+def fill_start_timestamps(p: ParticipantProfile) -> None:
+    stamp = now()
+    ts = p.timestamps
+    ts.start_experiment = ts.start_experiment or stamp
+    ts.accepted_tos = ts.accepted_tos or stamp
+    if p.current_stage_id and p.current_stage_id not in ts.ready_stages:
+        ts.ready_stages = {**ts.ready_stages, p.current_stage_id: stamp}
+
+
+def needs_start_timestamps(p: ParticipantProfile) -> bool:
+    ts = p.timestamps
+    return not (ts.start_experiment and ts.accepted_tos and p.current_stage_id in ts.ready_stages)
+
+
+def complete_stage(p: ParticipantProfile, experiment: Experiment) -> None:
+    """Deliberate Lab's updateParticipantNextStage, in memory."""
+    stamp = now()
+    stage_id = p.current_stage_id
+    p.timestamps.completed_stages = {**p.timestamps.completed_stages, stage_id: stamp}
+    next_id = experiment.next_stage_id(stage_id)
+    if next_id is None:
+        p.timestamps.end_experiment = stamp
+        p.current_status = ParticipantStatus.SUCCESS
+    else:
+        p.current_stage_id = next_id
+        p.timestamps.ready_stages = {**p.timestamps.ready_stages, next_id: stamp}
+
+
+def is_at(p: ParticipantProfile, stage_id: str) -> bool:
+    """In progress at ``stage_id`` and not finished: a completion there still applies."""
+    return (
+        p.current_stage_id == stage_id
+        and p.current_status == ParticipantStatus.IN_PROGRESS
+        and p.timestamps.end_experiment is None
+        and stage_id not in p.timestamps.completed_stages
+    )
+
+
+def completion(
+    experiment: Experiment, decided: ParticipantProfile, answer: StageAnswer | ProfileBase | None
+) -> Mutation:
+    """Complete the stage the participant was decided at, with its answer if any."""
+
+    def mutate(p: ParticipantProfile, transaction: Any) -> None:
+        if p.current_cohort_id != decided.current_cohort_id or not is_at(
+            p, decided.current_stage_id
+        ):
+            raise Stale
+        if isinstance(answer, ProfileBase):
+            p.name, p.avatar, p.pronouns = answer.name, answer.avatar, answer.pronouns
+        elif answer is not None:
+            path = store.stage_data_path(experiment.id, p.private_id, p.current_stage_id)
+            if not store.ref(path).get(transaction=transaction).exists:
+                transaction.set(store.ref(path), answer.to_firestore())
+        fill_start_timestamps(p)
+        complete_stage(p, experiment)
+
+    return mutate
+
+
+def after_move(experiment_id: str, participant_path: str) -> None:
+    """Unlock check for where the move left the participant (it counts as ready there now)."""
+    p = store.read(ParticipantProfile, participant_path)
+    if p.current_cohort_id and p.timestamps.end_experiment is None:
+        cohort_lock.unlock_if_ready(experiment_id, p.current_cohort_id, p.current_stage_id)
+
+
+def complete_stage_from_outside(experiment_id: str, participant_id: str, stage_id: str) -> bool:
+    """Complete ``stage_id`` for the participant if it is still there and in progress (chat
+    logic leaving a chat, the watchdog ending one). True if this call made the move."""
+    path = store.participant_path(experiment_id, participant_id)
+    participant = store.read(ParticipantProfile, path)
+    if not is_at(participant, stage_id):
+        return False
+    experiment = store.read(Experiment, store.experiment_path(experiment_id))
+    if not commit(path, participant, completion(experiment, participant, None)):
+        return False
+    after_move(experiment_id, path)
+    return True

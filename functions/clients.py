@@ -1,0 +1,33 @@
+"""The process's Google Cloud clients, created once per instance and shared by every module.
+
+Kept apart from ``store`` and ``pubsub`` so that neither needs the other: the local runtime
+resets both when it points a process at other emulators.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from google.cloud import firestore, pubsub_v1  # type: ignore[attr-defined]
+
+
+def project_id() -> str | None:
+    return os.environ.get("GOOGLE_CLOUD_PROJECT") or os.environ.get("GCLOUD_PROJECT")
+
+
+@functools.cache
+def db() -> firestore.Client:
+    return firestore.Client(project=project_id())
+
+
+@functools.cache
+def publisher() -> pubsub_v1.PublisherClient:
+    return pubsub_v1.PublisherClient()
+
+
+def reset() -> None:
+    """Forget cached clients, for a process whose emulator hosts or project change (the local
+    runtime); deployed functions never need it."""
+    db.cache_clear()
+    publisher.cache_clear()

@@ -1,0 +1,82 @@
+"""Where a conversation lives, and reading it: the cohort's group chat of a stage, or one
+participant's private chat of a stage. Messages, election records and locks are all placed
+relative to it. Below the chat logic, so that prompts can show a chat without depending on it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from google.cloud import firestore
+
+from functions import documents, store
+from shared.models import ChatMessage, ChatPublicData, parse_document
+
+
+@dataclasses.dataclass(frozen=True)
+class Room:
+    experiment_id: str
+    cohort_id: str
+    stage_id: str
+    participant_id: str = ""
+    """The private chat's participant (private id); '' for the cohort's group chat."""
+
+    @property
+    def is_private(self) -> bool:
+        return bool(self.participant_id)
+
+    @property
+    def base_path(self) -> str:
+        """The document the chat hangs under (DL: publicStageData, or the participant's
+        stageData for a private chat)."""
+        if self.is_private:
+            return store.stage_data_path(self.experiment_id, self.participant_id, self.stage_id)
+        return self.public_path
+
+    @property
+    def public_path(self) -> str:
+        return store.public_stage_data_path(self.experiment_id, self.cohort_id, self.stage_id)
+
+    @property
+    def chats_path(self) -> str:
+        return self.base_path + ("/privateChats" if self.is_private else "/chats")
+
+    def message_path(self, message_id: str) -> str:
+        return f"{self.chats_path}/{message_id}"
+
+    def log_path(self, log_id: str) -> str:
+        """DL's trigger logs: ``.../triggerLogs/{id}`` under the same document as the chat."""
+        if not log_id or "/" in log_id:
+            raise ValueError(f"invalid trigger log id: {log_id!r}")
+        return f"{self.base_path}/triggerLogs/{log_id}"
+
+
+def history(room: Room) -> list[ChatMessage]:
+    """The chat in time order; a message that does not validate is recorded and left out."""
+    query = (
+        store.db()
+        .collection(room.chats_path)
+        .order_by("timestamp", direction=firestore.Query.ASCENDING)
+    )
+    return documents.valid(query.get(), _parse_message)
+
+
+def _parse_message(path: str, data: dict) -> ChatMessage:
+    return parse_document(ChatMessage, path, data)
+
+
+def group_state(room: Room, transaction: object = None) -> ChatPublicData:
+    """The group chat's public data (its defaults before the first write)."""
+    data = store.snapshot_data(room.public_path, transaction) or {}
+    return parse_document(ChatPublicData, room.public_path, {"id": room.stage_id, **data})
+
+
+def state(room: Room, messages: list[ChatMessage] | None = None) -> ChatPublicData:
+    """The chat's public data; a private chat has none, and starts with its first message
+    (as in DL)."""
+    if not room.is_private:
+        return group_state(room)
+    messages = history(room) if messages is None else messages
+    return ChatPublicData(
+        id=room.stage_id,
+        discussion_start_timestamp=messages[0].timestamp if messages else None,
+    )
