@@ -25,9 +25,10 @@ test: $(STAMP)  ## the whole test suite (starts the emulators itself)
 bench: $(STAMP)  ## the benchmark (not part of the tests): about 10 minutes, writes bench/results.json
 	$(BIN)/python -m bench $(ARGS)
 
-lint: $(STAMP)
+lint: $(STAMP)  ## ruff (lint and format) and mypy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 table: $(STAMP)  ## print the README's function table from the registry
 	$(BIN)/python -m functions.registry

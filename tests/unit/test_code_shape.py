@@ -1,0 +1,144 @@
+"""The shape the code keeps: imports run one way and no function grows past a complexity that a
+reader can hold. Each test names the offending modules or functions when it fails."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from radon.complexity import cc_visit
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FUNCTIONS = REPO_ROOT / "functions"
+MAX_COMPLEXITY = 15
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"main", "_entry", "triggers", "deploy"}),
+    frozenset({"chat"}),
+    frozenset({"agents"}),
+)
+"""Top to bottom; a part may import its own layer's parts and those below. Every other
+top-level module of ``functions/`` is infrastructure, the bottom layer (store, pubsub,
+transactions, errors, rooms, wire, ...)."""
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO_ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> Iterator[str]:
+    """Every functions.* module the file imports, at the top or inside a function."""
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if a.name.startswith("functions."))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("functions"):
+            module = node.module or ""
+            for alias in node.names:
+                candidate = f"{module}.{alias.name}"
+                yield candidate if _exists(candidate) else module
+
+
+def _exists(module: str) -> bool:
+    base = REPO_ROOT.joinpath(*module.split("."))
+    return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in sorted(FUNCTIONS.rglob("*.py")):
+        name = _module_name(path)
+        graph[name] = {m for m in _imports(path) if m != name and m != "functions"}
+    return graph
+
+
+def _part(module: str) -> str:
+    """``functions.chat.turn`` -> ``chat``; a top-level module is its own part."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _layer(part: str) -> int:
+    return next((i for i, parts in enumerate(LAYERS) if part in parts), len(LAYERS))
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph, or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_no_import_cycle_between_files() -> None:
+    assert _cycle(_graph()) is None
+
+
+def test_no_import_cycle_between_packages() -> None:
+    packages: dict[str, set[str]] = {}
+    for module, imported in _graph().items():
+        if not _part(module) or "." not in module[len("functions.") :]:
+            continue  # top-level modules are checked as files
+        packages.setdefault(_part(module), set()).update(
+            _part(m) for m in imported if _part(m) != _part(module) and _is_package(m)
+        )
+    assert _cycle(packages) is None
+
+
+def _is_package(module: str) -> bool:
+    return (FUNCTIONS / _part(module)).is_dir()
+
+
+def test_imports_run_down_the_layers() -> None:
+    upward = [
+        f"{module} imports {m}"
+        for module, imported in _graph().items()
+        for m in imported
+        if _layer(_part(m)) < _layer(_part(module))
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def _production_files() -> Iterator[Path]:
+    for folder in ("functions", "shared", "emulator", "tools"):
+        yield from sorted((REPO_ROOT / folder).rglob("*.py"))
+
+
+def test_no_production_function_above_the_complexity_limit() -> None:
+    too_complex = [
+        f"{path.relative_to(REPO_ROOT)}:{block.lineno} {block.fullname} ({block.complexity})"
+        for path in _production_files()
+        for block in cc_visit(path.read_text())
+        if block.complexity > MAX_COMPLEXITY
+    ]
+    assert not too_complex, "\n".join(too_complex)
+
+
+@pytest.mark.parametrize(
+    ("source", "complexity"),
+    [("def f(x):\n    return x\n", 1), ("def f(x):\n    if x and x > 1:\n        return 1\n", 3)],
+)
+def test_the_complexity_measure_counts_branches(source: str, complexity: int) -> None:
+    assert max(b.complexity for b in cc_visit(source)) == complexity
