@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from functions import store
+from functions import rooms, store
 from functions.chat import agents, messages, turn_order
 from functions.rooms import Room
 from functions.wire import AgentTurn, publish_turns
@@ -18,6 +18,9 @@ from shared.models import (
 )
 
 NO_MEDIATORS = "No mediators found"
+MAX_FAILURES_IN_A_ROW = 2
+"""A mediator's model failing this often in a row no longer hands the participant the turn (the
+two would otherwise trade error messages and model calls for ever)."""
 
 
 def fan_out(experiment_id: str, cohort_id: str, stage: ChatStage, message: ChatMessage) -> int:
@@ -82,11 +85,13 @@ def fan_out_private(room: Room, stage: PrivateChatStage, message: ChatMessage) -
     """DL's onPrivateChatMessageCreated: every active mediator answers the participant; an
     agent participant answers a mediator (and a mediator's decline notice, so it goes on or
     ends instead of waiting). With no mediator, DL's error message tells the participant."""
-    if message.is_error or messages.is_notice(message):
+    if messages.is_notice(message):
         return 0
     participant = store.read(
         ParticipantProfile, store.participant_path(room.experiment_id, room.participant_id)
     )
+    if message.is_error:
+        return _after_mediator_error(room, participant, message)
     declined = (message.model_extra or {}).get(messages.DECLINED_FIELD)
     mediators = [] if declined else agents.mediators_of(room.experiment_id, room.cohort_id, stage)
     turns = [AgentTurn.in_room(room, "mediator", m, trigger_chat_id=message.id) for m in mediators]
@@ -99,6 +104,23 @@ def fan_out_private(room: Room, stage: PrivateChatStage, message: ChatMessage) -
         messages.write(room, error)
     publish_turns(*turns)
     return len(turns)
+
+
+def _after_mediator_error(room: Room, participant: ParticipantProfile, message: ChatMessage) -> int:
+    """A mediator's model failed and its error message stands in the chat: an agent participant
+    gets the turn (it may follow its own message), so the exchange goes on instead of waiting
+    for the idle watchdog. Nobody answers an error message otherwise."""
+    if message.type != UserType.MEDIATOR or not participant.is_agent:
+        return 0
+    own = [m for m in rooms.history(room) if m.sender_id == message.sender_id]
+    failures = len(own) - next((i for i, m in enumerate(reversed(own)) if not m.is_error), len(own))
+    if failures > MAX_FAILURES_IN_A_ROW:
+        return 0  # a mediator that keeps failing: its error records say why; the watchdog ends it
+    turn = AgentTurn.in_room(
+        room, "participant", room.participant_id, trigger_chat_id=message.id, nudge=True
+    )
+    publish_turns(turn)
+    return 1
 
 
 def request_openings(

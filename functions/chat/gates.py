@@ -23,14 +23,20 @@ def own(history: list[ChatMessage], agent: ChatAgent) -> list[ChatMessage]:
     return [m for m in history if m.sender_id == agent.public_id and m.type == agent.type]
 
 
+def is_reply(message: ChatMessage) -> bool:
+    """A message someone said: not a system message, and not an error message standing in for
+    a reply that never came (DL's "Error fetching response")."""
+    return message.type != UserType.SYSTEM and not message.is_error
+
+
 def moved_on(history: list[ChatMessage], trigger_chat_id: str) -> bool:
-    """Someone spoke after the trigger (system messages do not count); a trigger that is itself
-    a system message, such as a new-thread announcement, is answered like any other."""
+    """Someone spoke after the trigger (system and error messages do not count); a trigger that
+    is itself a system message, such as a new-thread announcement, is answered like any other."""
     ids = [m.id for m in history]
     if trigger_chat_id not in ids:
         return True
     later = history[ids.index(trigger_chat_id) + 1 :]
-    return any(m.type != UserType.SYSTEM for m in later)
+    return any(is_reply(m) for m in later)
 
 
 def refusal(

@@ -80,7 +80,8 @@ def conversation_over(
     """Private chat: maxNumberOfTurns sent and answered (DL's frontend ends it there)."""
     if not isinstance(stage, PrivateChatStage) or stage.max_number_of_turns is None:
         return False
-    answered = bool(history) and history[-1].sender_id != participant.public_id
+    replies = [m for m in history if not m.is_error]  # an error message answers nothing
+    answered = bool(replies) and replies[-1].sender_id != participant.public_id
     return _sent(participant, history) >= stage.max_number_of_turns and answered
 
 

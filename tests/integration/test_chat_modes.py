@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -136,6 +137,53 @@ def test_a_declining_mediator_writes_nothing_and_the_agent_does_not_hang(runtime
     answer = db.document(f"experiments/{e}/participants/{pid}/stageData/pchat").get().to_dict()
     assert answer["readyToEndChat"] is True
     assert errors(db, e) == []
+
+
+def _mediator_garbled_once() -> Callable[[Recorded], Step]:
+    """The mediator's first answer is well-formed JSON that is not a valid answer (no message
+    although it says it responds); with numRetries 0 that one reply is a model failure."""
+    mediator_calls = itertools.count()
+
+    def respond(request: Recorded) -> Step:
+        prompt = json.dumps(request.body["messages"])
+        if MEDIATOR_MARK in prompt:
+            first = next(mediator_calls) == 0
+            text = "" if first else "Option A, because it is cheaper."
+            reply = {"explanation": "x", "shouldRespond": True, "response": text}
+            reply["readyToEndChat"] = False
+        else:
+            done = "Option A" in prompt
+            text = "Thanks, goodbye." if done else "Which option do you recommend?"
+            reply = {"explanation": "x", "shouldRespond": True, "response": text}
+            reply["readyToEndChat"] = done
+        return openai.text(json.dumps(reply))
+
+    return respond
+
+
+def test_a_garbled_mediator_reply_gives_the_participant_the_turn(runtime, db, fake_openai):
+    """The mediator's "Error fetching response" neither counts as its reply nor ends the
+    exchange: the agent participant gets the turn at once (no idle watchdog), asks again, and
+    the chat runs to its end."""
+    fake_openai.responder = _mediator_garbled_once()
+    e = private_experiment(db, mediator=False)
+    add_mediator(
+        db, e, "pchat", "privateChat", api_type="OPENAI", structured=True, initialMessage="Hi!"
+    )
+    config = persona_prompt(
+        db, e, 100, stage_id="pchat", kind="privateChat", api_type="OPENAI", structured=True
+    )
+    pid = agent(db, e, "intro", agentConfig=config)
+    runtime.wait_until_idle(timeout=60)  # no watchdog tick: nothing may depend on one
+    messages = chat_messages(db, e, private_of=pid, stage_id="pchat")
+    failed = [i for i, m in enumerate(messages) if m.get("isError")]
+    assert len(failed) == 1 and messages[failed[0]]["message"] == "Error fetching response"
+    following = [m for m in messages[failed[0] + 1 :] if m["type"] != "system"]
+    assert following and following[0]["type"] == "participant"
+    assert ("mediator", "Option A, because it is cheaper.") in [
+        (m["type"], m["message"]) for m in following
+    ]
+    assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
 
 
 def test_a_human_in_a_private_chat_gets_the_mediator(runtime, db):
