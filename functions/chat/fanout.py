@@ -65,16 +65,22 @@ def _turns_for(
 def _turn_based(room: Room, stage: ChatStage, message: ChatMessage) -> int:
     """Move the turn if the message took it; then the holder, if an agent, answers. Agents
     passed over with their responses used up are asked only whether they are ready to end."""
-    holder, passed = turn_order.on_message(room, stage, message)
+    change = turn_order.on_message(room, stage, message)
+    holder = change.holder
+    # a notice (someone left, the timer ended) asks nothing of a holder that already has its
+    # turn; it gets one only if the turn just came to it
+    answers = holder is not None and holder.is_agent
+    if messages.is_notice(message) and not change.handed_over:
+        answers = False
     turns = [
-        AgentTurn.in_room(room, s.kind, s.private_id, trigger_chat_id=message.id)
-        for s in ([holder] if holder is not None and holder.is_agent else [])
+        AgentTurn.in_room(room, holder.kind, holder.private_id, trigger_chat_id=message.id)
+        for holder in ([holder] if answers and holder is not None else [])
     ]
     turns += [
         AgentTurn.in_room(
             room, s.kind, s.private_id, trigger_chat_id=message.id, readiness_only=True
         )
-        for s in passed
+        for s in change.passed
         if s.kind == "participant"
     ]
     publish_turns(*turns)

@@ -392,7 +392,7 @@ def _ask(scene: Scene, must_respond: bool) -> Decision:
     what = "opening message" if turn.is_opening else f"reply to {turn.trigger_chat_id}"
     where = f"private chat with {turn.participant_id}: " if scene.room.is_private else "chat "
     site = CallSite(turn.experiment_id, agent.profile, stage.id, where + what)
-    return ask(  # type: ignore[no-any-return]
+    return ask(
         site,
         text,
         schema,

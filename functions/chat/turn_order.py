@@ -252,49 +252,55 @@ def start(room: Room, stage: ChatStage) -> Seat | None:
     return _seat(everyone, transactions.run(body))
 
 
-def on_message(
-    room: Room, stage: ChatStage, message: ChatMessage
-) -> tuple[Seat | None, list[Seat]]:
+@dataclasses.dataclass(frozen=True)
+class TurnChange:
+    """What a new message did to the turn."""
+
+    holder: Seat | None = None
+    passed: tuple[Seat, ...] = ()
+    """Agents passed over with their responses used up (they may still say they are ready)."""
+    handed_over: bool = False
+    """The turn went to someone else (it was taken, or its holder left)."""
+
+
+def on_message(room: Room, stage: ChatStage, message: ChatMessage) -> TurnChange:
     """A message was written: repair the order, move the turn if the message took it (a human
-    speaking in turn; an agent's message moved it already), and return who holds it now and the
-    agents passed over with their responses used up."""
+    speaking in turn; an agent's message moved it already), and say who holds it now."""
     with messages.lock(room, f"turn-{message.id}", {"movedFor": message.id}) as held:
         if not held.taken:
-            return None, []  # a duplicate delivery: the first one moves the turn and triggers
-        moved = _on_message(room, stage, message)
+            return TurnChange()  # a duplicate delivery: the first one moves the turn and triggers
+        change = _on_message(room, stage, message)
         held.keep()
-        return moved
+        return change
 
 
-def _on_message(
-    room: Room, stage: ChatStage, message: ChatMessage
-) -> tuple[Seat | None, list[Seat]]:
+def _took_turn(message: ChatMessage, public: ChatPublicData, state: TurnState) -> bool:
+    return (
+        message.type in (UserType.PARTICIPANT, UserType.MEDIATOR)
+        and message.sender_id == state.holder
+        and public.turn_message_id != message.id
+    )
+
+
+def _on_message(room: Room, stage: ChatStage, message: ChatMessage) -> TurnChange:
     everyone = seats(room, stage, rooms.history(room))
-    passed: list[Seat] = []
 
-    def body(transaction: Any) -> str | None:
-        passed.clear()
+    def body(transaction: Any) -> tuple[TurnState, TurnState, list[Seat]]:
         public, before = _state(transaction, room)
         state = reconcile(before, everyone) if before.order else fresh(room, everyone)
         extra: dict[str, Any] = {}
-        took_turn = (
-            message.type in (UserType.PARTICIPANT, UserType.MEDIATOR)
-            and message.sender_id == state.holder
-            and public.turn_message_id != message.id
-        )
-        if took_turn:
-            state, skipped = advance(room, state, everyone, message.sender_id)
-            passed.extend(skipped)
+        passed: list[Seat] = []
+        if _took_turn(message, public, state):
+            state, passed = advance(room, state, everyone, message.sender_id)
             extra["turnMessageId"] = message.id
         elif state.holder is None and state.order:
-            state, skipped = advance(room, state, everyone, None)
-            passed.extend(skipped)
+            state, passed = advance(room, state, everyone, None)
         if state != before or extra:
             _write(transaction, room, state, **extra)
-        return state.holder
+        return before, state, passed
 
-    holder = transactions.run(body)
-    return _seat(everyone, holder), list(passed)
+    before, state, passed = transactions.run(body)
+    return TurnChange(_seat(everyone, state.holder), tuple(passed), state.holder != before.holder)
 
 
 def post_in_turn(

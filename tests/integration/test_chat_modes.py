@@ -19,7 +19,7 @@ from chat_docs import (
     run_duplicated,
     trigger_logs,
 )
-from experiment_state import errors, participant, settle
+from experiment_state import errors, model_logs, participant, settle
 from raw_docs import agent, human, stage, write_experiment
 
 from functions import store
@@ -242,6 +242,26 @@ def test_turn_based_chat_follows_the_seeded_order(runtime, db):
     per_sender = Counter(m["senderId"] for m in said if m["type"] == "participant")
     assert max(per_sender.values()) <= 3
     assert errors(db, e) == []
+
+
+def test_a_departure_in_a_turn_based_chat_costs_the_holder_no_second_call(runtime, db):
+    """ "X has left the chat" does not re-trigger the agent holding the turn: every model call
+    for a chat message ends in a message (before, each departure made the holder call its model
+    twice, and the two posts collided)."""
+    e = chat_experiment(db, isTurnBased=True)
+    config = persona_prompt(db, e, max_responses=2)
+    ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(4)]
+    settle(runtime, all_done(db, e, ids))
+    messages = chat_messages(db, e)
+    assert sum(1 for m in messages if m.get("leftChatBy")) == 4
+    calls = [
+        log
+        for log in model_logs(db, e)
+        if log.description.startswith(("chat reply to", "chat opening"))
+        and log.response.status == "OK"
+    ]
+    posted = _said(messages)
+    assert len(calls) == len(posted), sorted(log.description for log in calls)
 
 
 def test_an_out_of_turn_agent_reply_is_never_written(runtime, db):
