@@ -17,6 +17,13 @@ class Refusal(StrEnum):
     OWN_MESSAGE = "own-message"
     OWN_LEFT_MESSAGE = "own-left-message"
     MOVED_ON = "moved-on"
+    THREAD_CHANGED = "thread-changed"
+    LEFT = "left-the-chat"
+
+
+STALE = frozenset({Refusal.MOVED_ON, Refusal.THREAD_CHANGED, Refusal.LEFT})
+"""Refusals that say the turn came too late, not that the agent may not speak: a turn holder
+refused for one of these keeps the turn (a newer message gives it another)."""
 
 
 def own(history: list[ChatMessage], agent: ChatAgent) -> list[ChatMessage]:
@@ -67,13 +74,34 @@ def refusal(
     return None
 
 
-def refusal_to_answer(
-    agent: ChatAgent, history: list[ChatMessage], trigger_chat_id: str, *, nudge: bool = False
+def stale(
+    agent: ChatAgent, history: list[ChatMessage], trigger_chat_id: str, thread: str | None
 ) -> Refusal | None:
-    """``refusal`` for a reply to ``trigger_chat_id`` ('' for an opening), with the moved-on
-    check: a reply to a message others have already answered is stale."""
+    """Why a reply to ``trigger_chat_id`` ('' for an opening) would come too late: someone
+    answered it, the discussion moved to another thread since, or the agent has left the chat
+    (a turn in flight while its author leaves must not post after its "X has left")."""
+    if any((m.model_extra or {}).get(LEFT_CHAT_FIELD) == agent.public_id for m in history):
+        return Refusal.LEFT
+    if not trigger_chat_id:
+        return None
+    if moved_on(history, trigger_chat_id):
+        return Refusal.MOVED_ON
+    trigger = next(m for m in history if m.id == trigger_chat_id)
+    if thread is not None and trigger.discussion_id not in (None, thread):
+        return Refusal.THREAD_CHANGED
+    return None
+
+
+def refusal_to_answer(
+    agent: ChatAgent,
+    history: list[ChatMessage],
+    trigger_chat_id: str,
+    *,
+    nudge: bool = False,
+    thread: str | None = None,
+) -> Refusal | None:
+    """``refusal`` for a reply to ``trigger_chat_id`` ('' for an opening) in the discussion
+    ``thread``, then whether the reply would be stale."""
     opening = not trigger_chat_id
     why_not = refusal(agent, history, opening=opening, may_follow_itself=nudge)
-    if why_not is None and not opening and moved_on(history, trigger_chat_id):
-        return Refusal.MOVED_ON
-    return why_not
+    return why_not or stale(agent, history, trigger_chat_id, thread)

@@ -234,9 +234,15 @@ def _ended(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -> 
     return None
 
 
-def _refusal(scene: Scene, history: list[ChatMessage]) -> Refusal | None:
+def _refusal(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -> Refusal | None:
     turn = scene.turn
-    return gates.refusal_to_answer(scene.agent, history, turn.trigger_chat_id, nudge=turn.nudge)
+    return gates.refusal_to_answer(
+        scene.agent,
+        history,
+        turn.trigger_chat_id,
+        nudge=turn.nudge,
+        thread=public.current_discussion_id,
+    )
 
 
 def _readiness_instead(
@@ -245,7 +251,7 @@ def _readiness_instead(
     """A readiness-only turn, or a participant whose responses are used up: it is asked only
     whether it is ready to end (no message), so it never holds a thread back."""
     turn, participant = scene.turn, scene.participant
-    why_not = _refusal(scene, history)
+    why_not = _refusal(scene, history, public)
     wanted = turn.readiness_only or why_not == Refusal.MAX_RESPONSES
     if participant is None or not history or not wanted:
         return TurnResult(TurnOutcome.NOTHING_TO_END) if turn.readiness_only else None
@@ -262,10 +268,10 @@ def _not_now(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
     the turn on; a declining agent hands the message on."""
     if scene.turn_based and public.current_turn_participant_id != scene.agent.public_id:
         return TurnResult(TurnOutcome.NOT_MY_TURN)
-    why_not = _refusal(scene, history)
+    why_not = _refusal(scene, history, public)
     if why_not is None:
         return None
-    if scene.turn_based and why_not != Refusal.MOVED_ON:
+    if scene.turn_based and why_not not in gates.STALE:
         _skip_silently(scene, public)
     return _pass_on(scene.turn, TurnResult(why_not))
 
@@ -422,9 +428,10 @@ def _speak(scene: Scene, decision: Decision, *, claimed: bool) -> TurnOutcome | 
     if delay:
         time.sleep(delay)
     history = rooms.history(room)
-    if not turn.is_opening and gates.moved_on(history, turn.trigger_chat_id):
+    public = rooms.state(room, history)
+    if gates.stale(agent, history, turn.trigger_chat_id, public.current_discussion_id):
         return TurnOutcome.MOVED_ON_AFTER_DELAY
-    message = _message(scene, rooms.state(room, history), decision)
+    message = _message(scene, public, decision)
     slot = len(gates.own(history, agent)) + 1
     limit = agent.settings.max_responses
     if limit is not None and slot > limit:  # another turn of this agent spoke meanwhile

@@ -198,3 +198,20 @@ def test_an_attention_check_goes_back_to_where_the_agent_was() -> None:
     assert transferring.current_status == ParticipantStatus.TRANSFER_PENDING
     with pytest.raises(moves.Stale):
         _resolve_attention_check(_participant(), None)
+
+
+def test_a_reply_into_a_thread_that_has_moved_on_is_stale() -> None:
+    old = _message("m1", "other").model_copy(update={"discussion_id": "t1"})
+    switch = _message("s", "", UserType.SYSTEM).model_copy(update={"discussion_id": "t2"})
+    history = [old, switch]
+    assert gates.stale(_agent(), history, "m1", "t2") == gates.Refusal.THREAD_CHANGED
+    assert gates.stale(_agent(), history, "s", "t2") is None  # the announcement is answered
+    assert gates.stale(_agent(), history, "m1", "t1") is None
+
+
+def test_nothing_is_said_after_the_authors_own_departure() -> None:
+    left = _message("l", "me", UserType.SYSTEM).model_copy(update={"leftChatBy": "me"})
+    history = [_message("m1", "other"), left]
+    assert gates.stale(_agent(), history, "m1", None) == gates.Refusal.LEFT
+    assert gates.stale(_agent(), history, "", None) == gates.Refusal.LEFT
+    assert gates.stale(_agent("you"), history, "m1", None) is None
