@@ -12,7 +12,7 @@ import functions_framework
 
 from functions import _events
 from functions.deadline import running_for
-from functions.errors import invoked_as, record_error
+from functions.errors import AlreadyRecorded, invoked_as, record_error
 from functions.registry import FirestoreTrigger, FunctionSpec
 from shared.models import DocumentError
 
@@ -42,6 +42,32 @@ def dispatch(spec: FunctionSpec, cloud_event: Any) -> None:
             _handler(spec.handler)(event)
     except DocumentError as error:
         record_error(spec.name, error, event_id=event.id)
+    except AlreadyRecorded:
+        raise
+    except Exception as error:
+        # Anything else is a bug or an outage: recorded where the experimenter looks, then
+        # raised so the delivery counts as failed (and retry-enabled functions run again).
+        where = DocumentError(_subject(event), "(function)", f"{type(error).__name__}: {error}")
+        record_error(spec.name, where, event_id=event.id)
+        raise
+
+
+def _subject(event: Any) -> str:
+    """The document an unexpected failure is filed under: the event's document, or for a
+    Pub/Sub message the experiment (and participant) it names."""
+    if isinstance(event, _events.FirestoreEvent):
+        return event.document
+    try:
+        payload = event.json()
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict) or not isinstance(payload.get("experimentId"), str):
+        return event.path
+    path = f"experiments/{payload['experimentId']}"
+    participant = payload.get("participantId") or payload.get("agentId")
+    if isinstance(participant, str) and participant and payload.get("agentType") != "mediator":
+        path += f"/participants/{participant}"
+    return path
 
 
 def cloud_event_function(spec: FunctionSpec) -> Callable[[Any], None]:

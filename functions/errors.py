@@ -39,6 +39,11 @@ def current_function() -> str:
     return _function.get()
 
 
+class AlreadyRecorded(Exception):
+    """Raised after its error record was written, only to make the platform retry the function;
+    the entry point does not record it again."""
+
+
 def error_id(error: DocumentError) -> str:
     """Same document, field and reason: same record, whichever function met it."""
     key = "\x1f".join((error.document, error.field, error.reason))

@@ -27,6 +27,19 @@ def is_contention(error: BaseException) -> bool:
     )
 
 
+def retry_contended(write: Callable[[], T], *, attempts: int = ATTEMPTS) -> T:
+    """Run a plain write (or a few) again when it collides with a transaction holding the
+    document ("409 Transaction lock timeout"): many agents mark themselves ready in one chat's
+    public data while a thread advance or a turn holds it, and a lost mark stalls the thread."""
+    retrying = tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=tenacity.wait_random_exponential(multiplier=0.05, max=2),
+        retry=tenacity.retry_if_exception(is_contention),
+        reraise=True,
+    )
+    return retrying(write)
+
+
 def run(
     body: Callable[[Any], T],
     *,

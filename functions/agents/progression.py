@@ -18,7 +18,7 @@ from functions import store, transactions
 from functions.agents import cohort_lock, moves
 from functions.agents.model_call import AnswerFailed, CallSite, ask
 from functions.agents.prompting import build_stage_prompt, creator_api_keys
-from functions.errors import record_error
+from functions.errors import AlreadyRecorded, record_error
 from shared.llm import ModelError
 from shared.models import (
     KNOWN_KINDS,
@@ -54,7 +54,7 @@ class Move(StrEnum):
     DEFAULTS_FILLED = "defaults-filled"
 
 
-class ProviderUnavailable(Exception):
+class ProviderUnavailable(AlreadyRecorded):
     """The model provider was still failing (rate limit, outage) when the function's time ran
     out. The error is recorded; the caller hands the move to a retrying function so the agent
     resumes once the provider recovers, instead of waiting for someone to touch it."""

@@ -141,13 +141,16 @@ def mirror_thread_readiness(
     marks = answer.get("discussionTimestampMap") or {}
     if not marks:
         return
-    store.ref(public_path).set({"id": stage.id, "kind": "chat"}, merge=True)
-    store.ref(public_path).update(
-        {
-            FieldPath("discussionTimestampMap", d, participant.public_id).to_api_repr(): t
-            for d, t in marks.items()
-        }
-    )
+    fields = {
+        FieldPath("discussionTimestampMap", d, participant.public_id).to_api_repr(): t
+        for d, t in marks.items()
+    }
+
+    def mark() -> None:
+        store.ref(public_path).set({"id": stage.id, "kind": "chat"}, merge=True)
+        store.ref(public_path).update(fields)
+
+    transactions.retry_contended(mark)
     advance_thread(experiment_id, cohort_id, stage)
 
 

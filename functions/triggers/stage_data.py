@@ -8,7 +8,7 @@ from typing import Any
 from google.api_core import exceptions as gexc
 from google.cloud.firestore_v1.field_path import FieldPath
 
-from functions import store
+from functions import store, transactions
 from functions._events import FirestoreEvent
 from functions.chat import readiness
 from functions.rooms import Room
@@ -75,8 +75,12 @@ def on_stage_data_written(event: FirestoreEvent) -> None:
 def _merge(path: str, stage_id: str, kind: str, field: str, public_id: str, value: Any) -> None:
     """Set one participant's entry without touching the others' (safe under concurrency)."""
     doc = store.ref(path)
-    doc.set({"id": stage_id, "kind": kind}, merge=True)
-    doc.update({_field(field, public_id): value})
+
+    def write() -> None:
+        doc.set({"id": stage_id, "kind": kind}, merge=True)
+        doc.update({_field(field, public_id): value})
+
+    transactions.retry_contended(write)
 
 
 def _mirror_ranking(path: str, stage: Any, public_id: str, ranking: list[str]) -> None:
