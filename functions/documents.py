@@ -41,12 +41,23 @@ def valid(snapshots: Iterable[Snapshot], parse: Parse[T], *, id_field: str = "id
     stores it in the document, a console edit may leave it out)."""
     out: list[T] = []
     for snap in snapshots:
-        data = {id_field: snap.id, **(snap.to_dict() or {})}
+        raw = snap.to_dict() or {}
+        data = {id_field: snap.id, **raw}
         try:
+            _check_id(snap, raw, id_field)
             out.append(parse(snap.reference.path, data))
         except DocumentError as error:
             _report(error)
     return out
+
+
+def _check_id(snap: Snapshot, raw: dict[str, Any], id_field: str) -> None:
+    """A participant's or mediator's ``privateId`` must be its document id: one naming another
+    participant would make the backend act on that one's document."""
+    stored = raw.get(id_field)
+    if id_field != "id" and stored and stored != snap.id:
+        reason = f"must equal the document id {snap.id!r} (it names another document)"
+        raise DocumentError(snap.reference.path, id_field, reason)
 
 
 def _report(error: DocumentError) -> None:

@@ -87,5 +87,9 @@ def public_stage_data_path(experiment_id: str, cohort_id: str, stage_id: str) ->
     )
 
 
+def move_lease_path(experiment_id: str, participant_id: str) -> str:
+    return paths.build(paths.MOVE_LEASE, experimentId=experiment_id, participantId=participant_id)
+
+
 def participants(experiment_id: str) -> firestore.CollectionReference:
     return db().collection(paths.collection_of(paths.PARTICIPANT, experimentId=experiment_id))

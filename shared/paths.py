@@ -22,6 +22,7 @@ AGENT_MEDIATOR_PROMPT = AGENT_MEDIATOR_PERSONA + "/prompts/{stageId}"
 MEDIATOR = EXPERIMENT + "/mediators/{mediatorId}"
 MODEL_LOG = EXPERIMENT + "/logs/{logId}"
 ERROR_RECORD = EXPERIMENT + "/errors/{errorId}"
+MOVE_LEASE = EXPERIMENT + "/moveLeases/{participantId}"
 EXPERIMENTER_DATA = "experimenterData/{experimenterId}"
 
 

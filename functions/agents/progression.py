@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
-from functions import store, transactions
+from functions import leases, store, transactions
 from functions.agents import cohort_lock, moves
 from functions.agents.model_call import AnswerFailed, CallSite, ask
 from functions.agents.prompting import build_stage_prompt, creator_api_keys
 from functions.errors import AlreadyRecorded, record_error
+from functions.wire import publish_wakes
 from shared.llm import ModelError
 from shared.models import (
     KNOWN_KINDS,
@@ -52,6 +54,13 @@ class Move(StrEnum):
     FAILED = "failed"
     BLOCKED = "blocked"
     DEFAULTS_FILLED = "defaults-filled"
+    COALESCED = "coalesced"
+    """Another invocation is moving the agent; it was asked to make this move too."""
+
+
+MOVE_LEASE_TTL = timedelta(seconds=360)
+"""Longer than the moving functions' timeout (300 s): a lease older than that was left by an
+invocation that died, and the next delivery (or the watchdog) takes it over."""
 
 
 class ProviderUnavailable(AlreadyRecorded):
@@ -160,13 +169,38 @@ def _load_position(
 
 
 def advance_agent(experiment_id: str, participant_id: str) -> Advance:
-    """Make at most one move for the participant. Humans only get the unlock check.
+    """Make the participant's next move. Humans only get the unlock check.
 
-    A document that stops an agent (missing, malformed) is recorded, and the agent is marked
-    as blocked on it (``agentBlockedOn``), so that writing that document wakes it.
+    An agent's moves run under its move lease: deliveries that arrive while another invocation
+    moves it (duplicates, its own next update, a wake) ask that one to run again instead of
+    racing it, so a move, and its model call, is made once.
     """
     path = store.participant_path(experiment_id, participant_id)
     participant = store.read(ParticipantProfile, path)
+    if not participant.is_agent:
+        return _advance_once(experiment_id, participant_id, participant)
+    if participant.private_id != participant_id:
+        reason = f"must equal the document id {participant_id!r} (it names another participant)"
+        raise DocumentError(path, "privateId", reason)
+    outcome = leases.coalesce(
+        store.move_lease_path(experiment_id, participant_id),
+        lambda: _advance_once(experiment_id, participant_id),
+        ttl=MOVE_LEASE_TTL,
+        on_overflow=lambda: publish_wakes(experiment_id, "moves queued", participant_id),
+    )
+    if outcome.result is None:
+        return Advance(Move.COALESCED)
+    return outcome.result
+
+
+def _advance_once(
+    experiment_id: str, participant_id: str, participant: ParticipantProfile | None = None
+) -> Advance:
+    """One move, from a fresh read. A document that stops an agent (missing, malformed) is
+    recorded, and the agent is marked as blocked on it (``agentBlockedOn``), so that writing
+    that document wakes it."""
+    path = store.participant_path(experiment_id, participant_id)
+    participant = participant or store.read(ParticipantProfile, path)
     try:
         if participant.is_agent and _lacks_position(participant):
             filled = _fill_defaults(experiment_id, path)

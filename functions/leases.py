@@ -1,0 +1,139 @@
+"""Leases that coalesce work on one thing (one participant's moves) across deliveries.
+
+Duplicate, concurrent and retried deliveries for one participant used to queue on transactions
+of its document (eight wakes each waiting 35 s, then failing) and to call the model twice at a
+barrier (the agent's own update and the unlock wake). Now the first delivery takes the lease by
+atomic create; the others mark it ``pending`` and return at once; the holder, before it lets
+go, runs the work again for them. A lease has an expiry, so an invocation that dies holding it
+(timeout, out of memory, a killed runtime) stops nobody: the next delivery or the watchdog takes
+it over.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+from google.api_core import exceptions as gexc
+
+from functions import store
+from shared.models import now
+
+T = TypeVar("T")
+MAX_RUNS = 3
+"""Runs one holder makes for pending requests before it hands the rest on (``on_overflow``)."""
+
+
+class Held(StrEnum):
+    RAN = "ran"
+    COALESCED = "coalesced"
+    """Another invocation holds the lease; it was asked to run once more."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Coalesced(Generic[T]):
+    held: Held
+    result: T | None = None
+
+
+def coalesce(
+    path: str,
+    work: Callable[[], T],
+    *,
+    ttl: timedelta,
+    on_overflow: Callable[[], None] | None = None,
+) -> Coalesced[T]:
+    """Run ``work`` under the lease at ``path``, again for each batch of requests that came
+    while it ran (at most ``MAX_RUNS`` times, then ``on_overflow`` hands the rest on). If
+    another invocation holds a live lease, ask it to run again and return COALESCED."""
+    token = uuid.uuid4().hex
+    if not _acquire(path, token, ttl):
+        return Coalesced(Held.COALESCED)
+    result: T | None = None
+    try:
+        for _ in range(MAX_RUNS):
+            result = work()
+            if not _still_pending(path, token):
+                return Coalesced(Held.RAN, result)
+        pending = True  # cleared for a run this holder will not make
+    except BaseException:
+        pending = _let_go(path, token)
+        if pending and on_overflow is not None:
+            on_overflow()
+        raise
+    pending = _let_go(path, token) or pending
+    if pending and on_overflow is not None:
+        on_overflow()
+    return Coalesced(Held.RAN, result)
+
+
+def _acquire(path: str, token: str, ttl: timedelta) -> bool:
+    """Take the lease, or mark the live holder's lease pending. Loops only while the lease
+    changes hands under us (released or expired meanwhile)."""
+    ref = store.ref(path)
+    for _ in range(5):
+        try:
+            ref.create({"token": token, "expiresAt": now() + ttl, "pending": False})
+            return True
+        except gexc.AlreadyExists:
+            pass
+        snap = ref.get()
+        if not snap.exists:
+            continue
+        data = snap.to_dict() or {}
+        option = store.db().write_option(last_update_time=snap.update_time)
+        try:
+            if _expired(data):  # its holder died: take it over
+                ref.update(
+                    {"token": token, "expiresAt": now() + ttl, "pending": False}, option=option
+                )
+                return True
+            ref.update({"pending": True}, option=option)
+            return False
+        except (gexc.FailedPrecondition, gexc.NotFound):
+            continue
+    return False  # the lease is changing hands fast: others are on it
+
+
+def _expired(data: dict[str, Any]) -> bool:
+    expires = data.get("expiresAt")
+    return not isinstance(expires, datetime) or expires <= now()
+
+
+def _still_pending(path: str, token: str) -> bool:
+    """Clear a pending mark (True: run again) or let go of the lease (False), atomically with
+    respect to new marks: both writes are conditional on the lease being as we read it."""
+    ref = store.ref(path)
+    while True:
+        snap = ref.get()
+        data = (snap.to_dict() or {}) if snap.exists else {}
+        if data.get("token") != token:
+            return False  # taken over after expiry: the new holder runs for everyone
+        option = store.db().write_option(last_update_time=snap.update_time)
+        try:
+            if data.get("pending"):
+                ref.update({"pending": False}, option=option)
+                return True
+            ref.delete(option=option)
+            return False
+        except (gexc.FailedPrecondition, gexc.NotFound):
+            continue
+
+
+def _let_go(path: str, token: str) -> bool:
+    """Delete our lease whatever it holds; True if requests were pending on it."""
+    ref = store.ref(path)
+    while True:
+        snap = ref.get()
+        data = (snap.to_dict() or {}) if snap.exists else {}
+        if data.get("token") != token:
+            return False
+        try:
+            ref.delete(option=store.db().write_option(last_update_time=snap.update_time))
+        except (gexc.FailedPrecondition, gexc.NotFound):
+            continue
+        return bool(data.get("pending"))
