@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from google.api_core import exceptions as gexc
@@ -21,6 +22,11 @@ DECLINED_FIELD = "declinedBy"
 """Marks the system notice posted when a mediator declines to answer in a private chat: the
 participant is not left "waiting for a response" (DL #938, #1011)."""
 SKIPPED_FIELD = "skippedTurnOf"
+OPENING_PREFIX = "initial-"
+"""Opening turns' locks: ``initial-{agentType}-{agentId}``."""
+DONE_FIELD = "done"
+"""Set on a lock whose work finished without leaving another trace (an opening that chose
+silence), so the watchdog tells it from one whose invocation died."""
 """Marks the system notice of a turn-based chat skipping an agent whose turn failed."""
 
 
@@ -107,8 +113,11 @@ class Lock:
     taken: bool
     kept: bool = False
 
-    def keep(self) -> None:
-        """The work it guarded is done: the lock stays, as the record that it was done."""
+    def keep(self, *, mark_done: bool = False) -> None:
+        """The work it guarded is done: the lock stays, as the record that it was done.
+        ``mark_done`` says so on the lock itself, for work that may leave no other trace."""
+        if mark_done and self.taken and not self.kept:
+            store.ref(self.room.log_path(self.log_id)).update({DONE_FIELD: True})
         self.kept = True
 
 
@@ -126,6 +135,33 @@ def lock(room: Room, log_id: str, owner: dict[str, Any], *, needed: bool = True)
     finally:
         if held.taken and not held.kept:
             release_lock(room, log_id)
+
+
+def _locks(room: Room, prefix: str) -> list[Any]:
+    logs = store.db().collection(room.base_path + "/triggerLogs")
+    return [snap for snap in logs.get() if snap.id.startswith(prefix)]
+
+
+def has_locks(room: Room, prefix: str) -> bool:
+    return bool(_locks(room, prefix))
+
+
+def release_unfinished(room: Room, prefix: str, *, older_than: datetime) -> int:
+    """Delete the locks with ``prefix`` that are older than ``older_than`` and not done: their
+    invocations died. Conditional on the lock being as read, so a lock taken anew meanwhile
+    stays. Returns how many were released."""
+    released = 0
+    for snap in _locks(room, prefix):
+        data = snap.to_dict() or {}
+        stamp = data.get("timestamp")
+        if data.get(DONE_FIELD) or not isinstance(stamp, datetime) or stamp > older_than:
+            continue
+        try:
+            snap.reference.delete(option=store.db().write_option(last_update_time=snap.update_time))
+        except (gexc.FailedPrecondition, gexc.NotFound):
+            continue
+        released += 1
+    return released
 
 
 def is_notice(message: ChatMessage) -> bool:

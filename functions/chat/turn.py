@@ -293,10 +293,10 @@ def _respond(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
             _record(scene, error)
             _after_failure(scene, public)
             return _pass_on(turn, TurnResult(TurnOutcome.MODEL_FAILED))
-        if turn.is_opening:
-            held.keep()  # an agent opens a chat once, whatever it then does
         outcome = _speak(scene, decision, claimed=scene.claims)
-        if outcome == TurnOutcome.SPOKE:
+        if turn.is_opening:  # an agent opens a chat once, whatever it then does
+            held.keep(mark_done=outcome != TurnOutcome.SPOKE)
+        elif outcome == TurnOutcome.SPOKE:
             held.keep()
     if outcome == TurnOutcome.DECLINED:
         _pass_on(turn, TurnResult(outcome))

@@ -3,18 +3,19 @@ are handled here, on each tick."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from google.cloud import firestore
 
 from functions import documents, rooms, store, transactions
-from functions.chat import agents, messages, readiness
+from functions.chat import agents, fanout, messages, readiness
 from functions.rooms import Room
-from functions.wire import AgentTurn, publish_turns
+from functions.wire import AgentTurn, publish_turns, publish_wakes
 from shared import paths
 from shared.models import (
     ChatPublicData,
@@ -32,6 +33,10 @@ T = TypeVar("T")
 
 IDLE_ENV = "DLAB_IDLE_AGENT_SECONDS"
 DEFAULT_IDLE_S = 120.0
+STALLED_ENV = "DLAB_STALLED_SECONDS"
+DEFAULT_STALLED_S = 120.0
+"""An agent still at an open non-chat stage, or in a chat without openings, this long after it
+arrived was left behind by an invocation that died: the watchdog drives it on."""
 TIMER_ENDED = "The timer for this stage has ended; you can no longer respond."
 
 
@@ -39,9 +44,20 @@ def idle_after() -> timedelta:
     return timedelta(seconds=float(os.environ.get(IDLE_ENV, DEFAULT_IDLE_S)))
 
 
+def stalled_after() -> timedelta:
+    return timedelta(seconds=float(os.environ.get(STALLED_ENV, DEFAULT_STALLED_S)))
+
+
 def tick() -> dict[str, int]:
-    """One pass; returns counts (ended chats, woken agents) for logs and tests."""
-    return {"ended": _end_timed_out_chats(), "woken": _wake_idle_agents()}
+    """One pass; returns counts (ended chats, woken and re-driven agents) for logs and tests."""
+    ended = _end_timed_out_chats()
+    members, cache = _agents_in_progress(), StageCache()
+    return {
+        "ended": ended,
+        "woken": _wake_idle_agents(members, cache),
+        "stalled": _redrive_stalled_moves(members, cache),
+        "expired": _redrive_expired_leases(),
+    }
 
 
 def _stage(cache: StageCache, experiment_id: str, stage_id: str) -> ConversationStage | None:
@@ -117,29 +133,55 @@ def end_chat(experiment_id: str, cohort_id: str, stage: ChatStage) -> bool:
     return True
 
 
-def _wake_idle_agents() -> int:
-    """Agent participants at a chat where nothing happened for a while are asked (readiness
-    only, no message) whether they are ready to end; in a private chat they get a turn that
-    may follow their own message (to go on, or end). Nobody is left waiting forever."""
-    turns, cache, nonce = [], StageCache(), uuid.uuid4().hex[:12]
-    cutoff = now() - idle_after()
+@dataclasses.dataclass(frozen=True)
+class Member:
+    """An agent participant in progress somewhere in the project."""
+
+    experiment_id: str
+    private_id: str
+    profile: ParticipantProfile
+
+
+def _agents_in_progress() -> list[Member]:
     in_progress = (
         store.db()
         .collection_group("participants")
         .where(filter=firestore.FieldFilter("currentStatus", "==", "IN_PROGRESS"))
     )
-    for params, member in _scan(in_progress, paths.PARTICIPANT, _parse_participant, "privateId"):
-        experiment_id, private_id = params["experimentId"], params["participantId"]
-        stage_id, cohort_id = member.current_stage_id, member.current_cohort_id
-        if not (member.is_agent and stage_id and cohort_id):
-            continue
-        stage = _stage(cache, experiment_id, stage_id)
+    return [
+        Member(params["experimentId"], params["participantId"], profile)
+        for params, profile in _scan(
+            in_progress, paths.PARTICIPANT, _parse_participant, "privateId"
+        )
+        if profile.is_agent and profile.current_stage_id and profile.current_cohort_id
+    ]
+
+
+def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
+    """Agent participants at a chat where nothing happened for a while are asked (readiness
+    only, no message) whether they are ready to end; in a private chat they get a turn that
+    may follow their own message (to go on, or end). A chat still empty long after the agent
+    arrived lost its openings (an invocation died holding their locks): they are asked again.
+    Nobody is left waiting forever."""
+    turns, nonce = [], uuid.uuid4().hex[:12]
+    cutoff, stalled = now() - idle_after(), now() - stalled_after()
+    for member in members:
+        stage = _stage(cache, member.experiment_id, member.profile.current_stage_id)
         if stage is None:
             continue
         private = isinstance(stage, PrivateChatStage)
-        room = Room(experiment_id, cohort_id, stage.id, private_id if private else "")
+        room = Room(
+            member.experiment_id,
+            member.profile.current_cohort_id,
+            stage.id,
+            member.private_id if private else "",
+        )
         history = rooms.history(room)
-        last = history[-1].timestamp if history else member.timestamps.ready_stages.get(stage.id)
+        arrived = member.profile.timestamps.ready_stages.get(stage.id)
+        if not history and arrived is not None and arrived <= stalled:
+            _reopen(room, stage, member.profile, stalled)
+            continue
+        last = history[-1].timestamp if history else arrived
         if last is None or last > cutoff:
             continue
         trigger = history[-1].id if history else ""
@@ -147,7 +189,7 @@ def _wake_idle_agents() -> int:
             AgentTurn.in_room(
                 room,
                 "participant",
-                private_id,
+                member.private_id,
                 trigger_chat_id=trigger,
                 readiness_only=not private,
                 nonce=nonce,
@@ -156,3 +198,77 @@ def _wake_idle_agents() -> int:
         )
     publish_turns(*turns)
     return len(turns)
+
+
+def _reopen(
+    room: Room, stage: ConversationStage, participant: ParticipantProfile, stalled: datetime
+) -> None:
+    """Release the opening locks of openings that never finished, and ask for them again
+    (each is taken once more by its lock, so duplicate ticks open once)."""
+    released = messages.release_unfinished(room, messages.OPENING_PREFIX, older_than=stalled)
+    if released or not messages.has_locks(room, messages.OPENING_PREFIX):
+        fanout.request_openings(room.experiment_id, room.cohort_id, stage, participant)
+
+
+def _redrive_stalled_moves(members: list[Member], cache: StageCache) -> int:
+    """Agents at an open stage that is not a chat make their move within seconds; one that has
+    sat there long after arriving, with nobody moving it, lost its move (an invocation died
+    before the update's event was handled): it gets a wake. Idempotent: a move made in the
+    meantime is not repeated, the wake makes the next one."""
+    stalled, unlocked = now() - stalled_after(), UnlockCache()
+    woken: dict[str, list[str]] = {}
+    for member in members:
+        p = member.profile
+        arrived = p.timestamps.ready_stages.get(p.current_stage_id)
+        if (
+            p.agent_blocked_on is not None  # waiting for a document fix, which wakes it
+            or arrived is None
+            or arrived > stalled
+            or _stage(cache, member.experiment_id, p.current_stage_id) is not None  # a chat
+            or not unlocked.get(member.experiment_id, p.current_cohort_id, p.current_stage_id)
+            or _moving(member)
+        ):
+            continue
+        woken.setdefault(member.experiment_id, []).append(member.private_id)
+    for experiment_id, ids in woken.items():
+        publish_wakes(experiment_id, "watchdog: move stalled", *ids)
+    return sum(len(ids) for ids in woken.values())
+
+
+def _moving(member: Member) -> bool:
+    """Someone holds a live move lease for the agent."""
+    data = store.snapshot_data(store.move_lease_path(member.experiment_id, member.private_id))
+    expires = (data or {}).get("expiresAt")
+    return isinstance(expires, datetime) and expires > now()
+
+
+class UnlockCache:
+    """Cohorts' stage unlock maps, read once per tick."""
+
+    def __init__(self) -> None:
+        self._maps: dict[tuple[str, str], dict[str, bool]] = {}
+
+    def get(self, experiment_id: str, cohort_id: str, stage_id: str) -> bool:
+        key = (experiment_id, cohort_id)
+        if key not in self._maps:
+            data = store.snapshot_data(store.cohort_path(experiment_id, cohort_id)) or {}
+            self._maps[key] = data.get("stageUnlockMap") or {}
+        return bool(self._maps[key].get(stage_id))
+
+
+def _redrive_expired_leases() -> int:
+    """A move lease past its expiry was left by an invocation that died while moving: wake its
+    agent (the wake takes the lease over)."""
+    expired = (
+        store.db()
+        .collection_group("moveLeases")
+        .where(filter=firestore.FieldFilter("expiresAt", "<", now()))
+    )
+    woken: dict[str, list[str]] = {}
+    for snap in expired.get():
+        params = paths.match(paths.MOVE_LEASE, snap.reference.path)
+        if params is not None:
+            woken.setdefault(params["experimentId"], []).append(params["participantId"])
+    for experiment_id, ids in woken.items():
+        publish_wakes(experiment_id, "watchdog: move lease expired", *ids)
+    return sum(len(ids) for ids in woken.values())

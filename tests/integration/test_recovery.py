@@ -1,0 +1,86 @@
+"""Recovery without a touch: work an invocation lost (it died, or its event never came) is
+driven on by the watchdog, and nothing is done twice."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from chat_docs import all_done, chat_experiment, chat_messages, check_single_responders
+from experiment_state import participant, settle
+from raw_docs import agent, stage, write_experiment
+
+from emulator.delivery import Delivery
+from emulator.dispatcher import Policy
+from functions.chat.watchdog import IDLE_ENV, STALLED_ENV
+from shared.models import ParticipantStatus, now
+
+pytestmark = pytest.mark.usefixtures("clean")
+
+
+class Losing(Policy):
+    """Loses the deliveries ``lose`` picks, as a runtime killed before handling them would."""
+
+    def __init__(self, lose) -> None:
+        self.lose = lose
+        self.lost: list[Delivery] = []
+
+    def schedule(self, delivery: Delivery) -> list[tuple[float, Delivery]]:
+        if self.lose(delivery):
+            self.lost.append(delivery)
+            delivery.finish(True)  # acknowledged, never run
+            return []
+        return [(0.0, delivery)]
+
+
+def test_an_agent_whose_update_event_was_lost_is_moved_on_by_the_watchdog(runtime, db, monkeypatch):
+    e = write_experiment(db, [stage("a", "info"), stage("b", "info"), stage("c", "info")])
+    losing = Losing(lambda d: d.function == "onParticipantUpdated" and not losing.lost)
+    with runtime.delivery_policy(losing):
+        pid = agent(db, e, "a")
+        runtime.wait_until_idle(timeout=60)
+    assert losing.lost, "the test lost no event"
+    stuck = participant(db, e, pid)
+    assert stuck.current_status == ParticipantStatus.IN_PROGRESS
+    runtime.tick()  # not stalled yet: nothing happens
+    runtime.wait_until_idle(timeout=60)
+    assert participant(db, e, pid).current_stage_id == stuck.current_stage_id
+    monkeypatch.setenv(STALLED_ENV, "0")
+    settle(runtime, lambda: participant(db, e, pid).current_status == ParticipantStatus.SUCCESS)
+    done = participant(db, e, pid).timestamps
+    assert sorted(done.completed_stages) == ["a", "b", "c"]
+
+
+def test_a_lease_left_by_a_dead_invocation_is_taken_over(runtime, db):
+    e = write_experiment(db, [stage("a", "info"), stage("b", "info")])
+    losing = Losing(lambda d: d.function == "onParticipantCreated")
+    with runtime.delivery_policy(losing):
+        pid = agent(db, e, "a")
+        runtime.wait_until_idle(timeout=60)
+    lease = f"experiments/{e}/moveLeases/{pid}"
+    db.document(lease).set({"token": "dead", "expiresAt": now() - timedelta(seconds=1)})
+    settle(runtime, lambda: participant(db, e, pid).current_status == ParticipantStatus.SUCCESS)
+    assert not db.document(lease).get().exists
+
+
+def test_a_chat_whose_openings_died_is_opened_again(runtime, db, monkeypatch):
+    """Killed just as everyone entered the chat: the opening locks were taken, no opening was
+    posted, and the idle watchdog skipped the empty chat."""
+    monkeypatch.setenv(IDLE_ENV, "0")  # each settle tick stands for time passing
+    e = chat_experiment(db)
+    losing = Losing(lambda d: d.function == "onAgentTurn")
+    with runtime.delivery_policy(losing):
+        ids = [agent(db, e, "intro", number=i) for i in range(2)]
+        runtime.wait_until_idle(timeout=60)
+    assert losing.lost and chat_messages(db, e) == []
+    logs = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/triggerLogs"
+    for lost in ("initial-mediator-med-1", f"initial-participant-{ids[0]}"):
+        db.document(f"{logs}/{lost}").set({"timestamp": now() - timedelta(minutes=5)})
+    with monkeypatch.context() as later:  # one tick long after everyone arrived
+        later.setenv(STALLED_ENV, "0")
+        runtime.tick()
+        runtime.wait_until_idle(timeout=60)
+    settle(runtime, all_done(db, e, ids))
+    messages = check_single_responders(db, e)
+    openings = [m for m in messages if m["type"] == "mediator"][:1]
+    assert openings and messages[0]["type"] != "system"
