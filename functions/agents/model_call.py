@@ -24,7 +24,7 @@ from shared.llm.base import ProviderFailing
 from shared.llm.credentials import credentials_for
 from shared.llm.json_output import check_schema, parse_json_reply
 from shared.llm.policy import CallPolicy
-from shared.llm.protocol import check_protocol
+from shared.llm.protocol import check_prompt_size, check_protocol, check_reply_size
 from shared.llm.retry import remaining, retrying
 from shared.models import ModelLogEntry, ModelResponse, ParticipantProfile, TokenUsage, now
 from shared.prompts import corrective_turn
@@ -151,6 +151,7 @@ def ask(
     """Ask until ``validate(parsed_json)`` accepts a reply. ModelError (configuration, or
     ProviderFailing at the deadline) propagates; when turns run out, AnswerFailed (the agent may
     move on) or, with ``DLAB_MOVE_ON_WITHOUT_ANSWER=false``, a ModelError (it stays)."""
+    check_prompt_size(prompt)
     call = _Call(site, api_keys)
     history: tuple[Message, ...] = ()
     last_error = ""
@@ -167,10 +168,9 @@ def ask(
         )
         reply, started = call.generate(request)
         try:
+            check_reply_size(reply.text)
             parsed = parse(reply.text)
-            answer = validate(
-                parsed
-            )  # the stage's semantic check says most precisely what is wrong
+            answer = validate(parsed)  # the stage's check says most precisely what is wrong
             check_schema(parsed, schema)  # then the schema: a persona's own may ask for more
         except AnswerValidationError as error:
             last_error = str(error)

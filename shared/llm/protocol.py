@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from shared.llm.base import ModelReply, protocol_fault
+from shared.llm.base import ModelError, ModelReply, protocol_fault
 from shared.llm.json_output import parse_json_reply
 from shared.stages.base import AnswerValidationError
 
@@ -36,3 +36,34 @@ def check_protocol(reply: ModelReply, expects_json: bool) -> None:
         raise protocol_fault(f"an HTML page: {text[:_SHOWN]!r}", reply.raw)
     if expects_json and not _has_json(text):
         raise protocol_fault(f"no JSON although JSON was asked: {text[:_SHOWN]!r}", reply.raw)
+
+
+MAX_PROMPT_CHARS = 400_000
+"""About 100k tokens: within every supported model's context and request limits, and what a
+model log can keep. A larger prompt comes from a runaway input (a 1 MB persona name), not
+from an experiment's design."""
+MAX_REPLY_CHARS = 100_000
+"""Far above any stage answer or chat message; a longer reply could not be stored as one."""
+
+
+def check_prompt_size(prompt: str) -> None:
+    """CONFIG_ERROR before any call when the prompt is over MAX_PROMPT_CHARS, quoting its
+    longest line so the experimenter finds the runaway input."""
+    if len(prompt) <= MAX_PROMPT_CHARS:
+        return
+    longest = max(prompt.splitlines() or [prompt], key=len)
+    raise ModelError(
+        "CONFIG_ERROR",
+        f"the prompt is {len(prompt):,} characters, over the {MAX_PROMPT_CHARS:,} sent to a "
+        f"model; its longest line ({len(longest):,} characters) starts {longest[:80]!r}: "
+        "shorten that input (persona, profile, stage or chat text)",
+        field="prompt",
+    )
+
+
+def check_reply_size(text: str) -> None:
+    """A well-formed but runaway reply is the model's failure: corrected like a wrong answer."""
+    if len(text) > MAX_REPLY_CHARS:
+        raise AnswerValidationError(
+            f"the reply is {len(text):,} characters; keep it under {MAX_REPLY_CHARS:,}"
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 
@@ -18,6 +18,11 @@ def _coerce_timestamp(value: Any) -> Any:
 
 
 Timestamp = Annotated[datetime, BeforeValidator(_coerce_timestamp)]
+
+Count = Annotated[int, Field(ge=0)]
+"""A number of things (participants, messages, characters, retries): never negative."""
+Positive = Annotated[int, Field(ge=1)]
+"""A count that must be at least one (a step, a maximum number of turns)."""
 
 
 def now() -> datetime:
