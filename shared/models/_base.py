@@ -61,23 +61,30 @@ class DocumentError(Exception):
 M = TypeVar("M", bound=BaseModel)
 
 
+def _step(item: int | str, data: Any) -> tuple[str | None, Any]:
+    """One error-location item as a path part (None: not a field) and the data below it."""
+    if isinstance(item, int):
+        if isinstance(data, list) and item < len(data):
+            return f"[{item}]", data[item]
+        return None, data
+    if isinstance(data, dict) and item in data:
+        return "." + item, data[item]
+    if isinstance(data, dict) and data.get("kind") == item:
+        return None, data  # discriminated-union tag
+    if item.startswith(("function-", "tagged-union")):
+        return None, data  # a validator's name
+    return "." + item, None  # a missing field
+
+
 def _field_of(loc: tuple[int | str, ...], data: Any) -> str:
     """The document field a pydantic error location points at, walking the data to drop
     union tags (e.g. a question's ``kind``) and validator names that are not fields."""
     parts: list[str] = []
     for item in loc:
-        if isinstance(item, int) and isinstance(data, list) and item < len(data):
-            parts.append(f"[{item}]")
-            data = data[item]
-        elif isinstance(item, str) and isinstance(data, dict) and item in data:
-            parts.append(("." if parts else "") + item)
-            data = data[item]
-        elif isinstance(item, str) and isinstance(data, dict) and data.get("kind") == item:
-            continue  # discriminated-union tag
-        elif isinstance(item, str) and not item.startswith(("function-", "tagged-union")):
-            parts.append(("." if parts else "") + item)  # a missing field
-            data = None
-    return "".join(parts) or "(document)"
+        part, data = _step(item, data)
+        if part is not None:
+            parts.append(part)
+    return "".join(parts).removeprefix(".") or "(document)"
 
 
 def parse_document(model: type[M], path: str, data: dict[str, Any] | None) -> M:
