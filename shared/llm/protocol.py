@@ -1,7 +1,7 @@
 """Telling a provider's garbage from a model's wrong answer.
 
-A reply that is not the provider's protocol (an HTML outage page, an empty reply, text with no
-JSON in it where JSON was asked, which structured output rules out) comes from a proxy or an
+A reply that is not the provider's protocol (an HTML outage page; where JSON was asked, which
+structured output guarantees, an empty reply or text with no JSON in it) comes from a proxy or an
 outage, not from the model: it is retried with backoff like a 5xx, and never costs the agent its
 answer. Only a well-formed reply that fails validation is the model's failure (corrective turns).
 """
@@ -30,11 +30,13 @@ def _has_json(text: str) -> bool:
 def check_protocol(reply: ModelReply, expects_json: bool) -> None:
     """Raise a retryable ModelError when ``reply`` is an outage's garbage, not a model's answer."""
     text = reply.text
-    if not text.strip():
-        raise protocol_fault("the reply is empty", reply.raw)
     if _HTML.match(text):
         raise protocol_fault(f"an HTML page: {text[:_SHOWN]!r}", reply.raw)
-    if expects_json and not _has_json(text):
+    if not expects_json:
+        return  # free text: even an empty reply may be the model's (it chose to stay silent)
+    if not text.strip():
+        raise protocol_fault("the reply is empty", reply.raw)
+    if not _has_json(text):
         raise protocol_fault(f"no JSON although JSON was asked: {text[:_SHOWN]!r}", reply.raw)
 
 

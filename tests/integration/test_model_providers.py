@@ -368,3 +368,14 @@ def test_a_setting_keeps_an_agent_whose_model_never_answers_validly(
     (record,) = errors(db, e)
     assert record.field == "stageData" and "the agent waits" in record.reason
     assert participant(db, e, pid).current_stage_id == "survey"
+
+
+def test_the_default_profile_prompt_corrects_a_wrong_answer(runtime, db, fake_gemini):
+    fake_gemini.push(gemini.text('{"name": 3, "emoji": "🐶", "pronouns": "they/them"}'))
+    e = write_experiment(db, [stage("profile", "profile", profileType="DEFAULT")])
+    pid = agent(db, e, "profile")
+    runtime.wait_until_idle(timeout=60)
+    assert participant(db, e, pid).name  # answered on the corrective turn
+    logs = sorted(model_logs(db, e), key=lambda log: log.attempt)
+    assert [log.response.status for log in logs] == ["INVALID_RESPONSE", "OK"]
+    assert errors(db, e) == []

@@ -3,11 +3,12 @@ error naming the document and the field."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from shared.models import DocumentError, PromptConfig
+from shared.models import DocumentError, ErrorRecord, ModelLogEntry, PromptConfig
 from shared.models._base import parse_document
 from shared.models.stages import parse_stage
 
@@ -97,3 +98,23 @@ def test_no_typing_delay_is_still_allowed() -> None:
         PromptConfig, PROMPT, {"id": "chat", "type": "chat", "chatSettings": {"wordsPerMinute": 0}}
     )
     assert config.chat_settings is not None and config.chat_settings.words_per_minute == 0
+
+
+def test_a_model_log_too_large_for_firestore_is_cut_with_a_marker() -> None:
+    entry = ModelLogEntry(
+        id="l",
+        experiment_id="e",
+        prompt="é" * 1_000_000,
+        response={"text": "a" * 1_000_000, "parsedResponse": {"a": "b" * 1_000_000}},
+    )
+    stored = entry.to_firestore()
+    assert len(json.dumps(stored, ensure_ascii=False).encode()) < 1_000_000
+    assert stored["prompt"].endswith("more bytes]") and "…[truncated: " in stored["prompt"]
+    assert isinstance(stored["response"]["parsedResponse"], str)  # kept as cut JSON text
+    small = ModelLogEntry(id="l", experiment_id="e", prompt="short", response={"text": "ok"})
+    assert small.prompt == "short" and small.response.text == "ok"
+
+
+def test_an_error_record_reason_is_cut_too() -> None:
+    record = ErrorRecord(id="r", function="f", document="d", field="name", reason="N" * 10**6)
+    assert len(record.reason.encode()) < 21_000 and "truncated" in record.reason

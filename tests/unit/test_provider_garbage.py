@@ -41,8 +41,14 @@ def test_well_formed_json_goes_on_to_validation(text: str) -> None:
     check_protocol(_reply(text), expects_json=True)  # the model's answer, right or wrong
 
 
-def test_prose_is_an_answer_when_no_json_was_asked() -> None:
-    check_protocol(_reply("Hello everyone, I agree."), expects_json=False)
+@pytest.mark.parametrize("text", ["Hello everyone, I agree.", ""])
+def test_free_text_is_the_model_s_answer_even_empty(text: str) -> None:
+    check_protocol(_reply(text), expects_json=False)
+
+
+def test_an_html_page_is_garbage_even_as_free_text() -> None:
+    with pytest.raises(ModelError, match="HTML"):
+        check_protocol(_reply("<html><body>502</body></html>"), expects_json=False)
 
 
 @pytest.mark.parametrize(
