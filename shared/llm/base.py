@@ -98,7 +98,7 @@ class ProviderFailing(ModelError):
 
     def __init__(self, attempts: int, last: ModelError) -> None:
         super().__init__(
-            "PROVIDER_UNAVAILABLE_ERROR",
+            last.status,  # QUOTA_ERROR or PROVIDER_UNAVAILABLE_ERROR: which kind of failing
             f"provider failing after {attempts} attempt(s): {last}",
             True,
             last.http_status,

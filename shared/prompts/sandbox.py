@@ -120,6 +120,19 @@ class _CountedRange:
     def __len__(self) -> int:
         return len(self.items)
 
+    def __getitem__(self, index: int | slice) -> Any:
+        item = self.items[index]
+        return _CountedRange(item) if isinstance(item, range) else item
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.items
+
+    def __reversed__(self) -> Iterator[int]:
+        return iter(_CountedRange(self.items[::-1]))
+
+    def __repr__(self) -> str:
+        return repr(self.items)
+
     def __iter__(self) -> Iterator[int]:
         budget = _budget.get() or _Budget()
         for item in self.items:
@@ -133,8 +146,9 @@ class _CountedRange:
 
 def _range(*args: int) -> _CountedRange:
     items = range(*args)
-    if len(items) > MAX_RANGE:
-        raise TemplateBoundsError(f"range() of {len(items):,} items (the limit is {MAX_RANGE:,})")
+    size = (items.stop - items.start) // items.step  # len() overflows past sys.maxsize
+    if size > MAX_RANGE:
+        raise TemplateBoundsError(f"range() of {size:,} items (the limit is {MAX_RANGE:,})")
     return _CountedRange(items)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 import time
 from collections import Counter
@@ -268,9 +269,11 @@ def test_openai_compatible_server(runtime, db, monkeypatch):
 
 # --- A provider outage is not a wrong answer (issue 11, item 2) --------------------------------
 
-OUTAGE_S = 4.0
-"""The garbage window. The issue's scenario is 60 s; 4 s with a 0.1-0.5 s backoff (settings
-below) exercises the same path: several garbage replies per agent and stage, then recovery."""
+OUTAGE_S = float(os.environ.get("DLAB_TEST_OUTAGE_S", "4"))
+"""The garbage window. The issue's scenario is 60 s (``DLAB_TEST_OUTAGE_S=60``: the first
+invocations then reach their deadline and hand the move to onAgentWake); 4 s with a 0.1-0.5 s
+backoff (settings below) exercises the same classification: several garbage replies per agent
+and stage, then recovery."""
 GARBAGE = (
     Step(200, b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>", 0, "text/html"),
     Step(200, b"The service is temporarily unavailable. Please retry.", 0, "text/plain"),
@@ -320,7 +323,7 @@ def test_a_garbage_outage_costs_no_agent_an_answer(runtime, db, fake_gemini, mon
     e = _all_answer_stages(db)
     fake_gemini.responder = _garbage_for(OUTAGE_S)
     ids = [agent(db, e, "profile", number=i) for i in range(5)]
-    runtime.wait_until_idle(timeout=120)
+    runtime.wait_until_idle(timeout=OUTAGE_S + 120)
 
     for pid in ids:
         p = participant(db, e, pid)
@@ -338,7 +341,9 @@ def test_a_garbage_outage_costs_no_agent_an_answer(runtime, db, fake_gemini, mon
     assert statuses["PROVIDER_UNAVAILABLE_ERROR"] >= 5, statuses  # the outage was met
     assert statuses["INVALID_RESPONSE"] == 0, statuses  # garbage never became a wrong answer
     assert statuses["OK"] == 5 * 4
-    assert errors(db, e) == []
+    recorded = errors(db, e)  # only a provider failing past a deadline, never "moved on"
+    assert all("provider failing" in r.reason for r in recorded), recorded
+    print(f"outage {OUTAGE_S:g} s: {dict(statuses)}; {len(recorded)} provider-failing record(s)")
 
 
 def test_garbage_past_the_attempts_waits_as_provider_failing(runtime, db, fake_gemini, monkeypatch):

@@ -74,9 +74,10 @@ def test_ordinary_templates_render_as_before() -> None:
     source = (
         "{{ range(3)|list }} {{ 'ab'*2 }} {{ '%03d'|format(7) }} {{ name|upper }} {{ 2**10 }} "
         "{% for i in range(3) %}{{ i }}{% endfor %} {{ big }} {{ 'a' ~ 'b' }} "
-        "{{ words|join(', ') }}"
+        "{{ words|join(', ') }} {{ range(10)[2] }} {{ range(10)[8:]|list }} {{ 3 in range(5) }} "
+        "{{ range(3)|reverse|list }} {{ range(4)|length }}"
     )
     variables = {"name": "ana", "big": 1_234_567, "words": ["x", "y"]}
     assert render_template(source, variables, "t") == (
-        "[0, 1, 2] abab 007 ANA 1024 012 1234567 ab x, y"
+        "[0, 1, 2] abab 007 ANA 1024 012 1234567 ab x, y 2 [8, 9] True [2, 1, 0] 4"
     )
