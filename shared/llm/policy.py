@@ -34,9 +34,9 @@ ENV = {
 class CallPolicy(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    max_attempts: int = Field(6, ge=1, le=1000)
-    backoff_s: float = Field(0.5, gt=0, le=60)
-    backoff_max_s: float = Field(20.0, gt=0, le=600)
+    max_attempts: int = Field(default=6, ge=1, le=1000)
+    backoff_s: float = Field(default=0.5, gt=0, le=60)
+    backoff_max_s: float = Field(default=20.0, gt=0, le=600)
     move_on_without_answer: bool = True
 
     @classmethod

@@ -58,7 +58,7 @@ class ChatStructuredOutputConfig(StructuredOutputConfig):
 
 
 class AgentChatSettings(DocModel):
-    words_per_minute: float | None = Field(None, ge=0)
+    words_per_minute: float | None = Field(default=None, ge=0)
     """0 or None: no typing delay."""
     min_messages_before_responding: Count = 0
     can_self_trigger_calls: bool = False

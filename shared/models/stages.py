@@ -207,7 +207,7 @@ ConversationStage = ChatStage | PrivateChatStage
 class TransferStage(BaseStage):
     kind: Literal["transfer"] = "transfer"
     enable_timeout: bool = False
-    timeout_seconds: float = Field(0, ge=0)
+    timeout_seconds: float = Field(default=0, ge=0)
     auto_transfer_config: dict[str, Any] | None = None
 
 
