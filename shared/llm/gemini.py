@@ -69,12 +69,13 @@ def thinking_config(config: dict[str, Any], model_name: str) -> types.ThinkingCo
     level = config.get("reasoningLevel")
     budget = config.get("reasoningBudget")
     include = config.get("includeReasoning")
-    has_budget = isinstance(budget, int | float) and not isinstance(budget, bool) and budget > 0
+    positive = isinstance(budget, int | float) and not isinstance(budget, bool) and budget > 0
+    thinking_budget: float | None = budget if positive else None
     has_level = bool(level) and level != "off"
-    if include is True or has_budget or has_level:
+    if include is True or thinking_budget is not None or has_level:
         thinking = types.ThinkingConfig(include_thoughts=include is not False)
-        if has_budget:
-            thinking.thinking_budget = int(budget)
+        if thinking_budget is not None:
+            thinking.thinking_budget = int(thinking_budget)
         if has_level:
             if level not in _LEVELS:
                 raise ModelError("CONFIG_ERROR", f"unknown reasoningLevel {level!r}")

@@ -132,7 +132,8 @@ def _definition_types(experiment: Experiment) -> dict[str, str | None]:
         name, schema = definition.get("name"), definition.get("schema") or {}
         if not isinstance(name, str):
             continue
-        item = schema.get("items") if isinstance(schema.get("items"), dict) else schema
+        items = schema.get("items")
+        item = items if isinstance(items, dict) else schema
         kind = config.get("type")
         if kind == "random_permutation" and config.get("expandListToSeparateVariables", True):
             count = config.get("numToSelect") or len(config.get("values") or [])
