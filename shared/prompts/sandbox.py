@@ -95,10 +95,19 @@ def _precheck(name: str, subject: Any, args: tuple[Any, ...], kwargs: dict[str, 
         _check_join(subject, args, kwargs)
     if not isinstance(subject, str):
         return
-    if name in ("format", "format_map") and _WIDE_FORMAT.search(subject):
-        raise TemplateBoundsError("a format width of a million or more")
+    if name in ("format", "format_map"):
+        _check_format(subject, (*args, *kwargs.values()))
     if name == "replace" and len(args) >= 2 and isinstance(args[0], str):
         _check_size(len(subject) + (subject.count(args[0]) + 1) * len(str(args[1])))
+
+
+def _check_format(fmt: str, args: tuple[Any, ...]) -> None:
+    """``fmt.format(...)``, ``fmt % args`` or ``fmt|format(...)``: no huge widths, written in
+    the format or passed for a ``*``."""
+    if _WIDE_FORMAT.search(fmt):
+        raise TemplateBoundsError("a format width of a million or more")
+    if "*" in fmt and any(_big_count(a) for a in args):
+        raise TemplateBoundsError(f"string formatting: a width over {MAX_SIZE:,}")
 
 
 def _check_join(subject: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -168,10 +177,7 @@ def _power(left: Any, right: Any) -> Any:
 
 def _modulo(left: Any, right: Any) -> Any:
     if isinstance(left, str):
-        args = right if isinstance(right, tuple) else (right,)
-        _precheck("format", left, (), {})
-        if "*" in left and any(_big_count(a) for a in args):
-            raise TemplateBoundsError(f"string formatting: a width over {MAX_SIZE:,}")
+        _check_format(left, right if isinstance(right, tuple) else (right,))
     return operator.mod(left, right)
 
 

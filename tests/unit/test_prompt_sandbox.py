@@ -23,6 +23,8 @@ RUNAWAY = {
     "padding method": ("{{ 'a'.ljust(10**9) }}", "ljust: a width or count"),
     "format width": ("{{ '{:>99999999}'.format(1) }}", "format width"),
     "percent width": ("{{ '%99999999d' % 1 }}", "format width"),
+    "star width": ("{{ '%*d' % (10**9, 1) }}", "a width over 100,000"),
+    "format filter star": ("{{ '%*d'|format(10**9, 1) }}", "a width over 100,000"),
     "doubling with ~": (
         "{% set ns = namespace(s='ab') %}{% for i in range(40) %}"
         "{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
