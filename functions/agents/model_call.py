@@ -51,6 +51,14 @@ class AnswerFailed(Exception):
         self.last_error = last_error
 
 
+def _policy() -> CallPolicy:
+    """The deployment's call policy; a mistyped setting is a recorded CONFIG_ERROR, not a crash."""
+    try:
+        return CallPolicy.from_env()
+    except ValueError as error:
+        raise ModelError("CONFIG_ERROR", f"deployment setting: {error}") from None
+
+
 def conversation_text(request: ModelRequest) -> str:
     """The prompt as logged: the text alone, or ``ROLE: text`` turns (as DL logs messages)."""
     if not request.history:
@@ -68,7 +76,7 @@ class _Call:
         self.client = client_for(settings.api_type)
         self.credentials = credentials_for(settings.api_type, api_keys)
         self.attempts = 0
-        self.policy = CallPolicy.from_env()
+        self.policy = _policy()
 
     def log(self, request: ModelRequest, started: float, **outcome: Any) -> None:
         reply: ModelReply | None = outcome.get("reply")
