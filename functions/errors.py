@@ -19,6 +19,7 @@ from google.cloud import firestore
 from functions import store
 from shared import paths
 from shared.models import DocumentError, ErrorRecord, now
+from shared.models.logs import cut_to_bytes
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def record_error(
 ) -> str | None:
     """Write or refresh the error record; its path, or None if no experiment to file it under."""
     experiment_id = experiment_of(error.document)
-    log.warning("%s: %s", function, error)
+    log.warning("%s: %s", function, cut_to_bytes(str(error), 20_000))  # a log entry has limits too
     if experiment_id is None:
         return None
     record_id = error_id(error)

@@ -13,11 +13,13 @@ from typing import Any
 import jsonschema
 
 from shared.models import (
+    AgentModelSettings,
     AgentPersona,
     AssetAllocationPublicData,
     ChatPublicData,
     ChatStage,
     CohortConfig,
+    CohortParticipantConfig,
     Experiment,
     MediatorProfile,
     ParticipantProfile,
@@ -126,7 +128,9 @@ def cohort_document(
 ) -> dict[str, Any]:
     cohort = CohortConfig(
         id=cohort_id,
-        participant_config=experiment.get("defaultCohortConfig") or {},
+        participant_config=CohortParticipantConfig.model_validate(
+            experiment.get("defaultCohortConfig") or {}
+        ),
         stage_unlock_map=unlocked,
     )
     cohort.metadata.name = name
@@ -149,7 +153,10 @@ def mediator_document(
         current_cohort_id=cohort_id,
         active_stage_map=dict.fromkeys(prompt_stage_ids, True),
         agent_config=ProfileAgentConfig(
-            agent_id=persona["id"], model_settings=persona.get("defaultModelSettings") or {}
+            agent_id=persona["id"],
+            model_settings=AgentModelSettings.model_validate(
+                persona.get("defaultModelSettings") or {}
+            ),
         ),
     ).to_firestore()
 
@@ -185,6 +192,6 @@ def agent_participant_document(
         agent_config=ProfileAgentConfig(
             agent_id=(persona or {}).get("id", ""),
             prompt_context=prompt_context,
-            model_settings=model_settings,
+            model_settings=AgentModelSettings.model_validate(model_settings),
         ),
     ).to_firestore()

@@ -1,8 +1,10 @@
 """One structured answer from the agent's model.
 
-Every attempt is logged: transport failures are retried with backoff within the function's
-deadline, and a reply that is not a valid answer goes back to the model as a corrective turn
-with the exact reason (at most ``num_retries`` times).
+Every attempt is logged: provider faults (transport failures, and replies that are not the
+provider's protocol: HTML, empty, no JSON where JSON was asked) are retried with backoff within
+the function's deadline and end in ProviderFailing (the agent waits); a well-formed reply that is
+not a valid answer goes back to the model as a corrective turn with the exact reason (at most
+``num_retries`` times). See shared/llm/policy.py for the settings.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from functions import store
 from functions.deadline import deadline
 from shared import paths
 from shared.llm import Message, ModelError, ModelReply, ModelRequest, client_for, effective_api_type
+from shared.llm.base import ProviderFailing
 from shared.llm.credentials import credentials_for
 from shared.llm.json_output import check_schema, parse_json_reply
+from shared.llm.policy import CallPolicy
+from shared.llm.protocol import check_prompt_size, check_protocol, check_reply_size
 from shared.llm.retry import remaining, retrying
 from shared.models import (
     MediatorProfile,
@@ -54,6 +59,14 @@ class AnswerFailed(Exception):
         self.last_error = last_error
 
 
+def _policy() -> CallPolicy:
+    """The deployment's call policy; a mistyped setting is a recorded CONFIG_ERROR, not a crash."""
+    try:
+        return CallPolicy.from_env()
+    except ValueError as error:
+        raise ModelError("CONFIG_ERROR", f"deployment setting: {error}") from None
+
+
 def conversation_text(request: ModelRequest) -> str:
     """The prompt as logged: the text alone, or ``ROLE: text`` turns (as DL logs messages)."""
     if not request.history:
@@ -71,6 +84,7 @@ class _Call:
         self.client = client_for(settings.api_type)
         self.credentials = credentials_for(settings.api_type, api_keys)
         self.attempts = 0
+        self.policy = _policy()
 
     def log(self, request: ModelRequest, started: float, **outcome: Any) -> None:
         reply: ModelReply | None = outcome.get("reply")
@@ -110,9 +124,19 @@ class _Call:
         store.ref(path).set(entry.to_firestore())
 
     def generate(self, request: ModelRequest) -> tuple[ModelReply, float]:
-        """One turn: transport attempts with backoff; each attempt logged on failure."""
+        """One turn: provider attempts with backoff, each logged on failure; a provider still
+        failing when attempts or time run out is ProviderFailing (retryable: the agent waits)."""
+        try:
+            return self._attempts(request)
+        except ModelError as error:
+            if error.retryable:
+                raise ProviderFailing(self.attempts, error) from error
+            raise
+
+    def _attempts(self, request: ModelRequest) -> tuple[ModelReply, float]:
         end = deadline()
-        for attempt in retrying(end):
+        expects_json = request.response_schema is not None
+        for attempt in retrying(end, self.policy.max_attempts, wait=self.policy.wait()):
             with attempt:
                 self.attempts += 1
                 started = time.perf_counter()
@@ -120,7 +144,9 @@ class _Call:
                     request, timeout_s=remaining(end, cap=CALL_TIMEOUT_CAP_S)
                 )
                 try:
-                    return self.client.generate(timed), started
+                    reply = self.client.generate(timed)
+                    check_protocol(reply, expects_json)
+                    return reply, started
                 except ModelError as error:
                     self.log(request, started, status=error.status, error=str(error), raw=error.raw)
                     raise
@@ -138,8 +164,10 @@ def ask(
     api_keys: dict[str, Any] | None = None,
     parse: Callable[[str], Any] = parse_json_reply,
 ) -> Any:
-    """Ask until ``validate(parsed_json)`` accepts a reply. ModelError (configuration, or a
-    provider still failing at the deadline) propagates; AnswerFailed when turns run out."""
+    """Ask until ``validate(parsed_json)`` accepts a reply. ModelError (configuration, or
+    ProviderFailing at the deadline) propagates; when turns run out, AnswerFailed (the agent may
+    move on) or, with ``DLAB_MOVE_ON_WITHOUT_ANSWER=false``, a ModelError (it stays)."""
+    check_prompt_size(prompt)
     call = _Call(site, api_keys)
     history: tuple[Message, ...] = ()
     last_error = ""
@@ -156,10 +184,9 @@ def ask(
         )
         reply, started = call.generate(request)
         try:
+            check_reply_size(reply.text)
             parsed = parse(reply.text)
-            answer = validate(
-                parsed
-            )  # the stage's semantic check says most precisely what is wrong
+            answer = validate(parsed)  # the stage's check says most precisely what is wrong
             check_schema(parsed, schema)  # then the schema: a persona's own may ask for more
         except AnswerValidationError as error:
             last_error = str(error)
@@ -172,7 +199,19 @@ def ask(
             continue
         call.log(request, started, reply=reply, parsed=_loggable(parsed))
         return answer
-    raise AnswerFailed(call.attempts, last_error)
+    raise _no_answer(call, last_error)
+
+
+def _no_answer(call: _Call, last_error: str) -> Exception:
+    """The model's own failure: AnswerFailed lets the agent move on; the policy may forbid it."""
+    failed = AnswerFailed(call.attempts, last_error)
+    if call.policy.move_on_without_answer:
+        return failed
+    return ModelError(
+        "INVALID_RESPONSE",
+        f"{failed}; the agent waits (DLAB_MOVE_ON_WITHOUT_ANSWER=false)",
+        field="stageData",
+    )
 
 
 def _loggable(parsed: Any) -> Any:

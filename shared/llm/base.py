@@ -90,6 +90,31 @@ class ModelError(Exception):
         """The participant field to fix, when the error is about the agent's configuration."""
 
 
+class ProviderFailing(ModelError):
+    """The provider kept failing (outage, rate limit, or replies that are not its protocol: an
+    HTML page, an error body, empty or non-JSON text where JSON was asked) until the attempts or
+    the deadline ran out. Not the model's wrong answer: the agent must wait and be retried, never
+    move on without an answer because of it."""
+
+    def __init__(self, attempts: int, last: ModelError) -> None:
+        super().__init__(
+            last.status,  # QUOTA_ERROR or PROVIDER_UNAVAILABLE_ERROR: which kind of failing
+            f"provider failing after {attempts} attempt(s): {last}",
+            True,
+            last.http_status,
+            last.raw,
+            last.field,
+        )
+        self.attempts = attempts
+        self.last = last
+
+
+def protocol_fault(message: str, raw: str | None = None) -> ModelError:
+    """A 200 reply that is not the provider's protocol: retryable, like a 5xx (it comes from a
+    proxy or an outage page, not from the model)."""
+    return ModelError("PROVIDER_UNAVAILABLE_ERROR", f"not a model reply: {message}", True, 200, raw)
+
+
 class ModelClient(Protocol):
     def generate(self, request: ModelRequest) -> ModelReply: ...
 

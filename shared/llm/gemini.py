@@ -19,7 +19,14 @@ import requests
 from google import genai
 from google.genai import errors, types
 
-from shared.llm.base import Credentials, ModelError, ModelReply, ModelRequest, Usage
+from shared.llm.base import (
+    Credentials,
+    ModelError,
+    ModelReply,
+    ModelRequest,
+    Usage,
+    protocol_fault,
+)
 from shared.llm.retry import error_for_status
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -62,12 +69,13 @@ def thinking_config(config: dict[str, Any], model_name: str) -> types.ThinkingCo
     level = config.get("reasoningLevel")
     budget = config.get("reasoningBudget")
     include = config.get("includeReasoning")
-    has_budget = isinstance(budget, int | float) and not isinstance(budget, bool) and budget > 0
+    positive = isinstance(budget, int | float) and not isinstance(budget, bool) and budget > 0
+    thinking_budget: float | None = budget if positive else None
     has_level = bool(level) and level != "off"
-    if include is True or has_budget or has_level:
+    if include is True or thinking_budget is not None or has_level:
         thinking = types.ThinkingConfig(include_thoughts=include is not False)
-        if has_budget:
-            thinking.thinking_budget = int(budget)
+        if thinking_budget is not None:
+            thinking.thinking_budget = int(thinking_budget)
         if has_level:
             if level not in _LEVELS:
                 raise ModelError("CONFIG_ERROR", f"unknown reasoningLevel {level!r}")
@@ -148,24 +156,54 @@ def _cut(text: str) -> str:
     return text if len(text) <= MAX_RAW_CHARS else text[:MAX_RAW_CHARS] + "…[truncated]"
 
 
-def parse_response(body: str) -> ModelReply:
-    """A generateContent REST body as a reply; refusals and empty truncations as ModelErrors."""
+def _envelope(body: str) -> dict[str, Any]:
+    """The body as a generateContent response, or a retryable protocol fault: an HTML page, prose,
+    a cut-off body or an error body sent with a 200 comes from a proxy or an outage."""
     try:
         data = json.loads(body)
     except ValueError:
         data = None
     if not isinstance(data, dict):
-        # A 200 that is not a JSON object came from a broken proxy or a cut connection.
         raise ModelError(
             "PROVIDER_UNAVAILABLE_ERROR", "malformed response body", True, 200, _cut(body)
         )
-    raw = _cut(json.dumps(sanitize(data), ensure_ascii=False))
+    if isinstance(data.get("error"), dict):
+        message = str(data["error"].get("message") or "")[:300]
+        raise protocol_fault(f"an error body with HTTP 200: {message}", _cut(body))
+    if "candidates" not in data and "promptFeedback" not in data:
+        raise protocol_fault("no candidates and no promptFeedback", _cut(body))
+    return data
+
+
+def _usage(data: dict[str, Any]) -> Usage:
     meta = data.get("usageMetadata") or {}
-    usage = Usage(
+    return Usage(
         prompt_tokens=int(meta.get("promptTokenCount") or 0),
         completion_tokens=int(meta.get("candidatesTokenCount") or 0)
         + int(meta.get("thoughtsTokenCount") or 0),
     )
+
+
+def _answer_text(candidate: dict[str, Any]) -> str:
+    """The answer parts' text; thoughts are not the answer."""
+    parts = (candidate.get("content") or {}).get("parts") or []
+    return "".join(
+        p["text"] for p in parts if isinstance(p.get("text"), str) and not p.get("thought")
+    )
+
+
+def _check_finish(finish: Any, text: str, raw: str) -> None:
+    if finish in _REFUSAL_FINISH:
+        raise ModelError("REFUSAL_ERROR", f"generation stopped: {finish}", raw=raw)
+    if finish == "MAX_TOKENS" and not text.strip():
+        raise ModelError("LENGTH_ERROR", "generation stopped at maxTokens with no text", raw=raw)
+
+
+def parse_response(body: str) -> ModelReply:
+    """A generateContent REST body as a reply; refusals and empty truncations as ModelErrors."""
+    data = _envelope(body)
+    raw = _cut(json.dumps(sanitize(data), ensure_ascii=False))
+    usage = _usage(data)
     block = (data.get("promptFeedback") or {}).get("blockReason")
     if block:
         raise ModelError("REFUSAL_ERROR", f"prompt blocked by provider: {block}", raw=raw)
@@ -175,15 +213,8 @@ def parse_response(body: str) -> ModelReply:
     candidate = candidates[0]
     if not isinstance(candidate, dict):
         raise ModelError("PROVIDER_UNAVAILABLE_ERROR", "malformed candidate", True, 200, raw)
-    parts = (candidate.get("content") or {}).get("parts") or []
-    text = "".join(
-        p["text"] for p in parts if isinstance(p.get("text"), str) and not p.get("thought")
-    )
-    finish = candidate.get("finishReason")
-    if finish in _REFUSAL_FINISH:
-        raise ModelError("REFUSAL_ERROR", f"generation stopped: {finish}", raw=raw)
-    if finish == "MAX_TOKENS" and not text.strip():
-        raise ModelError("LENGTH_ERROR", "generation stopped at maxTokens with no text", raw=raw)
+    text = _answer_text(candidate)
+    _check_finish(candidate.get("finishReason"), text, raw)
     return ModelReply(text=text, usage=usage, raw=raw)
 
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import httpx
 
-from shared.llm.base import ModelError, ModelReply, ModelRequest, Usage
+from shared.llm.base import ModelError, ModelReply, ModelRequest, Usage, protocol_fault
 from shared.llm.retry import error_for_status
 
 Flavour = Literal["openai", "ollama"]
@@ -102,26 +102,34 @@ def _text(content: Any) -> str:
     return ""
 
 
-def parse_response(body: str) -> ModelReply:
-    """A 200 Chat Completions body as a reply; refusals and empty truncations as ModelErrors."""
+def _completion(body: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The body and its first choice, or a retryable protocol fault: an HTML page, prose, a cut
+    stream or an error body sent with a 200 comes from a proxy or an outage, not the model."""
     try:
         data = json.loads(body)
     except ValueError:
         data = None
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        message = str(data["error"].get("message") or "")[:300]
+        raise protocol_fault(f"an error body with HTTP 200: {message}", _cut(body))
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        # Retryable: a 200 that is not a completion came from a broken proxy or a cut stream.
         raise ModelError(
             "PROVIDER_UNAVAILABLE_ERROR", "malformed response body", True, 200, _cut(body)
         )
     assert isinstance(data, dict)
+    return data, choices[0]
+
+
+def parse_response(body: str) -> ModelReply:
+    """A 200 Chat Completions body as a reply; refusals and empty truncations as ModelErrors."""
+    data, choice = _completion(body)
     raw = _cut(body)
     usage_data = data.get("usage") or {}
     usage = Usage(
         prompt_tokens=int(usage_data.get("prompt_tokens") or 0),
         completion_tokens=int(usage_data.get("completion_tokens") or 0),
     )
-    choice = choices[0]
     message = choice.get("message") or {}
     text = _text(message.get("content"))
     finish = choice.get("finish_reason")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 
@@ -18,6 +18,11 @@ def _coerce_timestamp(value: Any) -> Any:
 
 
 Timestamp = Annotated[datetime, BeforeValidator(_coerce_timestamp)]
+
+Count = Annotated[int, Field(ge=0)]
+"""A number of things (participants, messages, characters, retries): never negative."""
+Positive = Annotated[int, Field(ge=1)]
+"""A count that must be at least one (a step, a maximum number of turns)."""
 
 
 def now() -> datetime:
@@ -56,23 +61,30 @@ class DocumentError(Exception):
 M = TypeVar("M", bound=BaseModel)
 
 
+def _step(item: int | str, data: Any) -> tuple[str | None, Any]:
+    """One error-location item as a path part (None: not a field) and the data below it."""
+    if isinstance(item, int):
+        if isinstance(data, list) and item < len(data):
+            return f"[{item}]", data[item]
+        return None, data
+    if isinstance(data, dict) and item in data:
+        return "." + item, data[item]
+    if isinstance(data, dict) and data.get("kind") == item:
+        return None, data  # discriminated-union tag
+    if item.startswith(("function-", "tagged-union")):
+        return None, data  # a validator's name
+    return "." + item, None  # a missing field
+
+
 def _field_of(loc: tuple[int | str, ...], data: Any) -> str:
     """The document field a pydantic error location points at, walking the data to drop
     union tags (e.g. a question's ``kind``) and validator names that are not fields."""
     parts: list[str] = []
     for item in loc:
-        if isinstance(item, int) and isinstance(data, list) and item < len(data):
-            parts.append(f"[{item}]")
-            data = data[item]
-        elif isinstance(item, str) and isinstance(data, dict) and item in data:
-            parts.append(("." if parts else "") + item)
-            data = data[item]
-        elif isinstance(item, str) and isinstance(data, dict) and data.get("kind") == item:
-            continue  # discriminated-union tag
-        elif isinstance(item, str) and not item.startswith(("function-", "tagged-union")):
-            parts.append(("." if parts else "") + item)  # a missing field
-            data = None
-    return "".join(parts) or "(document)"
+        part, data = _step(item, data)
+        if part is not None:
+            parts.append(part)
+    return "".join(parts).removeprefix(".") or "(document)"
 
 
 def parse_document(model: type[M], path: str, data: dict[str, Any] | None) -> M:

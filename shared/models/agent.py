@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
-from shared.models._base import DocModel
+from shared.models._base import Count, DocModel
 from shared.models.participant import AgentModelSettings
 
 
@@ -58,10 +58,11 @@ class ChatStructuredOutputConfig(StructuredOutputConfig):
 
 
 class AgentChatSettings(DocModel):
-    words_per_minute: float | None = None
-    min_messages_before_responding: int = 0
+    words_per_minute: float | None = Field(default=None, ge=0)
+    """0 or None: no typing delay."""
+    min_messages_before_responding: Count = 0
     can_self_trigger_calls: bool = False
-    max_responses: int | None = 100
+    max_responses: Count | None = 100
     initial_message: str = ""
 
 
@@ -175,6 +176,10 @@ def parse_prompt_items(raw: list[Any], prefix: str = "") -> list[Any]:
     return items
 
 
+MAX_RETRIES = 10
+"""Corrective turns per answer: each is a model call, so a typo (1000) must not cost a fortune."""
+
+
 class PromptConfig(DocModel):
     """A persona's prompt for one stage: ``agentParticipants/{id}/prompts/{stageId}``."""
 
@@ -182,7 +187,7 @@ class PromptConfig(DocModel):
     type: str
     prompt: list[PromptItem] = []
     include_scaffolding_in_prompt: bool = True
-    num_retries: int | None = 0
+    num_retries: Annotated[int, Field(ge=0, le=MAX_RETRIES)] | None = 0
     generation_config: dict[str, Any] = {}
     structured_output_config: StructuredOutputConfig | None = None
     chat_settings: AgentChatSettings | None = None

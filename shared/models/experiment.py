@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from shared.models._base import DocModel, Timestamp
+from shared.models._base import Count, DocModel, Timestamp
 
 
 class Metadata(DocModel):
@@ -26,8 +26,8 @@ class Permissions(DocModel):
 
 
 class CohortParticipantConfig(DocModel):
-    min_participants_per_cohort: int | None = None
-    max_participants_per_cohort: int | None = None
+    min_participants_per_cohort: Count | None = None
+    max_participants_per_cohort: Count | None = None
     include_all_participants_in_cohort_count: bool = False
 
 

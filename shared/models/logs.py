@@ -2,11 +2,44 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from shared.models._base import DocModel, Timestamp
+
+TRUNCATED = "…[truncated: {dropped:,} more bytes]"
+"""The marker at the end of a text cut to fit a Firestore document (1 MiB)."""
+
+
+def cut_to_bytes(text: str, limit: int) -> str:
+    """``text`` within ``limit`` UTF-8 bytes, marked when cut: a log or record too long for
+    Firestore must be written shortened, never fail the write (and with it the function)."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    kept = data[:limit].decode("utf-8", "ignore")
+    return kept + TRUNCATED.format(dropped=len(data) - len(kept.encode("utf-8", "surrogatepass")))
+
+
+def _bounded(limit: int) -> AfterValidator:
+    return AfterValidator(lambda v: v if v is None else cut_to_bytes(v, limit))
+
+
+def _bounded_json(value: Any, limit: int = 100_000) -> Any:
+    """A parsed reply too large to store as a map is kept as (cut) JSON text."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return value if len(text.encode()) <= limit else cut_to_bytes(text, limit)
+
+
+# Byte budgets per field: together well under Firestore's 1 MiB document limit.
+PromptText = Annotated[str, _bounded(400_000)]
+RawText = Annotated[str | None, _bounded(200_000)]
+ReplyText = Annotated[str | None, _bounded(150_000)]
+ShortText = Annotated[str | None, _bounded(20_000)]
 
 
 class TokenUsage(DocModel):
@@ -17,10 +50,10 @@ class TokenUsage(DocModel):
 
 class ModelResponse(DocModel):
     status: str = "OK"
-    raw_response: str | None = None
-    text: str | None = None
-    parsed_response: Any = None
-    error_message: str | None = None
+    raw_response: RawText = None
+    text: ReplyText = None
+    parsed_response: Annotated[Any, AfterValidator(_bounded_json)] = None
+    error_message: ShortText = None
     usage: TokenUsage = Field(default_factory=TokenUsage)
 
 
@@ -37,7 +70,7 @@ class ModelLogEntry(DocModel):
     private_id: str = ""
     agent_id: str = ""
     description: str = ""
-    prompt: str = ""
+    prompt: PromptText = ""
     response: ModelResponse = Field(default_factory=ModelResponse)
     api_type: str = ""
     model_name: str = ""
@@ -61,8 +94,8 @@ class ErrorRecord(DocModel):
     id: str
     function: str
     document: str
-    field: str
-    reason: str
+    field: Annotated[str, _bounded(2_000)]
+    reason: Annotated[str, _bounded(20_000)]
     severity: str = "error"
     event_id: str = ""
     occurrences: int = 1

@@ -5,9 +5,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
-from shared.models._base import DocModel, parse_document
+from shared.models._base import Count, DocModel, Positive, parse_document
 
 
 class StageKind(StrEnum):
@@ -41,7 +41,7 @@ class StageText(DocModel):
 
 
 class StageProgress(DocModel):
-    min_participants: int = 0
+    min_participants: Count = 0
     wait_for_all_participants: bool = False
     show_participant_progress: bool = True
 
@@ -81,8 +81,16 @@ class TextQuestion(DocModel):
     id: str
     kind: Literal["text"] = "text"
     question_title: str = ""
-    min_char_count: int | None = None
-    max_char_count: int | None = None
+    min_char_count: Count | None = None
+    max_char_count: Count | None = None
+
+    @field_validator("max_char_count")
+    @classmethod
+    def _not_below_min(cls, value: int | None, info: ValidationInfo) -> int | None:
+        low = info.data.get("min_char_count")
+        if value is not None and low is not None and value < low:
+            raise ValueError(f"maxCharCount {value} is below minCharCount {low}")
+        return value
 
 
 class CheckQuestion(DocModel):
@@ -115,7 +123,16 @@ class ScaleQuestion(DocModel):
     lower_text: str = ""
     upper_text: str = ""
     middle_text: str | None = None
-    step_size: int | None = None
+    step_size: Positive | None = None
+
+    @field_validator("upper_value")
+    @classmethod
+    def _not_below_lower(cls, value: int, info: ValidationInfo) -> int:
+        """Checked here: an inverted scale has no valid answer, so no model could ever answer."""
+        low = info.data.get("lower_value")
+        if low is not None and value < low:
+            raise ValueError(f"upperValue {value} is below lowerValue {low}")
+        return value
 
 
 SurveyQuestion = Annotated[
@@ -158,8 +175,8 @@ class ChatDiscussion(DocModel):
 class _ChatBase(BaseStage):
     """What group and private chats share."""
 
-    time_limit_in_minutes: int | None = None
-    time_minimum_in_minutes: int | None = None
+    time_limit_in_minutes: Count | None = None
+    time_minimum_in_minutes: Count | None = None
     readiness_query: bool = False
     """Ours: after each turn, ask an agent participant whether it is ready to end in a second
     model call (the seed's checkReadyToEndChat) instead of reading the structured
@@ -179,8 +196,8 @@ class ChatStage(_ChatBase):
 class PrivateChatStage(_ChatBase):
     kind: Literal["privateChat"] = "privateChat"
     is_turn_based_chat: bool = True
-    min_number_of_turns: int = 0
-    max_number_of_turns: int | None = None
+    min_number_of_turns: Count = 0
+    max_number_of_turns: Positive | None = None
     prevent_cancellation: bool = False
 
 
@@ -190,7 +207,7 @@ ConversationStage = ChatStage | PrivateChatStage
 class TransferStage(BaseStage):
     kind: Literal["transfer"] = "transfer"
     enable_timeout: bool = False
-    timeout_seconds: float = 0
+    timeout_seconds: float = Field(default=0, ge=0)
     auto_transfer_config: dict[str, Any] | None = None
 
 
@@ -198,8 +215,8 @@ class Role(DocModel):
     id: str
     name: str = ""
     display_lines: list[str] = []
-    min_participants: int = 0
-    max_participants: int | None = None  # None is unlimited (DL compares `count < null`)
+    min_participants: Count = 0
+    max_participants: Count | None = None  # None is unlimited (DL compares `count < null`)
 
 
 class RoleStage(BaseStage):

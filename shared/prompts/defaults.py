@@ -39,6 +39,8 @@ GENERATION_CONFIG: dict[str, Any] = {
     "customRequestBodyFields": [],
 }
 """DL's createModelGenerationConfig() with nothing set."""
+ANSWER_RETRIES = 3
+"""Corrective turns for a stage answer (DL's default for survey and ranking prompts)."""
 
 
 def _node(type_: str, description: str | None = None, **fields: Any) -> StructuredOutputSchema:
@@ -179,7 +181,10 @@ def items_from_text(text: str, stage_id: str = "") -> list[Any]:
 
 
 def _answer_config(
-    stage: StageConfig, prompt: list[Any], output: StructuredOutputConfig, retries: int
+    stage: StageConfig,
+    prompt: list[Any],
+    output: StructuredOutputConfig,
+    retries: int = ANSWER_RETRIES,
 ) -> PromptConfig:
     return PromptConfig(
         id=stage.id,
@@ -212,18 +217,20 @@ def default_participant_prompt(stage: StageConfig) -> PromptConfig:
     format, so their context can still be previewed."""
     if isinstance(stage, SurveyStage):
         output = StructuredOutputConfig(schema=survey_output_schema(stage.questions))
-        return _answer_config(stage, participant_items(c.SURVEY_PROMPT_TEXT), output, 3)
+        return _answer_config(stage, participant_items(c.SURVEY_PROMPT_TEXT), output)
     if isinstance(stage, SurveyPerParticipantStage):
         schema = survey_per_participant_output_schema(stage.questions)
         items = participant_items(c.SURVEY_PER_PARTICIPANT_PROMPT_TEXT)
-        return _answer_config(stage, items, StructuredOutputConfig(schema=schema), 3)
+        return _answer_config(stage, items, StructuredOutputConfig(schema=schema))
     if isinstance(stage, RankingStage):
         items = participant_items(c.RANKING_PROMPT_TEXT)
-        return _answer_config(stage, items, chat_output_config(RANKING_OUTPUT_SCHEMA), 3)
+        return _answer_config(stage, items, chat_output_config(RANKING_OUTPUT_SCHEMA))
     if isinstance(stage, ProfileStage):
         items = items_from_text(profile_prompt_text(stage.profile_type), stage.id)
         output = chat_output_config(profile_output_schema(stage.profile_type))
-        return _answer_config(stage, items, output, 0)
+        # DL sends the profile prompt once; a garbled profile reply left the agent nameless,
+        # so it gets the same corrective retries as the other answer stages.
+        return _answer_config(stage, items, output)
     if stage.kind == StageKind.CHAT:
         return chat_config(
             stage, [*participant_items(None), ChatParticipantInstructionsPromptItem()]

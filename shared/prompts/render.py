@@ -141,52 +141,63 @@ def _shuffle_seed(group: PromptItemGroup, run: _Run) -> str:
             return group.shuffle_config.custom_seed
 
 
+_INSTRUCTIONS: dict[type, tuple[str, str]] = {
+    ChatMediatorInstructionsPromptItem: (
+        c.DEFAULT_MEDIATOR_GROUP_CHAT_TURN_TAKING_PROMPT_INSTRUCTIONS,
+        c.DEFAULT_MEDIATOR_GROUP_CHAT_PROMPT_INSTRUCTIONS,
+    ),
+    ChatParticipantInstructionsPromptItem: (
+        c.DEFAULT_AGENT_PARTICIPANT_CHAT_TURN_TAKING_PROMPT,
+        c.DEFAULT_AGENT_PARTICIPANT_CHAT_PROMPT,
+    ),
+}
+"""Chat instruction items: (turn-based text, free chat text)."""
+
+
+def _is_shuffled(item: Any) -> bool:
+    return bool(
+        isinstance(item, PromptItemGroup) and item.shuffle_config and item.shuffle_config.shuffle
+    )
+
+
+def _render_group(group: PromptItemGroup, run: _Run, position: str, bare_seed: bool) -> str:
+    members = list(group.items)
+    if _is_shuffled(group):
+        seed = _shuffle_seed(group, run)
+        if not bare_seed:  # DL: only the first shuffled group at the top keeps the bare seed
+            seed = f"{seed}::{run.ctx.stage.id}::{position}"
+        members = shuffle_with_seed(members, seed)
+    return _render_items(members, run, f"{position}.")
+
+
+def _render_item(item: Any, name: str, run: _Run, position: str, bare_seed: bool) -> list[str]:
+    """One item's lines (none when it renders empty)."""
+    if isinstance(item, TextPromptItem):
+        return [render_template(item.text, run.variables, name)]
+    if type(item) in _INSTRUCTIONS:
+        turn_based, free = _INSTRUCTIONS[type(item)]
+        return [turn_based if run.ctx.is_turn_based else free]
+    if isinstance(item, ProfileInfoPromptItem):
+        return [_profile_info(run)]
+    if isinstance(item, StageContextPromptItem):
+        return _stage_context(item, name, run)
+    if isinstance(item, ProfileContextPromptItem):
+        text = _profile_context(run)
+    elif isinstance(item, PromptItemGroup):
+        text = _render_group(item, run, position, bare_seed)
+    else:
+        raise PromptError(f"{name}: unknown prompt item type")
+    return [text] if text else []
+
+
 def _render_items(items: Sequence[Any], run: _Run, namespace: str = "") -> str:
     """DL's processPromptItems; ``namespace`` is the nested position mixed into shuffle seeds."""
-    first_shuffled = next(
-        (
-            i
-            for i, it in enumerate(items)
-            if isinstance(it, PromptItemGroup) and it.shuffle_config and it.shuffle_config.shuffle
-        ),
-        -1,
-    )
+    first_shuffled = next((i for i, it in enumerate(items) if _is_shuffled(it)), -1)
     out: list[str] = []
     for index, item in enumerate(items):
         name = f"prompt item {namespace}{index} ({item.type})"
-        if isinstance(item, TextPromptItem):
-            out.append(render_template(item.text, run.variables, name))
-        elif isinstance(item, ChatMediatorInstructionsPromptItem):
-            out.append(
-                c.DEFAULT_MEDIATOR_GROUP_CHAT_TURN_TAKING_PROMPT_INSTRUCTIONS
-                if run.ctx.is_turn_based
-                else c.DEFAULT_MEDIATOR_GROUP_CHAT_PROMPT_INSTRUCTIONS
-            )
-        elif isinstance(item, ChatParticipantInstructionsPromptItem):
-            out.append(
-                c.DEFAULT_AGENT_PARTICIPANT_CHAT_TURN_TAKING_PROMPT
-                if run.ctx.is_turn_based
-                else c.DEFAULT_AGENT_PARTICIPANT_CHAT_PROMPT
-            )
-        elif isinstance(item, ProfileContextPromptItem):
-            if text := _profile_context(run):
-                out.append(text)
-        elif isinstance(item, ProfileInfoPromptItem):
-            out.append(_profile_info(run))
-        elif isinstance(item, StageContextPromptItem):
-            out += _stage_context(item, name, run)
-        elif isinstance(item, PromptItemGroup):
-            members = list(item.items)
-            if item.shuffle_config and item.shuffle_config.shuffle:
-                seed = _shuffle_seed(item, run)
-                if not (namespace == "" and index == first_shuffled):
-                    # DL: only the first shuffled group keeps the bare seed
-                    seed = f"{seed}::{run.ctx.stage.id}::{namespace}{index}"
-                members = shuffle_with_seed(members, seed)
-            if text := _render_items(members, run, f"{namespace}{index}."):
-                out.append(text)
-        else:
-            raise PromptError(f"{name}: unknown prompt item type")
+        bare_seed = namespace == "" and index == first_shuffled
+        out += _render_item(item, name, run, f"{namespace}{index}", bare_seed)
     return "\n".join(out)
 
 

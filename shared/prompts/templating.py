@@ -1,7 +1,8 @@
 """Jinja2 for prompt text: TEXT items, persona promptContext and stage texts.
 
-Templates run in a sandbox with StrictUndefined: a misspelt variable stops the prompt with an
-error naming the template and the variable, instead of silently sending the model a blank.
+Templates run in a bounded sandbox (size, work and time limits: sandbox.py) with StrictUndefined:
+a misspelt variable, a refused operation or a template over a bound stops the prompt with an error
+naming the template (and the variable), instead of silently sending the model a blank or hanging.
 Text without Jinja syntax is returned unchanged (DL's texts contain no Jinja).
 """
 
@@ -14,11 +15,19 @@ from typing import Any, NoReturn
 
 from jinja2 import StrictUndefined, Template, TemplateSyntaxError, Undefined, UndefinedError
 from jinja2.exceptions import SecurityError
-from jinja2.sandbox import SandboxedEnvironment
 
 from shared.models import CohortConfig, Experiment, ParticipantProfile
+from shared.prompts.sandbox import BoundedEnvironment, TemplateBoundsError, render_bounded
 
 _MARKERS = ("{{", "{%", "{#")
+_TEMPLATES_OWN_ERRORS = (
+    ArithmeticError,
+    LookupError,
+    TypeError,
+    ValueError,
+    RecursionError,
+    MemoryError,
+)
 
 
 class PromptError(ValueError):
@@ -58,7 +67,7 @@ for _cls in (Undefined, StrictUndefined):
             setattr(_Strict, _name, _Strict._fail_with_undefined_error)
 
 
-_ENV = SandboxedEnvironment(
+_ENV = BoundedEnvironment(
     undefined=_Strict,
     autoescape=False,
     keep_trailing_newline=True,
@@ -79,7 +88,7 @@ def render_template(source: str, variables: Mapping[str, Any], template_name: st
     if not has_template_syntax(source):
         return source
     try:
-        return _compile(source).render(variables)
+        return render_bounded(lambda: _compile(source), variables)
     except _UndefinedVariable as exc:
         raise PromptTemplateError(template_name, exc.variable, str(exc.message)) from None
     except TemplateSyntaxError as exc:
@@ -88,6 +97,11 @@ def render_template(source: str, variables: Mapping[str, Any], template_name: st
         ) from None
     except (UndefinedError, SecurityError) as exc:
         raise PromptTemplateError(template_name, None, str(exc)) from None
+    except TemplateBoundsError as exc:
+        raise PromptTemplateError(template_name, None, f"over a sandbox limit: {exc}") from None
+    except _TEMPLATES_OWN_ERRORS as exc:
+        # Python errors of the template's own making (1/0, a macro calling itself): its fault.
+        raise PromptTemplateError(template_name, None, f"{type(exc).__name__}: {exc}") from None
 
 
 def _typed(value: str, schema_type: str | None) -> Any:
@@ -118,7 +132,8 @@ def _definition_types(experiment: Experiment) -> dict[str, str | None]:
         name, schema = definition.get("name"), definition.get("schema") or {}
         if not isinstance(name, str):
             continue
-        item = schema.get("items") if isinstance(schema.get("items"), dict) else schema
+        items = schema.get("items")
+        item = items if isinstance(items, dict) else schema
         kind = config.get("type")
         if kind == "random_permutation" and config.get("expandListToSeparateVariables", True):
             count = config.get("numToSelect") or len(config.get("values") or [])

@@ -49,31 +49,35 @@ def _object(properties: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
-def parse_answer(question: SurveyQuestion, raw: Any, where: str) -> SurveyAnswer:
-    """A typed answer for ``question``; AnswerValidationError naming ``where`` if invalid."""
-    if isinstance(question, TextQuestion):
-        if not isinstance(raw, str) or not raw.strip():
-            raise AnswerValidationError(f"{where} must be a non-empty string")
-        text = raw.strip()
-        if question.min_char_count and len(text) < question.min_char_count:
-            raise AnswerValidationError(
-                f"{where} has {len(text)} characters; at least {question.min_char_count} are needed"
-            )
-        if question.max_char_count and len(text) > question.max_char_count:
-            raise AnswerValidationError(
-                f"{where} has {len(text)} characters; at most {question.max_char_count} are allowed"
-            )
-        return TextAnswer(id=question.id, answer=text)
-    if isinstance(question, CheckQuestion):
-        if not isinstance(raw, bool):
-            raise AnswerValidationError(f"{where} must be true or false")
-        return CheckAnswer(id=question.id, is_checked=raw)
-    if isinstance(question, MultipleChoiceQuestion):
-        ids = [o.id for o in question.options]
-        if raw not in ids:
-            raise AnswerValidationError(f"{where} must be one of the option ids {ids}, got {raw!r}")
-        return MultipleChoiceAnswer(id=question.id, choice_id=raw)
-    assert isinstance(question, ScaleQuestion)
+def _text_answer(question: TextQuestion, raw: Any, where: str) -> TextAnswer:
+    if not isinstance(raw, str) or not raw.strip():
+        raise AnswerValidationError(f"{where} must be a non-empty string")
+    text = raw.strip()
+    if question.min_char_count and len(text) < question.min_char_count:
+        raise AnswerValidationError(
+            f"{where} has {len(text)} characters; at least {question.min_char_count} are needed"
+        )
+    if question.max_char_count and len(text) > question.max_char_count:
+        raise AnswerValidationError(
+            f"{where} has {len(text)} characters; at most {question.max_char_count} are allowed"
+        )
+    return TextAnswer(id=question.id, answer=text)
+
+
+def _check_answer(question: CheckQuestion, raw: Any, where: str) -> CheckAnswer:
+    if not isinstance(raw, bool):
+        raise AnswerValidationError(f"{where} must be true or false")
+    return CheckAnswer(id=question.id, is_checked=raw)
+
+
+def _choice_answer(question: MultipleChoiceQuestion, raw: Any, where: str) -> MultipleChoiceAnswer:
+    ids = [o.id for o in question.options]
+    if raw not in ids:
+        raise AnswerValidationError(f"{where} must be one of the option ids {ids}, got {raw!r}")
+    return MultipleChoiceAnswer(id=question.id, choice_id=raw)
+
+
+def _scale_answer(question: ScaleQuestion, raw: Any, where: str) -> ScaleAnswer:
     if isinstance(raw, float) and raw.is_integer():
         raw = int(raw)
     if isinstance(raw, bool) or not isinstance(raw, int):
@@ -83,6 +87,17 @@ def parse_answer(question: SurveyQuestion, raw: Any, where: str) -> SurveyAnswer
             f"{where} must be between {question.lower_value} and {question.upper_value}, got {raw}"
         )
     return ScaleAnswer(id=question.id, value=raw)
+
+
+def parse_answer(question: SurveyQuestion, raw: Any, where: str) -> SurveyAnswer:
+    """A typed answer for ``question``; AnswerValidationError naming ``where`` if invalid."""
+    if isinstance(question, TextQuestion):
+        return _text_answer(question, raw, where)
+    if isinstance(question, CheckQuestion):
+        return _check_answer(question, raw, where)
+    if isinstance(question, MultipleChoiceQuestion):
+        return _choice_answer(question, raw, where)
+    return _scale_answer(question, raw, where)
 
 
 def _require_object(reply: Any, what: str) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from chat_docs import add_mediator, chat_experiment
 from experiment_state import doc, errors, participant
 from raw_docs import agent, stage, write_experiment
 
@@ -143,3 +144,96 @@ def test_documents_written_in_any_order(runtime, db):
     db.document(base).set({"id": e, "stageIds": ["intro", "survey"]})
     runtime.wait_until_idle(timeout=60)
     assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+
+
+# --- Bounded inputs (issue 11, item 5): a named error record, never a stall ---------------------
+
+
+def _scale(low, high):
+    return {
+        "id": "rate",
+        "kind": "scale",
+        "questionTitle": "Rate",
+        "lowerValue": low,
+        "upperValue": high,
+    }
+
+
+def test_an_inverted_scale_is_named_and_fixing_it_resumes_the_agent(runtime, db):
+    e = write_experiment(
+        db, [stage("intro", "info"), stage("survey", "survey", questions=[_scale(7, 3)])]
+    )
+    pid = agent(db, e, "intro")
+    runtime.wait_until_idle(timeout=60)
+    record = _one_error(db, e)
+    assert (record.document, record.field) == (
+        f"experiments/{e}/stages/survey",
+        "questions[0].upperValue",
+    )
+    assert "below lowerValue 7" in record.reason
+    assert participant(db, e, pid).current_stage_id == "survey"
+    _no_storm(runtime)
+    db.document(f"experiments/{e}/stages/survey").update({"questions": [_scale(1, 5)]})
+    runtime.wait_until_idle(timeout=60)
+    assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+
+
+@pytest.mark.parametrize(
+    ("template", "why"),
+    [
+        ("{{ range(10**9)|list }}", "range() of 1,000,000,000 items"),
+        ("{{ 'a'*10**7 }}", "10,000,000 items"),
+        (
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+            "range() of 100,000 items",
+        ),
+    ],
+)
+def test_a_runaway_prompt_template_is_named_and_other_agents_go_on(runtime, db, template, why):
+    e = write_experiment(
+        db, [stage("survey", "survey", questions=[QUESTION]), stage("end", "info")]
+    )
+    persona = f"experiments/{e}/agentParticipants/odd"
+    db.document(persona).set({"id": "odd", "name": "Odd"})
+    db.document(f"{persona}/prompts/survey").set(
+        {"id": "survey", "type": "survey", "prompt": [{"type": "TEXT", "text": template}]}
+    )
+    odd = agent(
+        db, e, "survey", agentConfig={"agentId": "odd", "modelSettings": {"apiType": "SCRIPTED"}}
+    )
+    fine = agent(db, e, "survey", number=1)
+    runtime.wait_until_idle(timeout=60)
+    record = _one_error(db, e)
+    assert (record.document, record.field) == (f"{persona}/prompts/survey", "prompt")
+    assert "sandbox limit" in record.reason and why in record.reason
+    assert participant(db, e, odd).current_stage_id == "survey"
+    assert participant(db, e, fine).current_status == ParticipantStatus.SUCCESS
+    _no_storm(runtime)
+
+
+def test_a_megabyte_name_is_a_clear_error_not_a_stall(runtime, db):
+    e = write_experiment(
+        db, [stage("survey", "survey", questions=[QUESTION]), stage("end", "info")]
+    )
+    pid = agent(db, e, "survey", name="N" * 1_000_000)
+    runtime.wait_until_idle(timeout=60)
+    record = _one_error(db, e)
+    assert (record.document, record.field) == (f"experiments/{e}/participants/{pid}", "prompt")
+    assert "over the 400,000 sent to a model" in record.reason and "'Alias: NNNN" in record.reason
+    assert participant(db, e, pid).current_stage_id == "survey"
+    _no_storm(runtime)
+
+
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [({"wordsPerMinute": -3}, "chatSettings.wordsPerMinute"), ("nope", "chatSettings")],
+)
+def test_a_bad_mediator_setting_is_named(runtime, db, settings, field):
+    e = chat_experiment(db, mediator=False)
+    add_mediator(db, e)
+    prompt = f"experiments/{e}/agentMediators/host/prompts/chat"
+    db.document(prompt).update({"chatSettings": settings})
+    agent(db, e, "intro")
+    runtime.wait_until_idle(timeout=60)
+    records = [r for r in errors(db, e) if r.document == prompt]
+    assert [r.field for r in records] == [field], errors(db, e)

@@ -3,9 +3,13 @@ a retry, a corrective turn or a clear error record, and every stored answer is v
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import random
-from collections.abc import Iterator
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
 
 import pytest
 from experiment_state import doc, errors, model_logs, participant
@@ -13,8 +17,13 @@ from raw_docs import agent, stage, write_experiment
 
 from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.llm.scripted import generate_value
-from shared.models import ParticipantStatus, SurveyStageAnswer
-from tests.fakes import Recorded, Step, malformed
+from shared.models import (
+    ParticipantStatus,
+    RankingStageAnswer,
+    SurveyPerParticipantStageAnswer,
+    SurveyStageAnswer,
+)
+from tests.fakes import Recorded, Step, json_step, malformed
 from tests.fakes import fake_gemini as gemini
 from tests.fakes import fake_openai as openai
 
@@ -79,8 +88,9 @@ def test_faults_are_retried_or_corrected_and_the_answer_is_valid(runtime, db, fa
         gemini.error(429),
         gemini.error(503),
         malformed(),
+        gemini.empty(),  # no text at all: the provider's fault, not the model's
         gemini.text('{"why": "too short", "pick": "c", "rate": 9}'),  # violates the stage
-        gemini.empty(),
+        gemini.text('{"why": "still short"}'),
     )
     e = _survey_experiment(db)
     pid = agent(db, e, "survey")
@@ -99,13 +109,15 @@ def test_faults_are_retried_or_corrected_and_the_answer_is_valid(runtime, db, fa
         "QUOTA_ERROR",
         "PROVIDER_UNAVAILABLE_ERROR",
         "PROVIDER_UNAVAILABLE_ERROR",
+        "PROVIDER_UNAVAILABLE_ERROR",
         "INVALID_RESPONSE",
         "INVALID_RESPONSE",
         "OK",
     ]
-    assert [log.attempt for log in logs] == [1, 2, 3, 4, 5, 6]
+    assert [log.attempt for log in logs] == [1, 2, 3, 4, 5, 6, 7]
     assert all(log.api_type == "GEMINI" and log.prompt for log in logs)
-    assert "at least 10 are needed" in logs[3].response.error_message
+    assert "empty" in logs[3].response.error_message
+    assert "at least 10 are needed" in logs[4].response.error_message
     # the corrective turns went back to the model as conversation turns, with the reason
     last = fake_gemini.requests[-1].body["contents"]
     assert [c["role"] for c in last] == ["user", "model", "user", "model", "user"]
@@ -253,3 +265,122 @@ def test_openai_compatible_server(runtime, db, monkeypatch):
             "PROVIDER_UNAVAILABLE_ERROR",
             "OK",
         ]
+
+
+# --- A provider outage is not a wrong answer (issue 11, item 2) --------------------------------
+
+OUTAGE_S = float(os.environ.get("DLAB_TEST_OUTAGE_S", "4"))
+"""The garbage window. The issue's scenario is 60 s (``DLAB_TEST_OUTAGE_S=60``: the first
+invocations then reach their deadline and hand the move to onAgentWake); 4 s with a 0.1-0.5 s
+backoff (settings below) exercises the same classification: several garbage replies per agent
+and stage, then recovery."""
+GARBAGE = (
+    Step(200, b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>", 0, "text/html"),
+    Step(200, b"The service is temporarily unavailable. Please retry.", 0, "text/plain"),
+    Step(200, b"", 0, "text/plain"),
+    json_step({"error": {"code": 503, "message": "The model is overloaded."}}),  # with a 200
+    gemini.text("<html><body>Service Unavailable</body></html>"),  # inside a real envelope
+    gemini.text("Our systems are having an outage; please try again in a minute."),
+    gemini.empty(),
+)
+
+
+def _garbage_for(window_s: float) -> Callable[[Recorded], Step]:
+    """Garbage of every kind (in turn) until ``window_s`` has passed, then valid answers."""
+    until = time.monotonic() + window_s
+    served = itertools.count()
+
+    def respond(request: Recorded) -> Step:
+        if time.monotonic() < until:
+            return GARBAGE[next(served) % len(GARBAGE)]
+        return _valid_gemini(request)
+
+    return respond
+
+
+def _all_answer_stages(db):
+    return write_experiment(
+        db,
+        [
+            stage("profile", "profile", profileType="DEFAULT"),
+            stage("survey", "survey", questions=QUESTIONS),
+            stage("spp", "surveyPerParticipant", questions=QUESTIONS[1:]),
+            stage(
+                "rank",
+                "ranking",
+                rankingType="items",
+                rankingItems=[{"id": x, "imageId": "", "text": x} for x in "abc"],
+            ),
+            stage("end", "info"),
+        ],
+    )
+
+
+def test_a_garbage_outage_costs_no_agent_an_answer(runtime, db, fake_gemini, monkeypatch):
+    monkeypatch.setenv("DLAB_MODEL_MAX_ATTEMPTS", "1000")  # the deadline bounds the attempts
+    monkeypatch.setenv("DLAB_MODEL_BACKOFF_S", "0.1")
+    monkeypatch.setenv("DLAB_MODEL_BACKOFF_MAX_S", "0.5")
+    e = _all_answer_stages(db)
+    fake_gemini.responder = _garbage_for(OUTAGE_S)
+    ids = [agent(db, e, "profile", number=i) for i in range(5)]
+    runtime.wait_until_idle(timeout=OUTAGE_S + 120)
+
+    for pid in ids:
+        p = participant(db, e, pid)
+        assert p.current_status == ParticipantStatus.SUCCESS
+        assert p.name and p.avatar and p.pronouns, p  # the profile answer, not the defaults
+        for stage_id, model in (
+            ("survey", SurveyStageAnswer),
+            ("spp", SurveyPerParticipantStageAnswer),
+            ("rank", RankingStageAnswer),
+        ):
+            data = doc(db, f"experiments/{e}/participants/{pid}/stageData/{stage_id}")
+            assert data is not None, f"{pid} has no {stage_id} answer"
+            model.model_validate(data)
+    statuses = Counter(log.response.status for log in model_logs(db, e))
+    assert statuses["PROVIDER_UNAVAILABLE_ERROR"] >= 5, statuses  # the outage was met
+    assert statuses["INVALID_RESPONSE"] == 0, statuses  # garbage never became a wrong answer
+    assert statuses["OK"] == 5 * 4
+    recorded = errors(db, e)  # only a provider failing past a deadline, never "moved on"
+    assert all("provider failing" in r.reason for r in recorded), recorded
+    print(f"outage {OUTAGE_S:g} s: {dict(statuses)}; {len(recorded)} provider-failing record(s)")
+
+
+def test_garbage_past_the_attempts_waits_as_provider_failing(runtime, db, fake_gemini, monkeypatch):
+    monkeypatch.setenv("DLAB_MODEL_MAX_ATTEMPTS", "3")
+    monkeypatch.setenv("DLAB_MODEL_BACKOFF_S", "0.05")
+    fake_gemini.push(*GARBAGE[:3])  # every attempt of the first invocation
+    e = _survey_experiment(db)
+    pid = agent(db, e, "survey")
+    runtime.wait_until_idle(timeout=60)
+    (record,) = errors(db, e)
+    assert "provider failing after 3 attempt(s)" in record.reason
+    assert "will be retried" in record.reason
+    assert doc(db, f"experiments/{e}/participants/{pid}/stageData/survey") is not None
+    assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+    wakes = [d for d in runtime.deliveries if d.function == "onAgentWake"]
+    assert [d.outcome for d in wakes] == ["ok"]
+
+
+def test_a_setting_keeps_an_agent_whose_model_never_answers_validly(
+    runtime, db, fake_gemini, monkeypatch
+):
+    monkeypatch.setenv("DLAB_MOVE_ON_WITHOUT_ANSWER", "false")
+    fake_gemini.responder = lambda _request: gemini.text('{"why": 3}')
+    e = _survey_experiment(db)
+    pid = agent(db, e, "survey")
+    runtime.wait_until_idle(timeout=60)
+    (record,) = errors(db, e)
+    assert record.field == "stageData" and "the agent waits" in record.reason
+    assert participant(db, e, pid).current_stage_id == "survey"
+
+
+def test_the_default_profile_prompt_corrects_a_wrong_answer(runtime, db, fake_gemini):
+    fake_gemini.push(gemini.text('{"name": 3, "emoji": "🐶", "pronouns": "they/them"}'))
+    e = write_experiment(db, [stage("profile", "profile", profileType="DEFAULT")])
+    pid = agent(db, e, "profile")
+    runtime.wait_until_idle(timeout=60)
+    assert participant(db, e, pid).name  # answered on the corrective turn
+    logs = sorted(model_logs(db, e), key=lambda log: log.attempt)
+    assert [log.response.status for log in logs] == ["INVALID_RESPONSE", "OK"]
+    assert errors(db, e) == []

@@ -102,7 +102,7 @@ def test_turn_based_schema_has_no_should_respond():
         ("survey", 3, "Please answer the following survey questions based on the context above."),
         ("surveyPerParticipant", 3, "Based on the context above, please answer each survey"),
         ("ranking", 3, "Please rank the available items or participants based on the context"),
-        ("profile", 0, "Please fill out your profile name, emoji, and pronouns."),
+        ("profile", 3, "Please fill out your profile name, emoji, and pronouns."),  # ours: DL has 0
         ("privateChat", 0, "You are participating in a live group chat as your persona."),
     ],
 )

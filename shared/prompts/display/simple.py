@@ -57,6 +57,7 @@ def profile(stage: ProfileStage, view: StageView) -> str:
 
 def ranking(stage: RankingStage, view: StageView) -> str:
     """The candidates as JSON (DL's format), then each shown participant's ranking."""
+    items: list[dict[str, str | None]]
     if stage.ranking_type == "items":
         items = [{"id": i.id, "text": i.text} for i in stage.ranking_items]
         head = "Items available in ranking stage: "
