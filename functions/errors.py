@@ -88,6 +88,14 @@ def record_error(
                 "eventId": event_id,
                 "function": function,
                 "occurrences": firestore.Increment(1),
+                "resolvedAt": None,
             }
         )
     return path
+
+
+def mark_resolved(experiment_id: str, record_id: str) -> None:
+    """The cause of the record was fixed: say when (the experimenter sees it in the console)."""
+    path = paths.build(paths.ERROR_RECORD, experimentId=experiment_id, errorId=record_id)
+    with contextlib.suppress(gexc.NotFound):  # deleted by the experimenter meanwhile
+        store.ref(path).update({"resolvedAt": now()})

@@ -105,6 +105,14 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         timeout_s=60,
     ),
     FunctionSpec(
+        name="onAgentPromptWritten",
+        trigger=FirestoreTrigger("written", paths.AGENT_PARTICIPANT_PROMPT),
+        handler="functions.triggers.wake:on_blocking_document_written",
+        description="Wake the agent participants blocked on this persona prompt once it is "
+        "written (a fixed template, a corrected setting).",
+        timeout_s=60,
+    ),
+    FunctionSpec(
         name="onChatMessageCreated",
         trigger=FirestoreTrigger("created", paths.CHAT),
         handler="functions.triggers.chat:on_chat_message_created",

@@ -7,13 +7,15 @@ from typing import Any
 from google.cloud import firestore
 from google.cloud.firestore_v1.field_path import FieldPath
 
-from functions import documents, store
+from functions import documents, errors, store
 from shared.models import (
     ACTIVE_STATUSES,
     CohortConfig,
     ConversationStage,
+    DocumentError,
     ParticipantProfile,
     ParticipantStatus,
+    StageConfig,
     parse_document,
 )
 from shared.stages.unlock import stage_ready
@@ -58,7 +60,9 @@ def unlock_if_ready(experiment_id: str, cohort_id: str, stage_id: str) -> bool:
     if cohort.stage_unlock_map.get(stage_id):
         return False
     stage = store.read_stage(experiment_id, stage_id)
-    if not stage_ready(stage, cohort_members(experiment_id, cohort_id)):
+    members = cohort_members(experiment_id, cohort_id)
+    if not stage_ready(stage, members):
+        _name_humans_never_stamped(experiment_id, stage, members)
         return False
     store.ref(store.cohort_path(experiment_id, cohort_id)).update(
         {FieldPath("stageUnlockMap", stage_id).to_api_repr(): True}
@@ -75,3 +79,29 @@ def unlocked_chat_stage(
         return None
     stage = store.read_stage(experiment_id, stage_id)
     return stage if isinstance(stage, ConversationStage) else None
+
+
+def _name_humans_never_stamped(
+    experiment_id: str, stage: StageConfig, members: list[ParticipantProfile]
+) -> None:
+    """A human at the stage whose document lacks the arrival stamps DL's client writes (one
+    written by hand in the console) counts as never arrived and would hold the stage locked for
+    everyone: say which document and field. Writing them runs the unlock check again."""
+    for member in members:
+        if member.is_agent or member.current_stage_id != stage.id:
+            continue
+        ts = member.timestamps
+        field = (
+            "timestamps.startExperiment"
+            if ts.start_experiment is None
+            else f"timestamps.readyStages.{stage.id}"
+            if stage.id not in ts.ready_stages
+            else None
+        )
+        if field is not None:
+            reason = (
+                f"missing: this participant is at stage {stage.id!r} but counts as not arrived, "
+                "which keeps the stage locked for the cohort; set it to the arrival time"
+            )
+            path = store.participant_path(experiment_id, member.private_id)
+            errors.record_error(errors.current_function(), DocumentError(path, field, reason))

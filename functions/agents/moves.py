@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from functions import store, transactions
+from functions import errors, store, transactions
 from functions.agents import cohort_lock
 from shared.models import (
     Experiment,
@@ -51,15 +51,19 @@ def commit(participant_path: str, decided: ParticipantProfile, mutate: Mutation)
     checks whether another delivery already moved the participant (then there is nothing to do).
     """
     doc = store.ref(participant_path)
+    unblocked: list[dict[str, Any]] = []
 
     def body(transaction: Any) -> bool:
+        unblocked.clear()
         current = store.read(ParticipantProfile, participant_path, transaction)
         before = current.to_firestore()
         try:
             mutate(current, transaction)
         except Stale:
             return False
-        current.agent_blocked_on = None  # it moved: whatever blocked it is resolved
+        if current.agent_blocked_on is not None:  # it moved: whatever blocked it is resolved
+            unblocked.append(current.agent_blocked_on)
+            current.agent_blocked_on = None
         after = current.to_firestore()
         changed = {k: v for k, v in after.items() if before.get(k) != v}
         if changed:
@@ -70,7 +74,11 @@ def commit(participant_path: str, decided: ParticipantProfile, mutate: Mutation)
         moved = _position(store.read(ParticipantProfile, participant_path)) != _position(decided)
         return False if moved else None
 
-    return transactions.run(body, settled=settled)
+    moved = transactions.run(body, settled=settled)
+    for blocked in unblocked if moved else ():
+        if isinstance(blocked.get("errorId"), str):
+            errors.mark_resolved(participant_path.split("/")[1], blocked["errorId"])
+    return moved
 
 
 def fill_start_timestamps(p: ParticipantProfile) -> None:

@@ -19,7 +19,7 @@ from functions import leases, store, transactions
 from functions.agents import cohort_lock, moves
 from functions.agents.model_call import AnswerFailed, CallSite, ask
 from functions.agents.prompting import build_stage_prompt, creator_api_keys
-from functions.errors import AlreadyRecorded, record_error
+from functions.errors import AlreadyRecorded, error_id, record_error
 from functions.wire import publish_wakes
 from shared.llm import ModelError
 from shared.models import (
@@ -207,7 +207,8 @@ def _advance_once(
             return Advance(Move.DEFAULTS_FILLED if filled else Move.NONE)
         return _move(experiment_id, path, participant)
     except DocumentError as error:
-        record_error(FUNCTION, error)
+        if not _already_blocked_on(participant, error):  # one occurrence, not one per event
+            record_error(FUNCTION, error)
         if participant.is_agent:
             _mark_blocked(path, participant, error)
         return Advance(Move.BLOCKED)
@@ -260,12 +261,25 @@ def _fill_defaults(experiment_id: str, path: str) -> bool:
     return transactions.run(body)
 
 
+def _blocked_on(error: DocumentError) -> dict[str, str]:
+    return {
+        "document": error.blocked_on,
+        "field": error.field,
+        "reason": error.reason,
+        "errorId": error_id(error),
+    }
+
+
+def _already_blocked_on(participant: ParticipantProfile, error: DocumentError) -> bool:
+    marked = participant.agent_blocked_on or {}
+    return all(marked.get(k) == v for k, v in _blocked_on(error).items())
+
+
 def _mark_blocked(path: str, participant: ParticipantProfile, error: DocumentError) -> None:
-    blocked = {"document": error.blocked_on, "field": error.field, "reason": error.reason}
-    if participant.agent_blocked_on is None or any(
-        participant.agent_blocked_on.get(k) != v for k, v in blocked.items()
-    ):
-        store.ref(path).update({"agentBlockedOn": {**blocked, "since": now()}})
+    """Say on the agent what stops it; writing that document wakes it, and its next move
+    marks the error record resolved."""
+    if not _already_blocked_on(participant, error):
+        store.ref(path).update({"agentBlockedOn": {**_blocked_on(error), "since": now()}})
 
 
 def _move(experiment_id: str, path: str, participant: ParticipantProfile) -> Advance:

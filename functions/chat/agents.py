@@ -8,10 +8,11 @@ from typing import Any, Literal
 
 from google.cloud import firestore
 
-from functions import documents, store
+from functions import documents, errors, store
 from shared import paths
 from shared.models import (
     AgentChatSettings,
+    DocumentError,
     MediatorProfile,
     MediatorStatus,
     ParticipantProfile,
@@ -112,7 +113,12 @@ def mediators_of(experiment_id: str, cohort_id: str, stage: StageConfig) -> list
     ids = []
     for mediator in documents.valid(query.get(), _parse_mediator, id_field="privateId"):
         persona = mediator.agent_config.agent_id if mediator.agent_config else ""
-        if _prompt_doc(paths.AGENT_MEDIATOR_PROMPT, experiment_id, persona, stage)[0] is not None:
+        try:
+            prompt, _ = _prompt_doc(paths.AGENT_MEDIATOR_PROMPT, experiment_id, persona, stage)
+        except DocumentError as error:  # one broken mediator silences only itself
+            errors.record_error(errors.current_function(), error)
+            continue
+        if prompt is not None:
             ids.append(mediator.private_id)
     return sorted(ids)
 

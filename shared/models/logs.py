@@ -101,3 +101,6 @@ class ErrorRecord(DocModel):
     occurrences: int = 1
     first_seen: Timestamp | None = None
     last_seen: Timestamp | None = None
+    resolved_at: Timestamp | None = None
+    """Set when the backend saw the cause fixed (the agent it stopped moved on); cleared when
+    the error happens again."""
