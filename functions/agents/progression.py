@@ -58,6 +58,7 @@ class Move(StrEnum):
     """Another invocation is moving the agent; it was asked to make this move too."""
 
 
+BLOCKED_FIELD = "agentBlockedOn"
 MOVE_LEASE_TTL = timedelta(seconds=360)
 """Longer than the moving functions' timeout (300 s): a lease older than that was left by an
 invocation that died, and the next delivery (or the watchdog) takes it over."""
@@ -207,8 +208,7 @@ def _advance_once(
             return Advance(Move.DEFAULTS_FILLED if filled else Move.NONE)
         return _move(experiment_id, path, participant)
     except DocumentError as error:
-        if not _already_blocked_on(participant, error):  # one occurrence, not one per event
-            record_error(FUNCTION, error)
+        record_error(FUNCTION, error)
         if participant.is_agent:
             _mark_blocked(path, participant, error)
         return Advance(Move.BLOCKED)
@@ -279,7 +279,7 @@ def _mark_blocked(path: str, participant: ParticipantProfile, error: DocumentErr
     """Say on the agent what stops it; writing that document wakes it, and its next move
     marks the error record resolved."""
     if not _already_blocked_on(participant, error):
-        store.ref(path).update({"agentBlockedOn": {**_blocked_on(error), "since": now()}})
+        store.ref(path).update({BLOCKED_FIELD: {**_blocked_on(error), "since": now()}})
 
 
 def _move(experiment_id: str, path: str, participant: ParticipantProfile) -> Advance:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functions._events import FirestoreEvent
-from functions.agents.progression import ProviderUnavailable
+from functions.agents.progression import BLOCKED_FIELD, ProviderUnavailable
 from functions.triggers.advance import advance
 from functions.wire import publish_wakes
 
@@ -23,4 +23,14 @@ def on_participant_created(event: FirestoreEvent) -> None:
 
 
 def on_participant_updated(event: FirestoreEvent) -> None:
+    if _only_marked_blocked(event):
+        return  # our own note of what stops the agent: nothing changed to move it
     _advance(event)
+
+
+def _only_marked_blocked(event: FirestoreEvent) -> bool:
+    """The update only set or cleared ``agentBlockedOn`` (the backend's mark): handling it
+    would meet the same error again and count it twice."""
+    before, after = event.before or {}, event.after or {}
+    changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    return changed == {BLOCKED_FIELD}
