@@ -146,8 +146,10 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         trigger=ScheduleTrigger(WATCHDOG_TOPIC, schedule="every 1 minutes"),
         handler="functions.triggers.chat:on_watchdog_tick",
         description=(
-            "Ends chats whose timeLimitInMinutes passed (system message, agents move on) and "
-            "asks agents idle at a chat stage whether they are ready to end."
+            "Ends chats whose timeLimitInMinutes passed (system message, agents move on), "
+            "asks agents idle at a chat stage whether they are ready to end, and re-drives "
+            "work an invocation lost: stalled moves, expired move leases, chats whose openings "
+            "never came."
         ),
         timeout_s=120,
     ),
