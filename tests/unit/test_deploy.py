@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from functions.deploy import googleapis, plan, rules, run, source
-from functions.deploy.__main__ import main
 from functions.registry import REGISTRY, FunctionSpec, PubSubTrigger
+from tools.deploy import googleapis, plan, rules, run, source
+from tools.deploy.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT, REGION = "fresh-project-42", "us-east1"
@@ -220,7 +220,7 @@ def test_source_tree_has_the_packages_main_and_requirements(tmp_path: Path) -> N
     names = {p.name for p in dest.iterdir()}
     assert {"functions", "shared", "main.py", "requirements.txt"} <= names
     assert not {"tests", "emulator", "tools", "templates"} & names
-    assert not (dest / "functions" / "deploy").exists()
+    assert not (dest / "functions" / "deploy").exists() and not list(dest.rglob("deploy/plan.py"))
     assert not list(dest.rglob("__pycache__")) and not list(dest.rglob("*.pyc"))
     assert (dest / "shared/schemas/deliberate-lab-schemas.json").exists()
     assert (dest / "requirements.txt").read_text() == (ROOT / "requirements.txt").read_text()

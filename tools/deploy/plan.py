@@ -245,7 +245,7 @@ def scheduler_job(spec: FunctionSpec, options: Options) -> Gcloud:
         f"--topic={topic}",
         "--message-body={}",
         f"--time-zone={time_zone}",
-        f"--description=Triggers {spec.name} (python -m functions.deploy)",
+        f"--description=Triggers {spec.name} (python -m tools.deploy)",
     )
     job = f"{_kebab(spec.name)}-schedule"
     return Gcloud(

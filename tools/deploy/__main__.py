@@ -1,4 +1,4 @@
-"""``python -m functions.deploy --project P --region R [--dry-run]``; see docs/DEPLOY.md."""
+"""``python -m tools.deploy --project P --region R [--dry-run]``; see docs/DEPLOY.md."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from functions.deploy import googleapis, plan, run, source
 from functions.registry import REGISTRY
+from tools.deploy import googleapis, plan, run, source
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m functions.deploy",
+        prog="python -m tools.deploy",
         description="Deploy the functions, topics, scheduler jobs, indexes and security rules.",
     )
     parser.add_argument("--project", required=True, help="Google Cloud project id")

@@ -7,8 +7,8 @@ source, then point the database's release (``cloud.firestore``) at it.
 
 from __future__ import annotations
 
-from functions.deploy import googleapis
-from functions.deploy.plan import ReleaseRules
+from tools.deploy import googleapis
+from tools.deploy.plan import ReleaseRules
 
 API = "firebaserules"
 
