@@ -6,10 +6,9 @@ import uuid
 from typing import Any
 
 from google.api_core import exceptions as gexc
-from google.cloud import firestore
-from pydantic import ValidationError
 
 from functions import store
+from functions.as_seen import messages_as_seen
 from functions.chat.room import Room
 from shared.models import ChatMessage, ProfileBase, UserType, now
 
@@ -24,19 +23,9 @@ SKIPPED_FIELD = "skippedTurnOf"
 
 
 def history(room: Room) -> list[ChatMessage]:
-    """The chat in time order (messages that do not parse are left out)."""
-    query = (
-        store.db()
-        .collection(room.chats_path)
-        .order_by("timestamp", direction=firestore.Query.ASCENDING)
-    )
-    messages = []
-    for snap in query.get():
-        try:
-            messages.append(ChatMessage.model_validate({"id": snap.id, **snap.to_dict()}))
-        except ValidationError:
-            continue
-    return messages
+    """The chat in the order Firestore stored it, with server times and the senders' stored
+    profiles, never what a writer claimed (functions/as_seen.py)."""
+    return messages_as_seen(room.experiment_id, store.db().collection(room.chats_path).stream())
 
 
 def last_conversational(messages: list[ChatMessage]) -> ChatMessage | None:
