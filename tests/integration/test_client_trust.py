@@ -65,9 +65,7 @@ def test_an_invalid_human_answer_is_recorded_not_mirrored(runtime, db):
             {"id": "q1", "kind": "scale", "questionTitle": "Rate", "lowerValue": 1, "upperValue": 5}
         ],
     )
-    ranking = stage(
-        "rank", "ranking", rankingType="items", rankingItems=[{"id": "a"}, {"id": "b"}]
-    )
+    ranking = stage("rank", "ranking", rankingType="items", rankingItems=[{"id": "a"}, {"id": "b"}])
     e = write_experiment(db, [survey, ranking, stage("end", "info")])
     hu = human(db, e, "survey")
     answers = f"experiments/{e}/participants/{hu}/stageData"

@@ -67,7 +67,7 @@ def _one(step: Step, out: Print) -> None:
         source.assemble(step.source_dir)
         out("  -> written")
     elif isinstance(step, ReleaseRules):
-        out(f"  -> released {rules.release(step)}")
+        out(f"  -> {rules.deploy(step, out)}")
     elif isinstance(step, FieldIndexes):
         body = step.body()
         query = f"{step.path}?updateMask=indexConfig"
