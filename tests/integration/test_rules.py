@@ -132,9 +132,9 @@ CASES = [
     Case("alice", "update", f"{s.E1}/stages/chat1", DENY, {"kind": "survey"}),
     Case("pat", "update", f"{s.E1}/stages/chat1", DENY, {"kind": "survey"}),
     # --- cohorts and public stage data: backend writes, members read -----------------------
-    Case("pat", "get", s.C1, ALLOW),
+    Case("pat", "get", s.C1, DENY),  # its own cohort: the creator's email is private
     Case("pat", "get", s.C2, DENY),
-    Case("quinn", "get", s.C2, ALLOW),
+    Case("quinn", "get", f"{s.C2}/publicStageData/chat1", ALLOW),
     Case("alice", "list", f"{s.E1}/cohorts", ALLOW),
     Case("bob", "list", f"{s.E1}/cohorts", DENY),
     Case("pat", "update", s.C1, DENY, {"stageUnlockMap": {"chat1": True}}),
