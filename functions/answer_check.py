@@ -75,7 +75,9 @@ def _candidates(
 ) -> set[str]:
     if stage.ranking_type == "items":
         return {item.id for item in stage.ranking_items}
-    cohort = firestore.FieldFilter("currentCohortId", "==", participant.current_cohort_id)
-    snaps = store.participants(experiment_id).where(filter=cohort).select(["publicId"]).get()
+    query = store.participants(experiment_id).where(
+        filter=firestore.FieldFilter("currentCohortId", "==", participant.current_cohort_id)
+    )
+    snaps = query.select(["publicId"]).get()
     people = {str((snap.to_dict() or {}).get("publicId")) for snap in snaps}
     return people if stage.enable_self_voting else people - {participant.public_id}
