@@ -36,9 +36,17 @@ def messages_as_seen(experiment_id: str, snaps: Iterable[DocumentSnapshot]) -> l
     """The messages in the order Firestore stored them, each with the server's time and its
     sender's stored profile (messages that do not parse are left out)."""
     stored = [(snap.create_time, message) for snap in snaps if (message := _parse(snap))]
+    return as_seen(experiment_id, stored)
+
+
+def as_seen(
+    experiment_id: str, stored: Sequence[tuple[datetime, ChatMessage]]
+) -> list[ChatMessage]:
+    """Parsed messages, each with its document's create time: in that order, dated by it, and
+    showing the sender's stored profile."""
     profiles = stored_profiles(experiment_id, [message for _, message in stored])
-    stored.sort(key=lambda pair: (pair[0], pair[1].id))
-    return [_as_seen(message, created, profiles) for created, message in stored]
+    ordered = sorted(stored, key=lambda pair: (pair[0], pair[1].id))
+    return [_as_seen(message, created, profiles) for created, message in ordered]
 
 
 def _parse(snap: DocumentSnapshot) -> ChatMessage | None:
