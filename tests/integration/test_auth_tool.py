@@ -79,30 +79,41 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-@pytest.fixture
-def identity(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeIdentityToolkit]:
+@pytest.fixture(scope="module")
+def stack(runtime: Any) -> Iterator[tuple[FirestoreRest, Any, Any, FakeIdentityToolkit]]:
+    """Once per module: the rules matrix's documents in their own project, an admin client,
+    the Auth stand-in and a firebase-admin app pointed at both (its Auth client keeps the host)."""
     server = FakeIdentityToolkit()
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv("FIREBASE_AUTH_EMULATOR_HOST", server.host)
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture
-def setup(runtime: Any, identity: FakeIdentityToolkit, monkeypatch: pytest.MonkeyPatch) -> Iterator:
-    """The rules matrix's documents in their own project, an admin client and an app there."""
     rest = FirestoreRest(runtime.firestore_host, PROJECT)
     rest.put_rules(RULES.read_text())
     rest.reset()
     rest.seed(s.documents())
-    monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", runtime.firestore_host)
-    client = firestore.Client(project=PROJECT)
-    app = firebase_admin.initialize_app(options={"projectId": PROJECT}, name=uuid.uuid4().hex)
-    yield rest, client, app
-    firebase_admin.delete_app(app)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("FIREBASE_AUTH_EMULATOR_HOST", server.host)
+        env.setenv("FIRESTORE_EMULATOR_HOST", runtime.firestore_host)
+        client = firestore.Client(project=PROJECT)
+        app = firebase_admin.initialize_app(options={"projectId": PROJECT}, name=uuid.uuid4().hex)
+        yield rest, client, app, server
+        firebase_admin.delete_app(app)
+    server.shutdown()
+    server.server_close()
     rest.reset()
     rest.close()
+
+
+@pytest.fixture
+def setup(stack: tuple) -> tuple[FirestoreRest, Any, Any]:
+    rest, client, app, _ = stack
+    return rest, client, app
+
+
+@pytest.fixture
+def identity(stack: tuple) -> FakeIdentityToolkit:
+    """The Auth stand-in, without users."""
+    server = stack[3]
+    server.users.clear()
+    return server
 
 
 def _claims(token: str) -> dict[str, Any]:
