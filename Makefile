@@ -35,7 +35,7 @@ table: $(STAMP)  ## print the README's function table from the registry
 
 deploy: $(STAMP)  ## deploy to Google Cloud: make deploy PROJECT=p REGION=r [DRY_RUN=1] [ARGS=...]
 	@test -n "$(PROJECT)" -a -n "$(REGION)" || { echo "usage: make deploy PROJECT=p REGION=r [DRY_RUN=1]"; exit 2; }
-	$(BIN)/python -m functions.deploy --project $(PROJECT) --region $(REGION) $(if $(DRY_RUN),--dry-run) $(ARGS)
+	$(BIN)/python -m tools.deploy --project $(PROJECT) --region $(REGION) $(if $(DRY_RUN),--dry-run) $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

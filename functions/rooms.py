@@ -5,10 +5,10 @@ relative to it. Below the chat logic, so that prompts can show a chat without de
 from __future__ import annotations
 
 import dataclasses
-
-from google.cloud import firestore
+from typing import Any
 
 from functions import documents, store
+from functions.as_seen import as_seen
 from shared.models import ChatMessage, ChatPublicData, parse_document
 
 
@@ -51,16 +51,16 @@ class Room:
 
 
 def history(room: Room) -> list[ChatMessage]:
-    """The chat in time order; a message that does not validate is recorded and left out."""
-    query = (
-        store.db()
-        .collection(room.chats_path)
-        .order_by("timestamp", direction=firestore.Query.ASCENDING)
-    )
-    return documents.valid(query.get(), _parse_message)
+    """The chat as the backend saw it: in the order Firestore stored it, dated by the server
+    and showing the senders' stored profiles, never what a writer claimed
+    (``functions/as_seen.py``). A message that does not validate is recorded and left out."""
+    snaps = list(store.db().collection(room.chats_path).get())
+    created = {snap.reference.path: snap.create_time for snap in snaps}
+    parsed = documents.valid(snaps, lambda path, data: (path, _parse_message(path, data)))
+    return as_seen(room.experiment_id, [(created[path], message) for path, message in parsed])
 
 
-def _parse_message(path: str, data: dict) -> ChatMessage:
+def _parse_message(path: str, data: dict[str, Any]) -> ChatMessage:
     return parse_document(ChatMessage, path, data)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from google.api_core import exceptions as gexc
 from google.cloud.firestore_v1.field_path import FieldPath
 
-from functions import store, transactions
+from functions import answer_check, store, transactions
 from functions._events import FirestoreEvent
 from functions.chat import readiness
 from functions.rooms import Room
@@ -44,6 +44,7 @@ def on_stage_data_written(event: FirestoreEvent) -> None:
     )
     if stage.kind == StageKind.SURVEY:
         answer = parse_document(SurveyStageAnswer, event.document, event.after)
+        answer_check.check_survey(event.document, stage, answer)
         _merge(
             public_path,
             stage.id,
@@ -54,6 +55,7 @@ def on_stage_data_written(event: FirestoreEvent) -> None:
         )
     elif stage.kind == StageKind.RANKING:
         ranking = parse_document(RankingStageAnswer, event.document, event.after)
+        answer_check.check_ranking(event.document, experiment_id, stage, participant, ranking)
         _mirror_ranking(public_path, stage, participant.public_id, ranking.ranking_list)
     elif isinstance(stage, ChatStage):
         readiness.mirror_thread_readiness(experiment_id, stage, participant, event.after)

@@ -20,6 +20,17 @@ DATABASE = "(default)"
 Op = Literal["get", "list", "query", "create", "update", "set", "delete"]
 
 
+class _ServerTime:
+    """A field value the server fills in with the request's time (a client SDK's
+    ``serverTimestamp()``): sent as a REQUEST_TIME transform, so rules see ``request.time``."""
+
+    def __repr__(self) -> str:
+        return "SERVER_TIME"
+
+
+SERVER_TIME = _ServerTime()
+
+
 @dataclasses.dataclass(frozen=True)
 class User:
     """A signed-in Firebase user (anonymous when it has no email)."""
@@ -27,6 +38,8 @@ class User:
     uid: str
     email: str | None = None
     email_verified: bool | None = None
+    claims: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Custom claims (set with admin credentials, e.g. ``role: experimenter``)."""
 
     def token(self, project: str) -> str:
         now = int(time.time())
@@ -47,6 +60,7 @@ class User:
             claims["email"] = self.email
         if self.email_verified is not None:
             claims["email_verified"] = self.email_verified
+        claims.update(self.claims)
         header = {"alg": "none", "kid": "fakekid", "typ": "JWT"}
         return f"{_b64(header)}.{_b64(claims)}."
 
@@ -78,7 +92,24 @@ def encode(value: Any) -> dict[str, Any]:
 
 
 def fields(data: dict[str, Any]) -> dict[str, Any]:
-    return {key: encode(value) for key, value in data.items()}
+    return {key: encode(value) for key, value in data.items() if value is not SERVER_TIME}
+
+
+def server_time_paths(data: dict[str, Any], prefix: str = "") -> list[str]:
+    """Field paths of SERVER_TIME values, nested maps included."""
+    found = []
+    for key, value in data.items():
+        path = f"{prefix}{_field_name(key)}"
+        if value is SERVER_TIME:
+            found.append(path)
+        elif isinstance(value, dict):
+            found += server_time_paths(value, f"{path}.")
+    return found
+
+
+def _field_name(key: str) -> str:
+    simple = key.replace("_", "a").isalnum() and not key[:1].isdigit()
+    return key if simple else "`" + key.replace("\\", "\\\\").replace("`", "\\`") + "`"
 
 
 class FirestoreRest:
@@ -89,6 +120,8 @@ class FirestoreRest:
         self._root = f"projects/{project}/databases/{DATABASE}/documents"
         self._http = httpx.Client(base_url=f"http://{host}", timeout=30)
         self._emulator = f"/emulator/v1/projects/{project}"
+        self.last_reply = ""
+        """The body of the last call's reply (a denial names the rule that failed)."""
 
     def close(self) -> None:
         self._http.close()
@@ -133,27 +166,39 @@ class FirestoreRest:
         """Run one operation on ``path`` (a document, or a collection for list/query/create)."""
         headers = self._headers(user)
         url = f"/v1/{self._root}/{path}"
-        body = {"fields": fields(data or {})}
         if op in ("get", "list"):  # a document or a collection
             response = self._http.get(url, headers=headers)
         elif op == "query":
             response = self._query(path, where, headers)
-        elif op == "create":
-            parent, _, doc_id = url.rpartition("/")
-            response = self._http.post(
-                parent, params={"documentId": doc_id}, json=body, headers=headers
-            )
-        elif op == "update":
-            params = [("currentDocument.exists", "true")]
-            params += [("updateMask.fieldPaths", key) for key in (data or {})]
-            response = self._http.patch(url, params=params, json=body, headers=headers)
-        elif op == "set":
-            response = self._http.patch(url, json=body, headers=headers)
-        elif op == "delete":
-            response = self._http.delete(url, headers=headers)
         else:
-            raise ValueError(op)
+            response = self._commit(self._write(op, path, data or {}), headers)
+        self.last_reply = response.text[:2000]
         return response.status_code
+
+    def _write(self, op: Op, path: str, data: dict[str, Any]) -> dict[str, Any]:
+        """One write of a commit, as a client SDK sends it: create and update with their
+        preconditions, set without; SERVER_TIME values as transforms of the same write."""
+        name = f"{self._root}/{path}"
+        if op == "delete":
+            return {"delete": name}
+        write: dict[str, Any] = {"update": {"name": name, "fields": fields(data)}}
+        if op == "create":
+            write["currentDocument"] = {"exists": False}
+        elif op == "update":
+            write["currentDocument"] = {"exists": True}
+            write["updateMask"] = {"fieldPaths": [_field_name(k) for k in data]}
+        elif op != "set":
+            raise ValueError(op)
+        stamps = server_time_paths(data)
+        if stamps:
+            write["updateTransforms"] = [
+                {"fieldPath": p, "setToServerValue": "REQUEST_TIME"} for p in stamps
+            ]
+        return write
+
+    def _commit(self, write: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
+        url = f"/v1/projects/{self.project}/databases/{DATABASE}/documents:commit"
+        return self._http.post(url, json={"writes": [write]}, headers=headers)
 
     def _query(
         self, collection: str, where: tuple[str, Any] | None, headers: dict[str, str]

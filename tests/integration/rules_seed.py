@@ -1,15 +1,19 @@
 """The people and documents of the security rules matrix.
 
-Experiment ``e1`` (private, created by alice, shared with carol) has two cohorts; participant pat
-is in cohort c1 at the chat stage, quinn in c2, rae in c1 at the survey stage, sam in c1 and
-finished. ``e2`` is bob's public experiment.
+Experiment ``e1`` (private, created by alice, shared with carol) has stages survey1, ranking1,
+chat1 (threads d1, d2; d1 current in c1), pchat1 (private chat) and survey2 (locked in c1), and
+two cohorts. Participants: pat in c1 at chat1 (survey1 and ranking1 completed), quinn in c2 at
+chat1, rae in c1 at survey1, tia in c1 at ranking1 (survey1 reached but not completed), uma in
+c1 at pchat1, vic in c1 at the locked survey2, sam in c1 and finished. ``e2`` is bob's public
+experiment. Gina is an experimenter by custom claim only (no allowlist entry).
 """
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
-from tests.integration.rules_client import User
+from tests.integration.rules_client import SERVER_TIME, User
 
 # Experimenters (allowlisted), keyed by role name.
 ALICE = User("uid-alice", "Alice@Lab.org")  # creator of e1; mixed case on purpose
@@ -26,6 +30,10 @@ QUINN = User("uid-quinn")
 RAE = User("uid-rae")
 SAM = User("uid-sam")
 STRANGER = User("uid-stranger")  # anonymous, participant of nothing
+TIA = User("uid-tia")
+UMA = User("uid-uma")
+VIC = User("uid-vic")
+GINA = User("uid-gina", "gina@lab.org", claims={"role": "experimenter"})  # claim, no allowlist
 
 USERS: dict[str, User | None] = {
     "alice": ALICE,
@@ -40,6 +48,10 @@ USERS: dict[str, User | None] = {
     "rae": RAE,
     "sam": SAM,
     "stranger": STRANGER,
+    "tia": TIA,
+    "uma": UMA,
+    "vic": VIC,
+    "gina": GINA,
     "anonymous": None,
 }
 
@@ -49,34 +61,125 @@ C2 = f"{E1}/cohorts/c2"
 CHAT1 = f"{C1}/publicStageData/chat1"
 PAT_P = f"{E1}/participants/uid-pat"
 QUINN_P = f"{E1}/participants/uid-quinn"
+STAGE_IDS = ["survey1", "ranking1", "chat1", "pchat1", "survey2"]
+PAST = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+
+SURVEY1 = {
+    "id": "survey1",
+    "kind": "survey",
+    "questions": [
+        {
+            "id": "t1",
+            "kind": "text",
+            "questionTitle": "Why?",
+            "minCharCount": 2,
+            "maxCharCount": 20,
+        },
+        {"id": "c1", "kind": "check", "questionTitle": "Agree?"},
+        {"id": "mc1", "kind": "mc", "questionTitle": "Pick", "options": [{"id": "a"}, {"id": "b"}]},
+        {"id": "s1", "kind": "scale", "questionTitle": "Rate", "lowerValue": 1, "upperValue": 7},
+        *({"id": f"x{i}", "kind": "check", "questionTitle": "More?"} for i in range(4, 9)),
+        {  # the 10th question, with 10 options: the most the rules check (their budget)
+            "id": "mc10",
+            "kind": "mc",
+            "questionTitle": "Pick one of ten",
+            "options": [{"id": f"o{i}"} for i in range(10)],
+        },
+    ],
+}
+RANKING1 = {
+    "id": "ranking1",
+    "kind": "ranking",
+    "rankingType": "items",
+    "rankingItems": [{"id": "i1"}, {"id": "i2"}, {"id": "i3"}],
+}
 
 
-def _participant(uid: str, public_id: str, cohort: str, stage: str, status: str) -> dict[str, Any]:
+def _participant(
+    uid: str,
+    public_id: str,
+    cohort: str,
+    stage: str,
+    status: str,
+    completed: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """A human participant that reached ``stage`` through every stage before it."""
+    reached = STAGE_IDS[: STAGE_IDS.index(stage) + 1]
     return {
         "privateId": uid,
         "publicId": public_id,
         "type": "participant",
-        "name": public_id,
+        "name": public_id.removeprefix("pub-").title(),
+        "avatar": "🐱",
+        "pronouns": None,
         "currentCohortId": cohort,
         "currentStageId": stage,
         "currentStatus": status,
+        "timestamps": {
+            "readyStages": dict.fromkeys(reached, PAST),
+            "completedStages": dict.fromkeys(completed, PAST),
+        },
         "agentConfig": None,
     }
 
 
-def message(message_id: str, sender: str, type_: str = "participant") -> dict[str, Any]:
+PROFILES = {
+    "uid-pat": _participant(
+        "uid-pat", "pub-pat", "c1", "chat1", "IN_PROGRESS", ("survey1", "ranking1")
+    ),
+    "uid-quinn": _participant(
+        "uid-quinn", "pub-quinn", "c2", "chat1", "IN_PROGRESS", ("survey1", "ranking1")
+    ),
+    "uid-rae": _participant("uid-rae", "pub-rae", "c1", "survey1", "IN_PROGRESS"),
+    "uid-tia": _participant("uid-tia", "pub-tia", "c1", "ranking1", "IN_PROGRESS"),
+    "uid-uma": _participant(
+        "uid-uma", "pub-uma", "c1", "pchat1", "IN_PROGRESS", ("survey1", "ranking1", "chat1")
+    ),
+    "uid-vic": _participant(
+        "uid-vic", "pub-vic", "c1", "survey2", "IN_PROGRESS", tuple(STAGE_IDS[:4])
+    ),
+    "uid-sam": _participant("uid-sam", "pub-sam", "c1", "chat1", "SUCCESS"),
+}
+
+
+def profile_of(public_id: str) -> dict[str, Any]:
+    """The display profile a participant's messages must carry: its stored one."""
+    stored = next((p for p in PROFILES.values() if p["publicId"] == public_id), None)
+    if stored is None:
+        return {"name": public_id, "avatar": "🤖", "pronouns": None}
+    return {key: stored[key] for key in ("name", "avatar", "pronouns")}
+
+
+def message(
+    message_id: str,
+    sender: str,
+    type_: str = "participant",
+    discussion_id: str | None = "d1",
+    **changes: Any,
+) -> dict[str, Any]:
+    """A message as a participant's client sends it, in thread ``discussion_id``."""
     return {
         "id": message_id,
         "type": type_,
         "senderId": sender,
         "message": "hello",
-        "discussionId": None,
-        "profile": {"name": sender, "avatar": "🐱", "pronouns": None},
+        "discussionId": discussion_id,
+        "timestamp": SERVER_TIME,
+        "profile": profile_of(sender),
+        **changes,
     }
 
 
+def stored_message(message_id: str, sender: str, discussion_id: str | None = "d1") -> dict:
+    return {**message(message_id, sender, discussion_id=discussion_id), "timestamp": PAST}
+
+
+def _unlocked(*stage_ids: str) -> dict[str, Any]:
+    return {"stageUnlockMap": {s: s in stage_ids for s in STAGE_IDS}}
+
+
 def documents() -> dict[str, dict[str, Any]]:
-    stage_ids = ["survey1", "chat1"]
+    participants = {f"{E1}/participants/{uid}": data for uid, data in PROFILES.items()}
     return {
         "allowlist/alice@lab.org": {},
         "allowlist/bob@lab.org": {},
@@ -89,36 +192,56 @@ def documents() -> dict[str, dict[str, Any]]:
             "id": "e1",
             "metadata": {"name": "e1", "creator": "alice@lab.org"},
             "permissions": {"visibility": "private", "readers": ["carol@lab.org"]},
-            "stageIds": stage_ids,
+            "stageIds": STAGE_IDS,
         },
         "experiments/e2": {
             "id": "e2",
             "metadata": {"name": "e2", "creator": "bob@lab.org"},
             "permissions": {"visibility": "public", "readers": []},
-            "stageIds": stage_ids,
+            "stageIds": STAGE_IDS,
         },
-        f"{E1}/stages/survey1": {"id": "survey1", "kind": "survey", "questions": []},
-        f"{E1}/stages/chat1": {"id": "chat1", "kind": "chat"},
-        C1: {"id": "c1", "stageUnlockMap": {"survey1": True, "chat1": True}},
-        C2: {"id": "c2", "stageUnlockMap": {"survey1": True, "chat1": True}},
-        CHAT1: {"id": "chat1", "kind": "chat", "currentDiscussionId": None},
-        f"{CHAT1}/chats/m1": message("m1", "pub-pat"),
+        "experiments/e3": {
+            "id": "e3",
+            "metadata": {"name": "e3", "creator": "uid-gina"},
+            "permissions": {"visibility": "private", "readers": []},
+            "stageIds": [],
+        },
+        f"{E1}/stages/survey1": SURVEY1,
+        f"{E1}/stages/ranking1": RANKING1,
+        f"{E1}/stages/chat1": {
+            "id": "chat1",
+            "kind": "chat",
+            "discussions": [{"id": "d1"}, {"id": "d2"}],
+        },
+        f"{E1}/stages/pchat1": {"id": "pchat1", "kind": "privateChat"},
+        f"{E1}/stages/survey2": {"id": "survey2", "kind": "survey", "questions": []},
+        C1: {"id": "c1", "metadata": {"creator": "alice@lab.org"}, **_unlocked(*STAGE_IDS[:4])},
+        C2: {"id": "c2", "metadata": {"creator": "alice@lab.org"}, **_unlocked(*STAGE_IDS)},
+        CHAT1: {"id": "chat1", "kind": "chat", "currentDiscussionId": "d1"},
+        f"{CHAT1}/chats/m1": stored_message("m1", "pub-pat"),
         f"{CHAT1}/triggerLogs/m1-participant": {"id": "m1-participant"},
         f"{C1}/publicStageData/survey1": {"id": "survey1", "kind": "survey"},
-        f"{C2}/publicStageData/chat1": {"id": "chat1", "kind": "chat"},
-        f"{C2}/publicStageData/chat1/chats/m2": message("m2", "pub-quinn"),
-        PAT_P: _participant("uid-pat", "pub-pat", "c1", "chat1", "IN_PROGRESS"),
-        QUINN_P: _participant("uid-quinn", "pub-quinn", "c2", "chat1", "IN_PROGRESS"),
-        f"{E1}/participants/uid-rae": _participant(
-            "uid-rae", "pub-rae", "c1", "survey1", "IN_PROGRESS"
-        ),
-        f"{E1}/participants/uid-sam": _participant("uid-sam", "pub-sam", "c1", "chat1", "SUCCESS"),
+        f"{C2}/publicStageData/chat1": {"id": "chat1", "kind": "chat", "currentDiscussionId": None},
+        f"{C2}/publicStageData/chat1/chats/m2": stored_message("m2", "pub-quinn", None),
+        **participants,
         f"{E1}/participants/agent-1": {
             **_participant("agent-1", "pub-agent", "c1", "chat1", "IN_PROGRESS"),
             "agentConfig": {"agentId": "persona-1", "promptContext": "You are a confederate."},
         },
-        f"{PAT_P}/stageData/survey1": {"id": "survey1", "kind": "survey", "answerMap": {}},
-        f"{PAT_P}/stageData/chat1/privateChats/pm1": message("pm1", "pub-pat"),
+        f"{PAT_P}/stageData/survey1": {
+            "id": "survey1",
+            "kind": "survey",
+            "answerMap": {"s1": {"id": "s1", "kind": "scale", "value": 3}},
+        },
+        f"{PAT_P}/stageData/chat1": {"id": "chat1", "kind": "chat", "discussionTimestampMap": {}},
+        f"{E1}/participants/uid-uma/stageData/pchat1/privateChats/pm1": stored_message(
+            "pm1", "pub-uma", None
+        ),
+        f"{E1}/participants/uid-rae/stageData/survey1": {
+            "id": "survey1",
+            "kind": "survey",
+            "answerMap": {},
+        },
         f"{QUINN_P}/stageData/survey1": {"id": "survey1", "kind": "survey", "answerMap": {}},
         f"{E1}/mediators/med-1": {"privateId": "med-1", "currentCohortId": "c1"},
         f"{E1}/agentParticipants/persona-1": {"id": "persona-1", "name": "Riley"},
@@ -127,5 +250,18 @@ def documents() -> dict[str, dict[str, Any]]:
         f"{E1}/agentMediators/persona-m/prompts/chat1": {"id": "chat1", "prompt": []},
         f"{E1}/logs/log-1": {"status": "SUCCESS", "prompt": "..."},
         f"{E1}/errors/err-1": {"document": f"{E1}/stages/chat1", "reason": "bad"},
+        f"{E1}/roles/r1": {"id": "r1", "name": "Leader"},
+        f"{E1}/participantPublicData/pub-pat": {"publicId": "pub-pat"},
         "experimentTemplates/t1": {"id": "t1", "permissions": {"visibility": "public"}},
+        "experimentTemplates/t2": {
+            "id": "t2",
+            "metadata": {"creator": "uid-bob"},
+            "permissions": {"visibility": "private", "readers": []},
+        },
+        "agentTemplates/a1": {
+            "id": "a1",
+            "metadata": {"creator": "uid-alice"},
+            "permissions": {"visibility": "private", "readers": []},
+        },
+        "experimenters/alice@lab.org": {"id": "alice@lab.org", "name": "Alice"},
     }

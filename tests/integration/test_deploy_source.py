@@ -33,8 +33,8 @@ from typing import Any
 
 import pytest
 
-from functions.deploy import plan, source
 from functions.registry import REGISTRY, FunctionSpec, PubSubTrigger
+from tools.deploy import plan, source
 
 PROJECT = "fresh-project-1"
 REGION = "europe-west1"
@@ -328,7 +328,7 @@ def test_field_index_requests_have_the_shape_gcloud_sends(tmp_path: Path) -> Non
 def test_the_firestore_location_lookup_runs_in_gcloud(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from functions.deploy.__main__ import firestore_location
+    from tools.deploy.__main__ import firestore_location
 
     config = tmp_path / "gcloud"
     config.mkdir()

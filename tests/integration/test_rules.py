@@ -2,11 +2,19 @@
 
 The rules are loaded into their own project (``demo-rules``) on the session's emulator, so the
 runtime's project is unaffected. Requests go over the REST API with unsigned mock ID tokens;
-allowed means HTTP 200, denied means 403.
+allowed means HTTP 200, denied means 403. Writes are commits as a client SDK sends them, with
+``serverTimestamp()`` as a REQUEST_TIME transform (rules_client.SERVER_TIME).
+
+Every attack of issue 12 is a denied case (forged profile or sender, future or client-clock
+timestamp, 900 KB and 4001-character messages, backend markers, another thread, answers for a
+stage not reached, locked or completed, out-of-bounds, invented questions, options and items,
+the experiment and cohort documents with the creator's email), next to the legitimate writes of
+a human participant (posting, answering at the bounds, marking ready) as allowed cases.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -39,15 +47,44 @@ class Case(NamedTuple):
         return "-".join([*parts, *([self.note] if self.note else []), verdict])
 
 
-def msg(message_id: str, sender: str, type_: str = "participant") -> dict[str, Any]:
-    return s.message(message_id, sender, type_)
-
-
+msg = s.message
 CHATS_C1 = f"{s.CHAT1}/chats"
 CHATS_C2 = f"{s.C2}/publicStageData/chat1/chats"
 PAT_DATA = f"{s.PAT_P}/stageData"
-PAT_PRIVATE = f"{PAT_DATA}/chat1/privateChats"
+UMA_DATA = f"{s.E1}/participants/uid-uma/stageData"
+UMA_PRIVATE = f"{UMA_DATA}/pchat1/privateChats"
+RAE_SURVEY = f"{s.E1}/participants/uid-rae/stageData/survey1"
+TIA_DATA = f"{s.E1}/participants/uid-tia/stageData"
 ANSWER = {"id": "chat1", "kind": "chat", "readyToEndChat": True}
+READY_PRIVATE = {"id": "pchat1", "kind": "privateChat", "readyToEndChat": True}
+FUTURE = datetime.datetime(2099, 1, 1, tzinfo=datetime.UTC)
+RECENT = datetime.datetime.now(datetime.UTC)
+"""A client clock's time: close to the server's, yet not the server's."""
+
+
+def survey(**answers: dict[str, Any]) -> dict[str, Any]:
+    """A survey answer document; each answer gets its question id and kind."""
+    kinds = {q["id"]: q["kind"] for q in s.SURVEY1["questions"]}
+    answer_map = {
+        qid: {"id": qid, "kind": kinds.get(qid, "text"), **a} for qid, a in answers.items()
+    }
+    return {"id": "survey1", "kind": "survey", "answerMap": answer_map}
+
+
+def ranking(*items: str) -> dict[str, Any]:
+    return {"id": "ranking1", "kind": "ranking", "rankingList": list(items)}
+
+
+def pat_says(note: str, allowed: bool = DENY, **changes: Any) -> Case:
+    """Pat posting to its cohort's chat, its message changed by ``changes``."""
+    return Case(
+        "pat", "create", f"{CHATS_C1}/m9", allowed, msg("m9", "pub-pat", **changes), note=note
+    )
+
+
+def rae_answers(note: str, allowed: bool, op: Op = "update", **answers: dict[str, Any]) -> Case:
+    return Case("rae", op, RAE_SURVEY, allowed, survey(**answers), note=note)
+
 
 CASES = [
     # --- experimenterData (model API keys): only the owner -----------------------------------
@@ -76,13 +113,17 @@ CASES = [
     Case("eve", "get", s.E1, DENY),  # isAdmin: false is not an admin
     Case("mallory", "get", s.E1, DENY),
     Case("fake_alice", "get", s.E1, DENY),
-    Case("pat", "get", s.E1, ALLOW),  # its participant
+    Case("pat", "get", s.E1, DENY),  # its participant: the creator's email is private
+    Case("gina", "get", "experiments/e3", ALLOW),  # experimenter by custom claim, creator by uid
+    Case("gina", "get", s.E1, DENY),
+    Case("gina", "query", "experiments", ALLOW, where=("metadata.creator", "uid-gina")),
+    Case("stranger", "query", "experiments", DENY, where=("metadata.creator", "uid-gina")),
     Case("stranger", "get", s.E1, DENY),
     Case("anonymous", "get", s.E1, DENY),
     Case("alice", "get", "experiments/e2", ALLOW),  # public
     Case("pat", "get", "experiments/e2", DENY),  # not its participant
     Case("alice", "update", s.E1, DENY, {"stageIds": []}),
-    Case("alice", "create", "experiments/e3", DENY, {"metadata": {"creator": "alice@lab.org"}}),
+    Case("alice", "create", "experiments/e4", DENY, {"metadata": {"creator": "alice@lab.org"}}),
     Case("alice", "query", "experiments", ALLOW, where=("metadata.creator", "alice@lab.org")),
     Case("alice", "query", "experiments", ALLOW, where=("permissions.visibility", "public")),
     Case("alice", "list", "experiments", DENY),  # would include bob's private ones
@@ -98,9 +139,9 @@ CASES = [
     Case("alice", "update", f"{s.E1}/stages/chat1", DENY, {"kind": "survey"}),
     Case("pat", "update", f"{s.E1}/stages/chat1", DENY, {"kind": "survey"}),
     # --- cohorts and public stage data: backend writes, members read -----------------------
-    Case("pat", "get", s.C1, ALLOW),
+    Case("pat", "get", s.C1, DENY),  # its own cohort: the creator's email is private
     Case("pat", "get", s.C2, DENY),
-    Case("quinn", "get", s.C2, ALLOW),
+    Case("quinn", "get", f"{s.C2}/publicStageData/chat1", ALLOW),
     Case("alice", "list", f"{s.E1}/cohorts", ALLOW),
     Case("bob", "list", f"{s.E1}/cohorts", DENY),
     Case("pat", "update", s.C1, DENY, {"stageUnlockMap": {"chat1": True}}),
@@ -115,7 +156,30 @@ CASES = [
     Case("alice", "list", CHATS_C1, ALLOW),
     Case("anonymous", "list", CHATS_C1, DENY),
     Case("pat", "create", f"{CHATS_C1}/m9", ALLOW, msg("m9", "pub-pat")),
-    Case("quinn", "create", f"{CHATS_C2}/m9", ALLOW, msg("m9", "pub-quinn")),
+    Case("quinn", "create", f"{CHATS_C2}/m9", ALLOW, msg("m9", "pub-quinn", discussion_id=None)),
+    pat_says("longest", ALLOW, message="x" * 4000),
+    # the attacks of issue 12: forged identity, time and markers, floods, other threads
+    pat_says("forged-name", profile={"name": "Moderator", "avatar": "🐱", "pronouns": None}),
+    pat_says("forged-avatar", profile={**s.profile_of("pub-pat"), "avatar": "⚖️"}),
+    pat_says("profile-extra", profile={**s.profile_of("pub-pat"), "isModerator": True}),
+    pat_says("no-profile", profile=None),
+    pat_says("future-timestamp", timestamp=FUTURE),
+    pat_says("client-clock", timestamp=RECENT),
+    pat_says("no-timestamp", timestamp=None),
+    pat_says("900KB", message="x" * 900_000),
+    pat_says("4001-chars", message="x" * 4001),
+    pat_says("empty", message=""),
+    pat_says("not-text", message=42),
+    pat_says("left-marker", leftChatBy="pub-agent"),
+    pat_says("declined-marker", declinedBy="pub-agent"),
+    pat_says("timer-marker", timerEnded=True),
+    pat_says("skipped-marker", skippedTurnOf="pub-agent"),
+    pat_says("as-error", isError=True),
+    pat_says("agent-id", agentId="persona-1"),
+    pat_says("explanation", explanation="I am the moderator"),
+    pat_says("other-thread", discussionId="d2"),
+    pat_says("no-thread", discussionId=None),
+    pat_says("system", type="system", profile={"name": "System", "avatar": None, "pronouns": None}),
     Case("pat", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-quinn"), note="as-another"),
     Case("pat", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-agent"), note="as-agent"),
     Case(
@@ -132,6 +196,7 @@ CASES = [
         "pat", "create", f"{s.C1}/publicStageData/survey1/chats/m9", DENY, msg("m9", "pub-pat")
     ),
     Case("rae", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-rae")),  # at another stage
+    Case("uma", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-uma")),  # moved on
     Case("sam", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-sam")),  # finished
     Case("pat", "update", f"{CHATS_C1}/m1", DENY, {"message": "edited"}),
     Case("pat", "delete", f"{CHATS_C1}/m1", DENY),
@@ -160,16 +225,86 @@ CASES = [
     Case("alice", "update", s.PAT_P, DENY, {"currentStatus": "ATTENTION_CHECK"}),
     Case("carol", "list", f"{s.E1}/participants", ALLOW),
     Case("bob", "list", f"{s.E1}/participants", DENY),
-    # --- stage answers: a participant writes only its own --------------------------------
-    Case("pat", "create", f"{PAT_DATA}/chat1", ALLOW, ANSWER),
-    Case("pat", "update", f"{PAT_DATA}/survey1", ALLOW, {"answerMap": {"q1": "a"}}),
+    # --- stage answers: its own, for a stage it is at, valid for that stage ----------------
+    Case("pat", "update", f"{PAT_DATA}/chat1", ALLOW, ANSWER),  # ready to end the chat
+    Case(
+        "pat",
+        "update",
+        f"{PAT_DATA}/chat1",
+        ALLOW,
+        {"discussionTimestampMap": {"d1": s.SERVER_TIME}},
+        note="ready-for-next-thread",
+    ),
+    Case(
+        "pat",
+        "update",
+        f"{PAT_DATA}/chat1",
+        DENY,
+        {"discussionTimestampMap": {"d2": s.SERVER_TIME}},
+        note="other-thread",
+    ),
+    Case(
+        "pat",
+        "update",
+        f"{PAT_DATA}/chat1",
+        DENY,
+        {"discussionTimestampMap": {"d1": FUTURE}},
+        note="thread-future",
+    ),
+    Case("pat", "update", f"{PAT_DATA}/chat1", DENY, {"readyToEndChat": "yes"}, note="not-bool"),
+    Case("pat", "update", f"{PAT_DATA}/chat1", DENY, {"leftChatBy": "pub-pat"}, note="marker"),
     Case("pat", "get", f"{PAT_DATA}/survey1", ALLOW),
     Case("pat", "list", PAT_DATA, ALLOW),
+    rae_answers("text-longest", ALLOW, "set", t1={"answer": "x" * 20}),  # creates the answer
+    rae_answers("scale-highest", ALLOW, s1={"value": 7}),
+    rae_answers("choice", ALLOW, mc1={"choiceId": "b"}),
+    rae_answers("last-choice-of-last-question", ALLOW, mc10={"choiceId": "o9"}),
+    rae_answers("invented-choice-of-last-question", DENY, mc10={"choiceId": "o10"}),
+    rae_answers("check", ALLOW, c1={"isChecked": True}),
+    rae_answers("two-at-once", DENY, t1={"answer": "fine"}, c1={"isChecked": True}),
+    rae_answers("scale-lowest", ALLOW, s1={"value": 1}),
+    rae_answers("text-shortest", ALLOW, t1={"answer": "ok"}),
+    rae_answers("scale-999", DENY, s1={"value": 999}),
+    rae_answers("scale-0", DENY, s1={"value": 0}),
+    rae_answers("scale-float", DENY, s1={"value": 3.5}),
+    rae_answers("invented-question", DENY, q9={"answer": "hi"}),
+    rae_answers("invented-option", DENY, mc1={"choiceId": "z"}),
+    rae_answers("text-21", DENY, t1={"answer": "x" * 21}),
+    rae_answers("text-1", DENY, t1={"answer": "x"}),
+    rae_answers("check-not-bool", DENY, c1={"isChecked": "yes"}),
+    rae_answers("wrong-kind", DENY, s1={"kind": "text", "answer": "7"}),
+    rae_answers("wrong-id", DENY, s1={"id": "c1", "value": 3}),
+    rae_answers("extra-key", DENY, s1={"value": 3, "note": "x"}),
+    Case("rae", "update", RAE_SURVEY, DENY, {**survey(), "kind": "ranking"}, note="doc-kind"),
+    Case("rae", "update", RAE_SURVEY, DENY, {**survey(), "extra": 1}, note="doc-extra-key"),
+    Case("rae", "create", f"{TIA_DATA}/ranking1", DENY, ranking("i1")),  # another's
+    Case("rae", "create", f"{s.E1}/participants/uid-rae/stageData/ranking1", DENY, ranking("i1")),
+    Case("tia", "set", f"{TIA_DATA}/ranking1", ALLOW, ranking("i3", "i1", "i2")),
+    Case("tia", "set", f"{TIA_DATA}/ranking1", DENY, ranking("i1", "i9"), note="invented-item"),
+    Case("tia", "set", f"{TIA_DATA}/ranking1", DENY, ranking("i1", "i1"), note="twice"),
+    Case("tia", "set", f"{TIA_DATA}/survey1", ALLOW, survey(c1={"isChecked": False})),  # earlier
+    Case("pat", "update", f"{PAT_DATA}/survey1", DENY, survey(s1={"value": 5})),  # completed
+    Case("pat", "set", f"{PAT_DATA}/ranking1", DENY, ranking("i1")),  # completed
+    Case(
+        "pat",
+        "set",
+        f"{PAT_DATA}/survey2",
+        DENY,
+        {"id": "survey2", "kind": "survey", "answerMap": {}},
+    ),
+    Case(
+        "vic",
+        "set",
+        f"{s.E1}/participants/uid-vic/stageData/survey2",
+        DENY,
+        {"id": "survey2", "kind": "survey", "answerMap": {}},
+        note="locked-stage",
+    ),
     Case("pat", "get", f"{s.QUINN_P}/stageData/survey1", DENY),
     Case("pat", "update", f"{s.QUINN_P}/stageData/survey1", DENY, {"answerMap": {}}),
     Case("pat", "create", f"{s.QUINN_P}/stageData/chat1", DENY, ANSWER),
     Case(
-        "pat", "create", f"{PAT_DATA}/chat1", DENY, {**ANSWER, "id": "survey1"}, note="id-mismatch"
+        "pat", "update", f"{PAT_DATA}/chat1", DENY, {**ANSWER, "id": "survey1"}, note="id-mismatch"
     ),
     Case("pat", "delete", f"{PAT_DATA}/survey1", DENY),
     Case("sam", "create", f"{s.E1}/participants/uid-sam/stageData/chat1", DENY, ANSWER),
@@ -178,12 +313,44 @@ CASES = [
     Case("alice", "update", f"{PAT_DATA}/survey1", DENY, {"answerMap": {}}),
     Case("anonymous", "get", f"{PAT_DATA}/survey1", DENY),
     # --- private chats --------------------------------------------------------------------
-    Case("pat", "create", f"{PAT_PRIVATE}/pm9", ALLOW, msg("pm9", "pub-pat")),
-    Case("pat", "list", PAT_PRIVATE, ALLOW),
-    Case("pat", "create", f"{PAT_PRIVATE}/pm9", DENY, msg("pm9", "pub-quinn"), note="as-another"),
-    Case("quinn", "create", f"{PAT_PRIVATE}/pm9", DENY, msg("pm9", "pub-quinn")),
-    Case("quinn", "list", PAT_PRIVATE, DENY),
-    Case("pat", "create", f"{PAT_DATA}/survey1/privateChats/pm9", DENY, msg("pm9", "pub-pat")),
+    Case("uma", "create", f"{UMA_PRIVATE}/pm9", ALLOW, msg("pm9", "pub-uma", discussion_id=None)),
+    Case("uma", "set", f"{UMA_DATA}/pchat1", ALLOW, READY_PRIVATE),
+    Case("uma", "list", UMA_PRIVATE, ALLOW),
+    Case(
+        "uma",
+        "create",
+        f"{UMA_PRIVATE}/pm9",
+        DENY,
+        msg("pm9", "pub-uma", discussion_id=None, timestamp=FUTURE),
+        note="future-timestamp",
+    ),
+    Case(
+        "uma",
+        "create",
+        f"{UMA_PRIVATE}/pm9",
+        DENY,
+        msg("pm9", "pub-uma", discussion_id=None, profile=s.profile_of("pub-agent")),
+        note="forged-profile",
+    ),
+    Case(
+        "uma",
+        "create",
+        f"{UMA_PRIVATE}/pm9",
+        DENY,
+        msg("pm9", "pub-quinn", discussion_id=None),
+        note="as-another",
+    ),
+    Case(
+        "quinn", "create", f"{UMA_PRIVATE}/pm9", DENY, msg("pm9", "pub-quinn", discussion_id=None)
+    ),
+    Case("quinn", "list", UMA_PRIVATE, DENY),
+    Case(  # a private chat under a group chat stage
+        "pat",
+        "create",
+        f"{PAT_DATA}/chat1/privateChats/pm9",
+        DENY,
+        msg("pm9", "pub-pat", discussion_id=None),
+    ),
     # --- mediators, personas, prompts, model logs, error records: experimenters read -------
     Case("alice", "get", f"{s.E1}/mediators/med-1", ALLOW),
     Case("pat", "get", f"{s.E1}/mediators/med-1", DENY),
@@ -207,7 +374,26 @@ CASES = [
     Case("eve", "list", f"{s.E1}/errors", DENY),
     Case("alice", "delete", f"{s.E1}/errors/err-1", DENY),
     # --- everything else ------------------------------------------------------------------
-    Case("alice", "get", "experimentTemplates/t1", DENY),
+    # --- Deliberate Lab's own collections, with its access rules -------------------------
+    Case("alice", "get", "experimentTemplates/t1", ALLOW),  # public
+    Case("alice", "get", "experimentTemplates/t2", DENY),  # bob's, private
+    Case("bob", "get", "experimentTemplates/t2", ALLOW),
+    Case("dana", "get", "experimentTemplates/t2", ALLOW),
+    Case("pat", "get", "experimentTemplates/t1", DENY),
+    Case("alice", "list", "experimentTemplates", ALLOW),
+    Case("alice", "update", "experimentTemplates/t1", DENY, {"id": "t1"}),
+    Case("alice", "update", "agentTemplates/a1", ALLOW, {"id": "a1"}),
+    Case("bob", "update", "agentTemplates/a1", DENY, {"id": "a1"}),
+    Case("alice", "create", "agentTemplates/a2", DENY, {"id": "a2"}),
+    Case("mallory", "list", "agentTemplates", DENY),
+    Case("anonymous", "get", "experimenters/alice@lab.org", ALLOW),
+    Case("alice", "update", "experimenters/alice@lab.org", ALLOW, {"name": "Al"}),
+    Case("bob", "update", "experimenters/alice@lab.org", DENY, {"name": "Al"}),
+    Case("pat", "get", f"{s.E1}/roles/r1", ALLOW),
+    Case("alice", "update", f"{s.E1}/roles/r1", ALLOW, {"name": "Chair"}),
+    Case("pat", "update", f"{s.E1}/roles/r1", DENY, {"name": "Chair"}),
+    Case("anonymous", "get", f"{s.E1}/participantPublicData/pub-pat", ALLOW),
+    Case("pat", "update", f"{s.E1}/participantPublicData/pub-pat", DENY, {"publicId": "x"}),
     Case("dana", "create", "somewhere/else", DENY, {"x": 1}),
 ]
 
@@ -247,7 +433,7 @@ def caller(rest: FirestoreRest) -> Iterator[Caller]:
 
 def test_the_matrix_is_large_and_two_sided() -> None:
     allowed = sum(c.allowed for c in CASES)
-    assert len(CASES) >= 40 and allowed >= 20 and len(CASES) - allowed >= 20
+    assert len(CASES) >= 200 and allowed >= 60 and len(CASES) - allowed >= 150
     assert {c.who for c in CASES} >= {"alice", "bob", "pat", "quinn", "anonymous"}
     assert len({c.id() + str(c.data) + str(c.where) for c in CASES}) == len(CASES)
 
@@ -256,4 +442,6 @@ def test_the_matrix_is_large_and_two_sided() -> None:
 def test_rules(caller: Caller, case: Case) -> None:
     status = caller.call(case)
     expected = 200 if case.allowed else 403
-    assert status == expected, f"{case.who} {case.op} {case.path}: HTTP {status}"
+    assert status == expected, (
+        f"{case.who} {case.op} {case.path}: HTTP {status}\n{caller.rest.last_reply}"
+    )

@@ -14,7 +14,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 FUNCTIONS = REPO_ROOT / "functions"
 MAX_COMPLEXITY = 15
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"main", "_entry", "triggers", "deploy"}),
+    frozenset({"main", "_entry", "triggers"}),
     frozenset({"chat"}),
     frozenset({"agents"}),
 )

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from functions.deploy import googleapis, plan, rules, run, source
-from functions.deploy.__main__ import main
 from functions.registry import REGISTRY, FunctionSpec, PubSubTrigger
+from tools.deploy import googleapis, plan, rules, run, source
+from tools.deploy.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT, REGION = "fresh-project-42", "us-east1"
@@ -153,9 +153,12 @@ def test_topics_scheduler_jobs_indexes_and_rules_are_in_the_plan() -> None:
         assert [i["queryScope"] for i in indexes] == [i["queryScope"] for i in override["indexes"]]
         for sent, wanted in zip(indexes, override["indexes"], strict=True):
             assert sent["fields"] == [{k: v for k, v in wanted.items() if k != "queryScope"}]
-    assert isinstance(steps[-1], plan.ReleaseRules) and steps[-1].release_id == "cloud.firestore"
+    assert isinstance(steps[1], plan.ReleaseRules) and steps[1].release_id == "cloud.firestore"
+    assert steps[1].mode == "ask"
     order = [type(s).__name__ if not isinstance(s, plan.Gcloud) else s.argv[1] for s in steps]
-    assert order.index("Assemble") < order.index("functions") < order.index("firestore")
+    assert order.index("services") < order.index("ReleaseRules")  # the API is on, nothing else
+    assert order.index("ReleaseRules") < order.index("Assemble") < order.index("functions")
+    assert order.index("functions") < order.index("firestore")
 
 
 def test_apis_are_enabled_first_unless_skipped() -> None:
@@ -220,7 +223,7 @@ def test_source_tree_has_the_packages_main_and_requirements(tmp_path: Path) -> N
     names = {p.name for p in dest.iterdir()}
     assert {"functions", "shared", "main.py", "requirements.txt"} <= names
     assert not {"tests", "emulator", "tools", "templates"} & names
-    assert not (dest / "functions" / "deploy").exists()
+    assert not (dest / "functions" / "deploy").exists() and not list(dest.rglob("deploy/plan.py"))
     assert not list(dest.rglob("__pycache__")) and not list(dest.rglob("*.pyc"))
     assert (dest / "shared/schemas/deliberate-lab-schemas.json").exists()
     assert (dest / "requirements.txt").read_text() == (ROOT / "requirements.txt").read_text()
@@ -267,10 +270,20 @@ class FakeApi(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, has_release: bool = True) -> None:
+    def __init__(self, has_release: bool = True, current: str | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _ApiHandler)
         self.has_release = has_release
-        self.calls: list[tuple[str, str, dict, dict[str, str]]] = []
+        self.current = current
+        """The source of the rules in force (None: nothing released yet)."""
+        self.calls: list[tuple[str, str, Any, dict[str, str]]] = []
+
+    def released(self) -> list[str]:
+        """The sources of the rulesets created."""
+        return [
+            body["source"]["files"][0]["content"]
+            for method, path, body, _ in self.calls
+            if method == "POST" and path.endswith("/rulesets")
+        ]
 
     @property
     def url(self) -> str:
@@ -284,10 +297,19 @@ class _ApiHandler(BaseHTTPRequestHandler):
         pass
 
     def _answer(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = json.loads(raw) if raw else None
         self.server.calls.append((self.command, self.path, body, dict(self.headers)))
         status, out = 200, {}
-        if self.command == "POST" and self.path.endswith("/rulesets"):
+        current = self.server.current
+        if self.command == "GET" and "/releases/" in self.path:
+            if current is None:
+                status, out = 404, {"error": {"code": 404, "status": "NOT_FOUND"}}
+            else:
+                out = {"rulesetName": f"projects/{PROJECT}/rulesets/old"}
+        elif self.command == "GET" and self.path.endswith("/rulesets/old"):
+            out = {"source": {"files": [{"name": "firestore.rules", "content": current}]}}
+        elif self.command == "POST" and self.path.endswith("/rulesets"):
             out = {"name": f"projects/{PROJECT}/rulesets/r-1"}
         elif "/fields/" in self.path:
             out = {"name": "operations/op-1"}
@@ -299,12 +321,14 @@ class _ApiHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_POST = do_PATCH = _answer
+    do_GET = do_POST = do_PATCH = _answer
 
 
 @contextlib.contextmanager
-def fake_api(monkeypatch: pytest.MonkeyPatch, has_release: bool = True) -> Iterator[FakeApi]:
-    server = FakeApi(has_release)
+def fake_api(
+    monkeypatch: pytest.MonkeyPatch, has_release: bool = True, current: str | None = None
+) -> Iterator[FakeApi]:
+    server = FakeApi(has_release, current)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     for api in ("FIREBASERULES", "FIRESTORE"):
         monkeypatch.setenv(f"CLOUDSDK_API_ENDPOINT_OVERRIDES_{api}", server.url)
@@ -337,6 +361,88 @@ def test_rules_are_released_through_the_rules_api(rules_api: FakeApi) -> None:
         assert len(rest) == 1
     else:
         assert rest[1][:3] == ("POST", f"/v1/projects/{PROJECT}/releases", release)
+
+
+OURS = (ROOT / "firestore.rules").read_text()
+THEIRS = """rules_version = '2';
+service cloud.firestore {
+  match /databases/{database}/documents {
+    function isAdmin() { return true; }  // ours is kept
+    function canVote(id) { return request.auth.uid == id && "}" != "{"; }
+    match /experiments/{id} { allow read: if true; }  // ours covers experiments
+    match /polls/{pollId} {
+      allow read: if canVote(pollId);
+      match /votes/{voteId} { allow create: if canVote(voteId); }
+    }
+    match /{document=**} { allow read: if true; }
+  }
+}
+"""
+
+
+def deploy_rules(
+    monkeypatch: pytest.MonkeyPatch, mode: str, current: str | None, answer: bool = False
+) -> tuple[FakeApi, str, list[str]]:
+    """The rules step of a deploy against a project whose rules in force are ``current``:
+    (the API, what the step said, the questions asked)."""
+    monkeypatch.setattr(googleapis, "access_token", lambda: "tok")
+    step = plan.ReleaseRules(PROJECT, ROOT / "firestore.rules", mode=mode)
+    printed: list[str] = []
+    asked: list[str] = []
+    with fake_api(monkeypatch, current=current) as api:
+        outcome = rules.deploy(step, printed.append, lambda q: asked.append(q) or answer)
+    return api, "\n".join([*printed, outcome]), asked
+
+
+def test_rules_of_a_project_without_rules_are_released_without_a_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    api, said, asked = deploy_rules(monkeypatch, "ask", current=None)
+    assert api.released() == [OURS] and not asked and "released" in said
+
+
+def test_rules_this_tool_did_not_write_are_not_replaced_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(rules.RulesRefused, match="--rules=merge"):
+        deploy_rules(monkeypatch, "ask", current=THEIRS)
+
+
+@pytest.mark.parametrize("mode", ["replace", "merge", "skip"])
+def test_foreign_rules_are_replaced_merged_or_kept_as_asked(
+    monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    api, said, asked = deploy_rules(monkeypatch, mode, current=THEIRS)
+    assert not asked
+    if mode == "skip":
+        assert api.released() == [] and "left as they are" in said
+        return
+    assert "--- project's rules" in said and "+++ to release" in said  # the diff
+    (released,) = api.released()
+    if mode == "replace":
+        assert released == OURS
+        return
+    assert released.startswith(OURS[: OURS.index("match /{document=**}")])
+    assert "match /polls/{pollId}" in released and "function canVote(id)" in released
+    assert "return true; }" not in released  # their isAdmin: ours stays the only one
+    assert "match /experiments/{id} { allow read: if true; }" not in released
+    assert "allow read: if true; }\n  }" not in released  # their open wildcard is not taken
+    assert "function canVote, match polls" in said
+
+
+@pytest.mark.parametrize("answer", [True, False])
+def test_rules_this_tool_wrote_are_replaced_after_asking(
+    monkeypatch: pytest.MonkeyPatch, answer: bool
+) -> None:
+    older = OURS.replace("return 4000;", "return 9000;")
+    api, said, asked = deploy_rules(monkeypatch, "ask", current=older, answer=answer)
+    assert len(asked) == 1 and "-      return 9000;" in said and "+      return 4000;" in said
+    assert api.released() == ([OURS] if answer else [])
+
+
+def test_unchanged_rules_are_not_released_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    api, said, asked = deploy_rules(monkeypatch, "replace", current=OURS)
+    assert api.released() == [] and not asked and "unchanged" in said
 
 
 def test_field_indexes_are_set_through_the_firestore_admin_api(
@@ -387,7 +493,7 @@ def test_execute_tolerates_what_exists_and_updates_jobs(
     fake = FakeGcloud({"pubsub topics create": exists, "scheduler jobs create": exists})
     monkeypatch.setattr(run.subprocess, "run", fake)
     released: list[plan.ReleaseRules] = []
-    monkeypatch.setattr(rules, "release", lambda step: released.append(step) or "r")
+    monkeypatch.setattr(rules, "deploy", lambda step, out: released.append(step) or "r")
     patched: list[str] = []
     monkeypatch.setattr(
         googleapis, "call", lambda api, method, path, *a: patched.append(path) or {}
@@ -406,7 +512,7 @@ def test_execute_stops_on_a_failed_function(
     steps = plan.build(options(source_dir=tmp_path / "src"), REGISTRY[:2])
     fake = FakeGcloud({f"functions deploy {REGISTRY[1].name}": (1, "ERROR: build failed")})
     monkeypatch.setattr(run.subprocess, "run", fake)
-    monkeypatch.setattr(rules, "release", lambda step: pytest.fail("released after a failure"))
+    monkeypatch.setattr(rules, "deploy", lambda step, out: "rules checked first")
     with pytest.raises(run.DeployError, match=REGISTRY[1].name):
         run.execute(steps, out=lambda line: None)
     assert not any(c[1] == "firestore" for c in fake.calls)

@@ -38,11 +38,18 @@ def base_url(api: str) -> str:
 
 
 def call(
-    api: str, method: str, path: str, body: dict[str, Any], project: str, token: str | None = None
+    api: str,
+    method: str,
+    path: str,
+    body: dict[str, Any] | None,
+    project: str,
+    token: str | None = None,
 ) -> dict[str, Any]:
-    """One JSON call, billed to ``project``; an HTTP error raises ApiError with the reply."""
+    """One JSON call (no body for a read), billed to ``project``; an HTTP error raises
+    ApiError with the reply."""
     url = f"{base_url(api)}/{path}"
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method=method)
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
     request.add_header("Authorization", f"Bearer {token or access_token()}")
     request.add_header("Content-Type", "application/json")
     request.add_header("X-Goog-User-Project", project)

@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from functions.deploy import googleapis, rules, source
-from functions.deploy.plan import Assemble, FieldIndexes, Gcloud, ReleaseRules, Step
+from tools.deploy import googleapis, rules, source
+from tools.deploy.plan import Assemble, FieldIndexes, Gcloud, ReleaseRules, Step
 
 Print = Callable[[str], None]
 _EXISTS = ("already exists", "ALREADY_EXISTS")
@@ -67,7 +67,7 @@ def _one(step: Step, out: Print) -> None:
         source.assemble(step.source_dir)
         out("  -> written")
     elif isinstance(step, ReleaseRules):
-        out(f"  -> released {rules.release(step)}")
+        out(f"  -> {rules.deploy(step, out)}")
     elif isinstance(step, FieldIndexes):
         body = step.body()
         query = f"{step.path}?updateMask=indexConfig"

@@ -11,7 +11,7 @@ import json
 import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from functions.registry import REGISTRY, FunctionSpec
 
@@ -34,6 +34,9 @@ BASE_APIS = (
 SCHEDULER_API = "cloudscheduler.googleapis.com"
 
 
+RulesMode = Literal["ask", "skip", "merge", "replace"]
+
+
 class PlanError(ValueError):
     """The registry or the index file holds something this tool cannot deploy."""
 
@@ -49,6 +52,8 @@ class Options:
     rules: Path
     indexes: Path
     database: str = DATABASE
+    rules_mode: RulesMode = "ask"
+    """What to do with the project's current rules (tools/deploy/rules.py)."""
     service_account: str | None = None
     enable_apis: bool = True
 
@@ -93,6 +98,8 @@ class ReleaseRules:
     project: str
     rules: Path
     database: str = DATABASE
+    mode: RulesMode = "ask"
+    """What to do with the project's current rules: see tools/deploy/rules.py."""
 
     @property
     def release_id(self) -> str:
@@ -104,7 +111,9 @@ class ReleaseRules:
         base = "https://firebaserules.googleapis.com/v1"
         release = f"projects/{self.project}/releases/{self.release_id}"
         return (
-            f"# security rules {self.rules} -> Firebase Rules API\n"
+            f"# security rules {self.rules} -> Firebase Rules API (--rules={self.mode}: "
+            f"{RULES_MODES[self.mode]})\n"
+            f"GET {base}/{release} and its ruleset: the rules in force, diffed with ours\n"
             f"POST {base}/projects/{self.project}/rulesets"
             ' {"source": {"files": [{"name": "firestore.rules", "content": <file>}]}}\n'
             f"PATCH {base}/{release}"
@@ -146,6 +155,13 @@ class FieldIndexes:
             f" {json.dumps(self.body()['indexConfig'])}"
         )
 
+
+RULES_MODES = {
+    "ask": "replace them only if this tool wrote them, after asking; else stop",
+    "skip": "leave the project's rules as they are",
+    "merge": "release ours plus their blocks for collections ours does not cover",
+    "replace": "release ours as they are",
+}
 
 Step = Assemble | Gcloud | ReleaseRules | FieldIndexes
 
@@ -245,7 +261,7 @@ def scheduler_job(spec: FunctionSpec, options: Options) -> Gcloud:
         f"--topic={topic}",
         "--message-body={}",
         f"--time-zone={time_zone}",
-        f"--description=Triggers {spec.name} (python -m functions.deploy)",
+        f"--description=Triggers {spec.name} (python -m tools.deploy)",
     )
     job = f"{_kebab(spec.name)}-schedule"
     return Gcloud(
@@ -315,20 +331,22 @@ def enable_apis(registry: Sequence[FunctionSpec], options: Options) -> Gcloud:
 
 
 def build(options: Options, registry: Sequence[FunctionSpec] = REGISTRY) -> list[Step]:
-    """Every step, in order: APIs, source, topics, scheduler jobs, functions, indexes, rules."""
+    """Every step, in order: APIs, rules, source, topics, scheduler jobs, functions, indexes.
+    The rules come first: when they need a decision, the deploy stops before anything else."""
     names = [spec.name for spec in registry]
     if len(set(names)) != len(names):
         raise PlanError(f"duplicate function names in the registry: {names}")
     steps: list[Step] = []
     if options.enable_apis:
         steps.append(enable_apis(registry, options))
+    rules = ReleaseRules(options.project, options.rules, options.database, options.rules_mode)
+    steps.append(rules)
     steps.append(Assemble(options.source_dir))
     steps += [create_topic(topic, options) for topic in topics(registry)]
     steps += [scheduler_job(spec, options) for spec in registry if _schedule(spec)]
     steps += [deploy_function(spec, options) for spec in registry]
     steps += index_commands(options.indexes, options)
     steps += field_overrides(options.indexes, options)
-    steps.append(ReleaseRules(options.project, options.rules, options.database))
     return steps
 
 

@@ -1,4 +1,4 @@
-"""``python -m functions.deploy --project P --region R [--dry-run]``; see docs/DEPLOY.md."""
+"""``python -m tools.deploy --project P --region R [--dry-run]``; see docs/DEPLOY.md."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from functions.deploy import googleapis, plan, run, source
 from functions.registry import REGISTRY
+from tools.deploy import googleapis, plan, rules, rules_merge, run, source
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m functions.deploy",
+        prog="python -m tools.deploy",
         description="Deploy the functions, topics, scheduler jobs, indexes and security rules.",
     )
     parser.add_argument("--project", required=True, help="Google Cloud project id")
@@ -34,7 +34,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--service-account", help="runtime and trigger service account email")
     parser.add_argument("--skip-apis", action="store_true", help="do not enable the APIs")
     parser.add_argument("--jobs", type=int, default=4, help="function deploys run in parallel")
-    parser.add_argument("--rules", type=Path, default=source.REPO_ROOT / "firestore.rules")
+    parser.add_argument(
+        "--rules",
+        choices=rules.MODES,
+        default="ask",
+        help="the project's current security rules: ask (default: show the diff; replace "
+        "rules this tool wrote after asking, refuse others), skip, merge, replace",
+    )
+    parser.add_argument("--rules-file", type=Path, default=source.REPO_ROOT / "firestore.rules")
     parser.add_argument("--indexes", type=Path, default=source.REPO_ROOT / "firestore.indexes.json")
     return parser.parse_args(argv)
 
@@ -80,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         region=args.region,
         source_dir=source_dir,
         firestore_location=location,
-        rules=args.rules,
+        rules=args.rules_file,
+        rules_mode=args.rules,
         indexes=args.indexes,
         service_account=args.service_account,
         enable_apis=not args.skip_apis,
@@ -97,7 +105,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         run.execute(steps, jobs=args.jobs)
-    except (run.DeployError, source.SourceError, googleapis.ApiError) as error:
+    except (
+        run.DeployError,
+        source.SourceError,
+        googleapis.ApiError,
+        rules.RulesRefused,
+        rules_merge.MergeError,
+    ) as error:
         print(f"\ndeploy failed: {error}", file=sys.stderr)
         return 1
     print(f"\ndeployed {len(REGISTRY)} functions to {args.project} ({args.region})")

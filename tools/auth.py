@@ -1,0 +1,118 @@
+"""Sign-in identities the security rules expect, made with firebase-admin.
+
+    python -m tools.auth participant EXPERIMENT_ID PARTICIPANT_ID [--project P]
+    python -m tools.auth experimenter EMAIL [--admin] [--project P]
+
+The rules know a human participant by its Firebase Auth uid being its participant document id
+(firestore.rules); Deliberate Lab has no such link and nothing else creates those users. The
+first command creates (or reuses) the Auth user whose uid is the participant's private id and
+prints a custom token: the participant's page signs in with ``signInWithCustomToken(token)``.
+The second gives a Google-signed-in experimenter access: the custom claim
+``role: experimenter`` (which the rules accept) and Deliberate Lab's ``allowlist/{email}`` entry
+(which its web app and our rules read; ``isAdmin: true`` only for admins, since Deliberate Lab's
+own rules take any ``isAdmin`` value as admin).
+
+Works against a real project (application default credentials; creating custom tokens then
+needs a service account that may sign: ``--service-account``) or the emulators
+(FIRESTORE_EMULATOR_HOST, FIREBASE_AUTH_EMULATOR_HOST; tokens are unsigned there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+import firebase_admin
+from firebase_admin import auth
+from google.cloud import firestore
+
+from shared import paths
+from shared.models import DocumentError, ParticipantProfile, parse_document
+
+EXPERIMENTER_CLAIM = {"role": "experimenter"}
+
+
+def participant_token(
+    client: firestore.Client, app: firebase_admin.App, experiment_id: str, participant_id: str
+) -> str:
+    """A custom token for the human participant (its Auth user created if need be)."""
+    path = paths.build(paths.PARTICIPANT, experimentId=experiment_id, participantId=participant_id)
+    snap = client.document(path).get()
+    profile = parse_document(ParticipantProfile, path, snap.to_dict() if snap.exists else None)
+    if profile.is_agent:
+        raise DocumentError(path, "agentConfig", "an agent participant does not sign in")
+    _user(app, uid=participant_id)
+    token = auth.create_custom_token(participant_id, {"experimentId": experiment_id}, app=app)
+    return token.decode()
+
+
+def grant_experimenter(
+    client: firestore.Client, app: firebase_admin.App, email: str, admin: bool = False
+) -> str:
+    """Make the user with this email an experimenter (created if need be); its uid."""
+    user = _user(app, email=email)
+    claims = {**(user.custom_claims or {}), **EXPERIMENTER_CLAIM}
+    auth.set_custom_user_claims(user.uid, claims, app=app)
+    client.document(f"allowlist/{email.lower()}").set({"isAdmin": True} if admin else {})
+    return user.uid
+
+
+def _user(app: firebase_admin.App, **identity: Any) -> auth.UserRecord:
+    """The user with this uid or email, created when there is none."""
+    try:
+        if "uid" in identity:
+            return auth.get_user(identity["uid"], app=app)
+        return auth.get_user_by_email(identity["email"], app=app)
+    except auth.UserNotFoundError:
+        return auth.create_user(**identity, app=app)
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.auth", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--project", default=os.environ.get("GOOGLE_CLOUD_PROJECT"))
+    parser.add_argument(
+        "--service-account", help="the service account that signs custom tokens (real projects)"
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    participant = commands.add_parser("participant", help="print a participant's custom token")
+    participant.add_argument("experiment_id")
+    participant.add_argument("participant_id", help="its private id (the document id)")
+    experimenter = commands.add_parser("experimenter", help="give an email experimenter access")
+    experimenter.add_argument("email")
+    experimenter.add_argument("--admin", action="store_true")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    if not args.project:
+        print("--project or GOOGLE_CLOUD_PROJECT is needed", file=sys.stderr)
+        return 2
+    options = {"projectId": args.project}
+    if args.service_account:
+        options["serviceAccountId"] = args.service_account
+    app = firebase_admin.initialize_app(options=options, name=f"tools-auth-{args.project}")
+    client = firestore.Client(project=args.project)
+    try:
+        if args.command == "participant":
+            print(participant_token(client, app, args.experiment_id, args.participant_id))
+        else:
+            uid = grant_experimenter(client, app, args.email, args.admin)
+            print(
+                f"{args.email} (uid {uid}) is an experimenter"
+                + (" and admin" if args.admin else "")
+            )
+    except DocumentError as error:
+        print(error, file=sys.stderr)
+        return 1
+    finally:
+        firebase_admin.delete_app(app)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
