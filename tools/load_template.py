@@ -134,9 +134,11 @@ def add_agent_participants(
     if persona_id and persona_id not in personas:
         raise TemplateError(f"no agent participant persona {persona_id!r}; have {sorted(personas)}")
     persona = personas.get(persona_id) if persona_id else next(iter(personas.values()), None)
-    settings = AgentModelSettings.model_validate((persona or {}).get("defaultModelSettings") or {})
-    settings.api_type = api_type or settings.api_type
-    settings.model_name = model_name or settings.model_name
+    defaults = (persona or {}).get("defaultModelSettings") or {}
+    overrides = {"apiType": api_type, "modelName": model_name}
+    settings = AgentModelSettings.model_validate(
+        {**defaults, **{k: v for k, v in overrides.items() if v}}
+    )
     rng = random.Random(seed)
     writer = _Writer(client)
     ids = []

@@ -17,8 +17,10 @@ from shared.models import (
     ParticipantProfile,
     PrivateChatStage,
     RankingPublicData,
+    RankingStage,
     RankingStageAnswer,
     StageKind,
+    SurveyStage,
     SurveyStageAnswer,
     parse_document,
 )
@@ -42,7 +44,7 @@ def on_stage_data_written(event: FirestoreEvent) -> None:
     public_path = store.public_stage_data_path(
         experiment_id, participant.current_cohort_id, stage.id
     )
-    if stage.kind == StageKind.SURVEY:
+    if isinstance(stage, SurveyStage):
         answer = parse_document(SurveyStageAnswer, event.document, event.after)
         answer_check.check_survey(event.document, stage, answer)
         _merge(
@@ -53,7 +55,7 @@ def on_stage_data_written(event: FirestoreEvent) -> None:
             participant.public_id,
             answer.to_firestore()["answerMap"],
         )
-    elif stage.kind == StageKind.RANKING:
+    elif isinstance(stage, RankingStage):
         ranking = parse_document(RankingStageAnswer, event.document, event.after)
         answer_check.check_ranking(event.document, experiment_id, stage, participant, ranking)
         _mirror_ranking(public_path, stage, participant.public_id, ranking.ranking_list)
