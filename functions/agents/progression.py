@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any
@@ -59,9 +60,15 @@ class Move(StrEnum):
 
 
 BLOCKED_FIELD = "agentBlockedOn"
-MOVE_LEASE_TTL = timedelta(seconds=360)
+MOVE_LEASE_ENV = "DLAB_MOVE_LEASE_SECONDS"
+DEFAULT_MOVE_LEASE_S = 360.0
 """Longer than the moving functions' timeout (300 s): a lease older than that was left by an
-invocation that died, and the next delivery (or the watchdog) takes it over."""
+invocation that died, and the next delivery (or the watchdog) takes it over. A local run with
+fast models may shorten it (the crash test does) to recover sooner."""
+
+
+def move_lease_ttl() -> timedelta:
+    return timedelta(seconds=float(os.environ.get(MOVE_LEASE_ENV, DEFAULT_MOVE_LEASE_S)))
 
 
 class ProviderUnavailable(AlreadyRecorded):
@@ -186,7 +193,7 @@ def advance_agent(experiment_id: str, participant_id: str) -> Advance:
     outcome = leases.coalesce(
         store.move_lease_path(experiment_id, participant_id),
         lambda: _advance_once(experiment_id, participant_id),
-        ttl=MOVE_LEASE_TTL,
+        ttl=move_lease_ttl(),
         on_overflow=lambda: publish_wakes(experiment_id, "moves queued", participant_id),
     )
     if outcome.result is None:
