@@ -35,6 +35,8 @@ class Readiness(StrEnum):
     ALREADY_ASKED = "readiness-already-asked"
     QUERY_FAILED = "readiness-failed"
     NOT_READY = "not-ready"
+    ASKED_EVERYONE = "asked-everyone"
+    """Nobody may answer the message: every present agent not yet ready was asked."""
 
 
 def too_early(stage: ConversationStage, public: ChatPublicData) -> bool:

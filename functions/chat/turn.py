@@ -21,7 +21,7 @@ from functions import rooms, store
 from functions.agents import cohort_lock
 from functions.agents.model_call import AnswerFailed, CallSite, ask
 from functions.agents.prompting import build_context, creator_api_keys, render
-from functions.chat import agents, gates, messages, readiness, turn_order
+from functions.chat import agents, gates, messages, quiet, readiness, turn_order
 from functions.chat.agents import ChatAgent
 from functions.chat.gates import Refusal
 from functions.chat.readiness import Readiness
@@ -273,6 +273,11 @@ def _not_now(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
         return None
     if scene.turn_based and why_not not in gates.STALE:
         _skip_silently(scene, public)
+    if why_not == Refusal.OWN_MESSAGE and quiet.nobody_may_answer(
+        scene.room, scene.stage, history, scene.turn
+    ):
+        quiet.ask_who_is_ready(scene.room, scene.stage, public, scene.turn.trigger_chat_id)
+        return TurnResult(why_not, Readiness.ASKED_EVERYONE)
     return _pass_on(scene.turn, TurnResult(why_not))
 
 

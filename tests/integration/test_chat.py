@@ -18,6 +18,7 @@ from chat_docs import (
     run_duplicated,
     trigger_logs,
 )
+from delivery_policies import Losing
 from experiment_state import doc, errors, model_logs, participant, settle
 from raw_docs import agent
 
@@ -174,3 +175,39 @@ def test_readiness_query_option_asks_in_a_second_call(runtime, db):
     queries = [log for log in model_logs(db, e) if "readiness query (after-" in log.description]
     assert queries and all(log.response.status == "OK" for log in queries)
     check_single_responders(db, e)
+
+
+def test_a_message_nobody_may_answer_asks_everyone_present_at_once(runtime, db):
+    """The only agent with responses left posted; nobody else may answer it and it may not
+    follow itself. Everyone present is asked at once whether they are ready (before, nobody
+    was asked until the idle watchdog, two minutes later)."""
+    e = chat_experiment(db, mediator=False)
+    keen = persona_prompt(db, e, max_responses=5, persona="keen", ready_field=False)
+    spent = persona_prompt(db, e, max_responses=1, persona="spent", ready_field=False)
+    with runtime.delivery_policy(Losing(lambda d: d.function == "onAgentTurn")):
+        a = agent(db, e, "intro", number=0, agentConfig=keen)
+        b = agent(db, e, "intro", number=1, agentConfig=spent)
+        runtime.wait_until_idle(timeout=60)
+        chats = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/chats"
+        for mid, sender in (("b1", "agent-1"), ("a1", "agent-0")):
+            db.document(f"{chats}/{mid}").set(
+                {
+                    "id": mid,
+                    "type": "participant",
+                    "message": f"hello from {sender}",
+                    "senderId": sender,
+                    "timestamp": datetime.now(UTC),
+                }
+            )
+            runtime.wait_until_idle(timeout=60)
+    room = Room(e, "cohort-a", "chat")
+    result = turn.run(AgentTurn.in_room(room, "participant", a, trigger_chat_id="a1"))
+    assert (result.outcome, result.readiness) == ("own-message", "asked-everyone")
+    runtime.wait_until_idle(timeout=60)
+    asked = {log for log in trigger_logs(db, e) if log.startswith("ready-")}
+    assert asked == {f"ready-{a}-quiet-a1", f"ready-{b}-quiet-a1"}
+
+    c = agent(db, e, "chat", number=2, agentConfig=keen)  # one who may still answer
+    runtime.wait_until_idle(timeout=60)
+    again = turn.run(AgentTurn.in_room(room, "participant", a, trigger_chat_id="a1"))
+    assert again.readiness is None, c

@@ -7,30 +7,14 @@ from datetime import timedelta
 
 import pytest
 from chat_docs import all_done, chat_experiment, chat_messages, check_single_responders
+from delivery_policies import Losing
 from experiment_state import participant, settle
 from raw_docs import agent, stage, write_experiment
 
-from emulator.delivery import Delivery
-from emulator.dispatcher import Policy
 from functions.chat.watchdog import IDLE_ENV, STALLED_ENV
 from shared.models import ParticipantStatus, now
 
 pytestmark = pytest.mark.usefixtures("clean")
-
-
-class Losing(Policy):
-    """Loses the deliveries ``lose`` picks, as a runtime killed before handling them would."""
-
-    def __init__(self, lose) -> None:
-        self.lose = lose
-        self.lost: list[Delivery] = []
-
-    def schedule(self, delivery: Delivery) -> list[tuple[float, Delivery]]:
-        if self.lose(delivery):
-            self.lost.append(delivery)
-            delivery.finish(True)  # acknowledged, never run
-            return []
-        return [(0.0, delivery)]
 
 
 def test_an_agent_whose_update_event_was_lost_is_moved_on_by_the_watchdog(runtime, db, monkeypatch):
