@@ -19,7 +19,7 @@ from pathlib import Path
 
 from google.cloud import firestore
 
-from emulator import barrier, services
+from emulator import barrier, model_faults, services
 from emulator.chaos import Chaos, ChaosRun, ChaosSettings
 from emulator.delivery import Delivery, DeliveryLog, DeliveryRecord
 from emulator.dispatcher import MODES, Dispatcher, Policy
@@ -28,7 +28,7 @@ from emulator.invoker import Invoker
 from emulator.pubsub import PubSubBridge
 from functions import store
 from functions.registry import REGISTRY, FirestoreTrigger, FunctionSpec, ScheduleTrigger
-from shared.llm import faults
+from shared.llm import providers
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,7 @@ class LocalRuntime:
         self.chaos_run: ChaosRun | None = None
         self._chaos_block: contextlib.ExitStack | None = None
         self._observers: list[Callable[[Delivery], None]] = []
+        self._model_wrapper: providers.ClientWrapper | None = None
         self._ticker_stop = threading.Event()
         self._ticker: threading.Thread | None = None
 
@@ -167,10 +168,22 @@ class LocalRuntime:
         model faults (``emulator.chaos``)."""
         retrying = frozenset(spec.name for spec in self.registry if spec.retry)
         run = ChaosRun(
-            Chaos(settings, retrying), faults.FaultPlan(settings.fault_rate, settings.seed)
+            Chaos(settings, retrying), model_faults.FaultPlan(settings.fault_rate, settings.seed)
         )
-        with self.delivery_policy(run.policy), faults.injected(run.faults):
+        with self.delivery_policy(run.policy), self.model_wrapper(model_faults.wrapper(run.faults)):
             yield run
+
+    @contextlib.contextmanager
+    def model_wrapper(self, wrap: providers.ClientWrapper) -> Iterator[None]:
+        """Deliveries look their model clients up through ``wrap`` for the duration of the block.
+
+        Held here and applied per delivery (``providers.wrapped``) because the functions run on
+        worker threads, which do not see a context variable set by the caller's thread."""
+        previous, self._model_wrapper = self._model_wrapper, wrap
+        try:
+            yield
+        finally:
+            self._model_wrapper = previous
 
     # --- scheduled functions -----------------------------------------------------------------
 
@@ -299,7 +312,8 @@ class LocalRuntime:
     def _run(self, delivery: Delivery) -> bool:
         assert self._invoker is not None
         started, t0 = time.time(), time.perf_counter()
-        error = self._invoker.invoke(delivery)
+        with providers.wrapped(self._model_wrapper):
+            error = self._invoker.invoke(delivery)
         duration_ms = (time.perf_counter() - t0) * 1000
         outcome = "ok" if error is None else "error"
         self._log.add(
