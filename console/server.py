@@ -3,6 +3,7 @@ the live view keeps one streaming request open per page)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from werkzeug.serving import BaseWSGIServer, make_server
@@ -13,6 +14,8 @@ from console.app import create_app
 class ConsoleServer:
     def __init__(self, project: str, port: int, host: str = "127.0.0.1") -> None:
         self.app = create_app(project)
+        # one line per request (the live view's too) would drown make up's own live log
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
         self._server: BaseWSGIServer = make_server(host, port, self.app, threaded=True)
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="console", daemon=True

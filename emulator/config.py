@@ -72,12 +72,13 @@ def port_is_free(port: int) -> bool:
         return True
 
 
-def resolve(wanted: Ports) -> tuple[Ports, list[str]]:
-    """``wanted`` with every busy or zero port replaced by a free one, and a note per busy one."""
+def resolve(wanted: Ports, keep: tuple[str, ...] = ()) -> tuple[Ports, list[str]]:
+    """``wanted`` with every busy or zero port replaced by a free one, and a note per busy one;
+    the ports named in ``keep`` are used as they are (someone else's emulators listen there)."""
     chosen: dict[str, int] = {}
     notes: list[str] = []
     for name, port in wanted.model_dump().items():
-        if port and port_is_free(port):
+        if name in keep or (port and port_is_free(port)):
             chosen[name] = port
             continue
         chosen[name] = free_port()

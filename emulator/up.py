@@ -53,17 +53,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the watchdog nudges chat agents quiet for this long (DLAB_IDLE_AGENT_SECONDS)",
     )
     parser.add_argument("--console-port", type=int, help="default 4001 (0: no console)")
+    parser.add_argument(
+        "--free-ports", action="store_true", help="ignore firebase.json's ports (tests use this)"
+    )
 
 
 def emulator_options(args: argparse.Namespace) -> tuple[config.EmulatorOptions, list[str]]:
     """firebase.json's ports (busy ones replaced, unless attaching: then they must be used)."""
-    wanted = config.firebase_ports()
-    if args.console_port is not None:
+    wanted = config.Ports() if args.free_ports else config.firebase_ports()
+    if args.console_port:
         wanted = wanted.model_copy(update={"console": args.console_port})
-    if args.attach:
-        ports, notes = wanted, []
-    else:
-        ports, notes = config.resolve(wanted)
+    # attached: the emulators listen where they listen, and deliver to the functions port
+    keep = ("firestore", "pubsub", "functions") if args.attach else ()
+    ports, notes = config.resolve(wanted, keep)
     if args.console_port == 0:
         ports = ports.model_copy(update={"console": 0})
     options = config.EmulatorOptions(
@@ -109,6 +111,7 @@ def banner(
     if runtime.chaos_settings is not None and runtime.chaos_run is not None:
         lines.append(f"  chaos       {runtime.chaos_settings.describe()}")
     lines += [f"  note        {note}" for note in notes]
+    lines.append("Live log (agent moves, chat messages, errors; --verbose adds every delivery):")
     return "\n".join(lines)
 
 
@@ -156,8 +159,8 @@ def run(args: argparse.Namespace, chaos: object = None) -> int:
     with runtime, contextlib.ExitStack() as stack:
         console_url = _start_console(stack, runtime, options.ports.console)
         db = firestore.Client(project=runtime.project)
-        print(banner(runtime, args, override, console_url, notes))
-        print("\n".join(_agents(db, override)) + "\n", flush=True)
+        print("\n".join(_agents(db, override)))
+        print(banner(runtime, args, override, console_url, notes), flush=True)
         log_file = stack.enter_context(livelog.open_log(runtime.services.log_dir))
         feed = livelog.LiveLog(db, override)
         feed.prime()
