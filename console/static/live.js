@@ -7,6 +7,7 @@ const el = (tag, attrs = {}, ...children) => {
 };
 
 function progress(agent, total) {
+  if (agent.kind === "mediator") return el("td", {});
   const done = agent.status === "SUCCESS" ? total : Math.max(agent.stage_number - 1, 0);
   const bar = el("progress", { max: String(total || 1), value: String(done) });
   return el("td", {}, bar, ` ${agent.stage_number || "-"}/${total}`);
@@ -38,14 +39,25 @@ function errorRow(error) {
     el("td", {}, error.reason + (error.occurrences > 1 ? ` ×${error.occurrences}` : "")));
 }
 
+function totals(agents) {
+  const sum = (key) => agents.reduce((total, agent) => total + agent[key], 0);
+  const done = agents.filter((agent) => agent.status === "SUCCESS").length;
+  const people = agents.filter((agent) => agent.kind !== "mediator").length;
+  return `${done}/${people} at SUCCESS · ${sum("calls")} model calls · ${sum("tokens")} tokens`;
+}
+
 function draw(state) {
   document.getElementById("title").textContent = state.name;
+  document.getElementById("totals").textContent = totals(state.agents);
   const total = state.stages.length;
   document.querySelector("#agents tbody").replaceChildren(...state.agents.map((a) => agentRow(a, total)));
   const chats = document.getElementById("chats");
   chats.replaceChildren(...state.chats.map(chatItem));
   chats.scrollTop = chats.scrollHeight;
-  document.querySelector("#errors tbody").replaceChildren(...state.errors.map(errorRow));
+  const errors = state.errors.length
+    ? state.errors.map(errorRow)
+    : [el("tr", {}, el("td", { class: "muted" }, "no error records"))];
+  document.querySelector("#errors tbody").replaceChildren(...errors);
 }
 
 const source = new EventSource(`/api/experiments/${window.EXPERIMENT_ID}/events`);

@@ -5,18 +5,16 @@ malformed edit shows the model's error and writes nothing."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from google.cloud import firestore
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
+from console.browser import BrowserMissing, headless_chromium
 from console.server import ConsoleServer
 from emulator.processes import free_port
 from tools.load_template import load
@@ -27,16 +25,10 @@ WAIT_S = 45
 
 
 def chrome() -> WebDriver:
-    """Headless chromium; no Selenium Manager (it would download a browser: no internet)."""
-    driver_path, browser = shutil.which("chromedriver"), shutil.which("chromium")
-    if not (driver_path and browser):
-        pytest.fail("chromium and chromium-driver are missing: `make test` installs them")
-    options = webdriver.ChromeOptions()
-    options.binary_location = browser
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(flag)
-    options.add_argument("--window-size=1400,1000")
-    return webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        return headless_chromium()
+    except BrowserMissing as error:
+        pytest.fail(str(error))
 
 
 @pytest.fixture
