@@ -16,6 +16,8 @@ from pathlib import Path
 from emulator import up as emulator_up
 from emulator.chaos import ChaosSettings
 from emulator.dispatcher import MODES
+from emulator.processes import EmulatorStartError
+from emulator.runtime import AttachError
 
 _CHAOS_FLAGS = (
     ("--duplicate-rate", "duplicate_rate", "probability that an event is delivered twice"),
@@ -32,6 +34,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     emulator_up.add_arguments(up)
     alone = sub.add_parser("emulators", help="only the emulators, for `up --attach`")
     alone.add_argument("--import", dest="import_dir", type=Path, help="load a Firestore export")
+    alone.add_argument("-v", "--verbose", action="store_true", help="log more")
     demo = sub.add_parser("demo", help="3 agents through the demo template, live")
     demo.add_argument("--agents", type=int, default=3)
     demo.add_argument("--timeout", type=float, default=180)
@@ -71,7 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if args.command == "up":
-        return emulator_up.run(args, _chaos(args))
+        try:
+            return emulator_up.run(args, _chaos(args))
+        except (EmulatorStartError, AttachError) as error:  # what to do is in the message
+            print(f"python -m emulator up: {error}", file=sys.stderr)
+            return 1
     if args.command == "emulators":
         return emulator_up.emulators_only(args)
     from emulator import demo

@@ -54,6 +54,10 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+class AttachError(RuntimeError):
+    """The emulators of ``--attach`` do not deliver trigger events to this runtime."""
+
+
 class LocalRuntime:
     def __init__(
         self,
@@ -164,7 +168,7 @@ class LocalRuntime:
         try:
             self._barrier.cross(timeout)
         except TimeoutError:
-            raise RuntimeError(
+            raise AttachError(
                 f"--attach: the Firestore emulator at {self.firestore_host} does not deliver "
                 f"trigger events to this runtime: start it with --functions_emulator "
                 f"{self._services.receiver.host} (`python -m emulator emulators` does)"

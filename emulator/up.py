@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -91,8 +92,12 @@ def banner(
     logs = services.log_dir / "deliveries.log"
     kept = "kept" if args.keep_logs or not services.temporary_logs else "removed on exit"
     lines = [
-        f"Backend up: {runtime.mode} delivery{' (attached)' if args.attach else ''}. "
-        "Ctrl-C stops everything.",
+        f"Backend up: {runtime.mode} delivery. "
+        + (
+            "Ctrl-C stops the backend (attached: the emulators keep running)."
+            if args.attach
+            else "Ctrl-C stops everything."
+        ),
         f"  Firestore   {runtime.firestore_host}   Pub/Sub {runtime.pubsub_host}   "
         f"project {runtime.project}",
         f"  functions   {len(REGISTRY)} (trigger events to {services.receiver.host}); "
@@ -220,7 +225,8 @@ def emulators_only(args: argparse.Namespace) -> int:
             emulator.wait_ready()
         print(
             f"Emulators up: Firestore 127.0.0.1:{ports.firestore} (trigger events to "
-            f"{functions_host}), Pub/Sub 127.0.0.1:{ports.pubsub}; logs in {log_dir}.\n"
+            f"{functions_host}), Pub/Sub 127.0.0.1:{ports.pubsub}; logs in {log_dir} "
+            "(removed on exit).\n"
             "Run the backend against them with: make up ARGS=--attach   (Ctrl-C stops them)",
             flush=True,
         )
@@ -233,3 +239,4 @@ def emulators_only(args: argparse.Namespace) -> int:
     finally:
         for emulator in emulators:
             emulator.stop()
+        shutil.rmtree(log_dir, ignore_errors=True)
