@@ -4,6 +4,7 @@ calls and tokens per agent, read in one pass so the page shows one consistent pi
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from typing import Any
 
 from google.cloud import firestore
@@ -116,7 +117,7 @@ def _chat(path: str, data: dict[str, Any]) -> ChatRow:
         thread=str(data.get("discussionId") or ""),
         who=f"{profile.get('avatar') or ''} {name}".strip() or str(data.get("type") or "system"),
         text=str(data.get("message") or ""),
-        time=stamp.timestamp() if hasattr(stamp, "timestamp") else 0.0,
+        time=stamp.timestamp() if isinstance(stamp, datetime) else 0.0,
     )
 
 

@@ -286,7 +286,7 @@ class LocalRuntime:
         return dict(zip(ENV_VARS, values, strict=True))
 
     @property
-    def services(self) -> services.Services:
+    def running_services(self) -> services.Services:
         """The emulators and receiver this runtime uses (hosts, log folder)."""
         return self._require_services()
 

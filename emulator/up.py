@@ -20,6 +20,7 @@ from typing import TextIO
 from google.cloud import firestore
 
 from emulator import config, livelog, model_choice, persistence, processes
+from emulator.chaos import ChaosSettings
 from emulator.runtime import LocalRuntime
 from functions.chat.watchdog import IDLE_ENV
 from functions.registry import REGISTRY, ScheduleTrigger
@@ -61,6 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def emulator_options(args: argparse.Namespace) -> tuple[config.EmulatorOptions, list[str]]:
     """firebase.json's ports (busy ones replaced, unless attaching: then they must be used)."""
+    if args.attach and args.import_dir:
+        raise SystemExit(
+            "python -m emulator up: --import loads data into emulators started here; with "
+            "--attach, give it to the emulators (python -m emulator emulators --import DIR)"
+        )
     wanted = config.Ports() if args.free_ports else config.firebase_ports()
     if args.console_port:
         wanted = wanted.model_copy(update={"console": args.console_port})
@@ -87,7 +93,7 @@ def banner(
     notes: list[str],
 ) -> str:
     env = " ".join(f"{k}={v}" for k, v in runtime.env.items())
-    services = runtime.services
+    services = runtime.running_services
     ticks = f"every {args.tick:g} s" if args.tick else "off (--tick 0)"
     logs = services.log_dir / "deliveries.log"
     kept = "kept" if args.keep_logs or not services.temporary_logs else "removed on exit"
@@ -145,7 +151,7 @@ def _watch(runtime: LocalRuntime, feed: livelog.LiveLog, log_file: TextIO, verbo
         time.sleep(POLL_S)
 
 
-def run(args: argparse.Namespace, chaos: object = None) -> int:
+def run(args: argparse.Namespace, chaos: ChaosSettings | None = None) -> int:
     options, notes = emulator_options(args)
     override = model_choice.override(args.model_override, os.environ)
     if override:
@@ -157,7 +163,7 @@ def run(args: argparse.Namespace, chaos: object = None) -> int:
         project=args.project,
         mode=args.mode,
         rules=rules,
-        chaos=chaos,  # type: ignore[arg-type]
+        chaos=chaos,
         tick_s=args.tick or None,
         emulators=options,
     )
@@ -166,12 +172,14 @@ def run(args: argparse.Namespace, chaos: object = None) -> int:
         db = firestore.Client(project=runtime.project)
         print("\n".join(_agents(db, override)))
         print(banner(runtime, args, override, console_url, notes), flush=True)
-        log_file = stack.enter_context(livelog.open_log(runtime.services.log_dir))
+        log_file = stack.enter_context(livelog.open_log(runtime.running_services.log_dir))
         feed = livelog.LiveLog(db, override)
         feed.prime()
         try:
             _watch(runtime, feed, log_file, args.verbose)
         except (KeyboardInterrupt, SystemExit):
+            with contextlib.suppress(Exception):
+                feed.poll()  # the last moves before Ctrl-C
             print("\nStopping ...", flush=True)
         finally:
             _export(runtime, args.export_on_exit)

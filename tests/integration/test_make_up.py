@@ -106,6 +106,10 @@ def test_restart_with_import_keeps_the_experiment_and_its_agents_carry_on(client
     finally:
         out = first.stop()
     assert f"Exported the Firestore data to {data}" in out
+    assert re.search(r"agent \w{8} .*joined \(GEMINI gemini-2.5-flash → runs on SCRIPTED\)", out)
+    assert re.search(r"agent \w{8} .*: survey · IN_PROGRESS", out), out
+    log_file = Path(re.search(r"full log\s+(\S+)", first.banner)[1])
+    assert not log_file.parent.exists()  # the temporary folder went with make up
 
     second = Up("--import", str(data))
     try:
@@ -122,4 +126,5 @@ def test_restart_with_import_keeps_the_experiment_and_its_agents_carry_on(client
             "the agents to finish after the restart",
         )
     finally:
-        second.stop()
+        out = second.stop()
+    assert re.search(r"agent \w{8} .*: thanks · SUCCESS", out), out
