@@ -49,9 +49,13 @@ def runs_on(api_type: str, override_value: str | None) -> str:
 
 
 def describe(override_value: str | None) -> str:
-    """One line for the banner: which configured provider runs on what."""
-    parts = []
-    for api in (*KEY_VARS, ApiType.SCRIPTED):
+    """One line for the banner: the providers whose agents keep their own model, and where the
+    others' agents run instead."""
+    moved: dict[str, list[str]] = {}
+    own: list[str] = []
+    for api in KEY_VARS:
         target = runs_on(api, override_value)
-        parts.append(f"{api} → {target}" if target != api else f"{api} (own)")
-    return ", ".join(parts)
+        (own if target == api else moved.setdefault(target, [])).append(str(api))
+    parts = [f"own provider: {', '.join(own)}"] if own else []
+    parts += [f"on {target}: {', '.join(apis)}" for target, apis in moved.items()]
+    return " · ".join(parts)

@@ -91,10 +91,12 @@ def banner(
     override: str | None,
     console_url: str | None,
     notes: list[str],
+    agents: list[str],
 ) -> str:
     env = " ".join(f"{k}={v}" for k, v in runtime.env.items())
     services = runtime.running_services
     ticks = f"every {args.tick:g} s" if args.tick else "off (--tick 0)"
+    ticks += f", quiet chat agents nudged after {os.environ.get(IDLE_ENV)} s"
     logs = services.log_dir / "deliveries.log"
     kept = "kept" if args.keep_logs or not services.temporary_logs else "removed on exit"
     lines = [
@@ -109,6 +111,7 @@ def banner(
         f"  functions   {len(REGISTRY)} (trigger events to {services.receiver.host}); "
         f"scheduled ({_scheduled()}) ticked {ticks}",
         f"  models      {model_choice.describe(override)}",
+        *agents,
         f"  console     {console_url or 'off'}",
         f"  load        export {env}",
         "              .venv/bin/python -m tools.load_template "
@@ -170,8 +173,8 @@ def run(args: argparse.Namespace, chaos: ChaosSettings | None = None) -> int:
     with runtime, contextlib.ExitStack() as stack:
         console_url = _start_console(stack, runtime, options.ports.console)
         db = firestore.Client(project=runtime.project)
-        print("\n".join(_agents(db, override)))
-        print(banner(runtime, args, override, console_url, notes), flush=True)
+        agents = _agents(db, override)
+        print(banner(runtime, args, override, console_url, notes, agents), flush=True)
         log_file = stack.enter_context(livelog.open_log(runtime.running_services.log_dir))
         feed = livelog.LiveLog(db, override)
         feed.prime()

@@ -38,7 +38,9 @@ def test_only_providers_without_credentials_are_scripted() -> None:
     assert model_choice.runs_on("GEMINI", value) == "GEMINI"
     assert model_choice.runs_on("OPENAI", value) == "SCRIPTED"
     assert model_choice.runs_on("OLLAMA", value) == "SCRIPTED"
-    assert "GEMINI (own)" in model_choice.describe(value)
+    assert model_choice.describe(value) == (
+        "own provider: GEMINI · on SCRIPTED: VERTEX_AI, OPENAI, OLLAMA, CLAUDE"
+    )
     assert model_choice.override("none", env) is None
     assert model_choice.override(None, {"DLAB_MODEL_OVERRIDE": "OLLAMA"}) == "OLLAMA"
     assert model_choice.runs_on("GEMINI", model_choice.override(None, {})) == "SCRIPTED"
