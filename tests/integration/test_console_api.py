@@ -69,3 +69,15 @@ def test_error_records_are_resolved_when_nothing_is_blocked_on_them(db):
 def _ours(errors):
     """The record this test wrote (the backend may add its own about the bare documents)."""
     return [e for e in errors if e.path == f"{E}/errors/e1"]
+
+
+def test_the_event_stream_opens_with_the_experiment_state(api, db):
+    db.document(E).set({"stageIds": ["a"], "metadata": {"name": "Streamed"}})
+    response = api.get("/api/experiments/console-api/events", buffered=False)
+    try:
+        assert response.mimetype == "text/event-stream"
+        first = next(iter(response.response)).decode()
+    finally:
+        response.close()
+    event, data = first.split("\n")[:2]
+    assert event == "event: state" and json.loads(data.removeprefix("data: "))["name"] == "Streamed"
