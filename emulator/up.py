@@ -119,7 +119,12 @@ def banner(
         f"  full log    {logs} ({kept})",
     ]
     if args.import_dir:
-        lines.append(f"  imported    {args.import_dir}")
+        found = persistence.import_file(args.import_dir)
+        lines.append(
+            f"  imported    {found.parent}"
+            if found
+            else f"  import      no export in {args.import_dir} yet: started empty"
+        )
     if args.export_on_exit:
         lines.append(f"  export      to {args.export_on_exit} on exit")
     if runtime.chaos_settings is not None and runtime.chaos_run is not None:
