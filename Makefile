@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
 
-.PHONY: demo up test lint table clean deploy bench
+.PHONY: demo up test lint table clean deploy bench browser
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@echo "Creating $(VENV) and installing requirements ..."
@@ -16,11 +16,20 @@ $(STAMP): requirements.txt requirements-dev.txt
 demo: $(STAMP)  ## run the local demo: emulators, runtime, 3 agents through the demo template
 	$(BIN)/python -m emulator demo
 
-up: $(STAMP)  ## start the emulators and the runtime until Ctrl-C
-	$(BIN)/python -m emulator up
+up: $(STAMP)  ## emulators, runtime, console and live log until Ctrl-C: make up [ARGS="--import data --export-on-exit data"]
+	$(BIN)/python -m emulator up $(ARGS)
 
-test: $(STAMP)  ## the whole test suite (starts the emulators itself)
+test: $(STAMP) browser  ## the whole test suite (starts the emulators itself)
 	$(BIN)/python -m pytest
+
+# The console's browser test drives Debian's chromium through chromium-driver (Selenium); a
+# browser downloaded at run time (Playwright, Selenium Manager) would need the internet.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  echo "Installing chromium and chromium-driver (apt) for the console's browser test ..."; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 
 bench: $(STAMP)  ## the benchmark (not part of the tests): about 10 minutes, writes bench/results.json
 	$(BIN)/python -m bench $(ARGS)

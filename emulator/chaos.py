@@ -2,7 +2,7 @@
 
 Each Firestore and Pub/Sub event may be delivered twice, every delivery waits a random delay (so
 deliveries overtake each other), failed deliveries of retry-enabled functions are retried with
-backoff, and model calls fail at a given rate (``shared.llm.faults``). Seeded, so a failing run
+backoff, and model calls fail at a given rate (``emulator.model_faults``). Seeded, so a failing run
 can be described by its settings.
 """
 
@@ -15,7 +15,7 @@ import threading
 
 from emulator.delivery import Delivery
 from emulator.dispatcher import Policy
-from shared.llm.faults import FaultPlan
+from emulator.model_faults import FaultPlan
 
 ENV_PREFIX = "DLAB_CHAOS_"
 

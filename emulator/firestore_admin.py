@@ -6,6 +6,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from functions.registry import FirestoreTrigger
@@ -16,6 +17,7 @@ DATABASE = "(default)"
 class FirestoreAdmin:
     def __init__(self, host: str, project: str) -> None:
         self._base = f"http://{host}/emulator/v1/projects/{project}"
+        self._project = project
 
     def _call(self, method: str, url: str, body: Any = None) -> None:
         data = None if body is None else json.dumps(body).encode()
@@ -45,6 +47,12 @@ class FirestoreAdmin:
     def reset(self) -> None:
         """Delete every document of the project (fires delete events: pause delivery first)."""
         self._call("DELETE", f"{self._base}/databases/{urllib.parse.quote(DATABASE)}/documents")
+
+    def export(self, directory: Path) -> None:
+        """Write every project's documents under ``directory`` (a new timestamped folder)."""
+        database = f"projects/{self._project}/databases/{DATABASE}"
+        body = {"database": database, "export_directory": str(directory)}
+        self._call("POST", f"{self._base}:export", body)
 
     def put_rules(self, source: str) -> None:
         files = [{"name": "firestore.rules", "content": source}]

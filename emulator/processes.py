@@ -51,7 +51,7 @@ def sdk_root() -> Path:
     return Path("/usr/lib/google-cloud-sdk")
 
 
-def firestore_command(port: int, functions_host: str) -> list[str]:
+def firestore_command(port: int, functions_host: str, import_file: Path | None = None) -> list[str]:
     # The jar, not the wrapper script: the script does not exec java, and gcloud rejects
     # --functions_emulator. No --single_project_mode: runtimes use one project id each.
     jar = sdk_root() / "platform/cloud-firestore-emulator/cloud-firestore-emulator.jar"
@@ -69,6 +69,7 @@ def firestore_command(port: int, functions_host: str) -> list[str]:
         str(port),
         "--functions_emulator",
         functions_host,
+        *(["--import-data", str(import_file)] if import_file else []),
     ]
 
 
@@ -83,6 +84,43 @@ def _die_with_parent() -> None:
     """Linux: SIGTERM the child if this process dies without running its cleanup (kill -9)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def answers_ok(host: str) -> bool:
+    """True when an emulator answers GET / with "Ok" (both emulators do once ready)."""
+    try:
+        with urllib.request.urlopen(f"http://{host}/", timeout=1) as response:
+            return response.read().strip() == b"Ok"
+    except OSError:
+        return False
+
+
+class RunningEmulator:
+    """An emulator someone else started (``--attach``): checked, never started or stopped."""
+
+    def __init__(self, name: str, port: int) -> None:
+        self.name = name
+        self.port = port
+
+    @property
+    def host(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        pass
+
+    def wait_ready(self, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not answers_ok(self.host):
+            if time.monotonic() > deadline:
+                raise EmulatorStartError(
+                    f"--attach: no {self.name} answers on {self.host}; start it first "
+                    "(`python -m emulator emulators`, or `firebase emulators:start`)"
+                )
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        pass
 
 
 class EmulatorProcess:
@@ -121,11 +159,8 @@ class EmulatorProcess:
             if self._proc is None or self._proc.poll() is not None:
                 code = None if self._proc is None else self._proc.returncode
                 raise EmulatorStartError(f"{self.name} exited ({code}):\n{self.log_tail()}")
-            with contextlib.suppress(OSError):
-                url = f"http://{self.host}/"
-                with urllib.request.urlopen(url, timeout=1) as response:
-                    if response.read().strip() == b"Ok":
-                        return
+            if answers_ok(self.host):
+                return
             if time.monotonic() > deadline:
                 self.stop()
                 why = f"{self.name} not ready on {self.host} after {timeout:.0f} s"

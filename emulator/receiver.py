@@ -63,7 +63,7 @@ def to_delivery(project: str, trigger: str, headers: dict[str, str], body: bytes
 class Receiver:
     """Threaded HTTP server routing each project's events to the sink attached for it."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self._sinks: dict[str, Sink] = {}
         self._lock = threading.Lock()
         receiver = self
@@ -80,7 +80,7 @@ class Receiver:
             def log_message(self, format: str, *args: object) -> None:
                 log.debug("receiver: " + format, *args)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="trigger-receiver", daemon=True

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from google.cloud import firestore
 
-from emulator import barrier, services
+from emulator import barrier, model_faults, persistence, services
 from emulator.chaos import Chaos, ChaosRun, ChaosSettings
+from emulator.config import EmulatorOptions
 from emulator.delivery import Delivery, DeliveryLog, DeliveryRecord
 from emulator.dispatcher import MODES, Dispatcher, Policy
 from emulator.firestore_admin import FirestoreAdmin
@@ -28,7 +29,7 @@ from emulator.invoker import Invoker
 from emulator.pubsub import PubSubBridge
 from functions import store
 from functions.registry import REGISTRY, FirestoreTrigger, FunctionSpec, ScheduleTrigger
-from shared.llm import faults
+from shared.llm import providers
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,10 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+class AttachError(RuntimeError):
+    """The emulators of ``--attach`` do not deliver trigger events to this runtime."""
+
+
 class LocalRuntime:
     def __init__(
         self,
@@ -66,10 +71,12 @@ class LocalRuntime:
         tick_s: float | None = None,
         policy: Policy | None = None,
         chaos: ChaosSettings | None = None,
+        emulators: EmulatorOptions | None = None,
     ) -> None:
         """``tick_s``: publish the scheduled functions' ticks every so many seconds (as Cloud
         Scheduler would); None leaves ticking to explicit ``tick()`` calls (tests).
-        ``chaos``: the settings of ``mode="chaos"`` (default ``ChaosSettings()``)."""
+        ``chaos``: the settings of ``mode="chaos"`` (default ``ChaosSettings()``).
+        ``emulators``: ports, ``--attach`` and ``--import`` (default: start them on free ports)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         self.project = project
@@ -79,6 +86,7 @@ class LocalRuntime:
         self.source = source
         self.rules = Path(rules) if rules else None
         self.log_dir = Path(log_dir) if log_dir else None
+        self.emulators = emulators
         self._log = DeliveryLog()
         self._gate = threading.Lock()
         self._paused = True
@@ -97,6 +105,7 @@ class LocalRuntime:
         self.chaos_run: ChaosRun | None = None
         self._chaos_block: contextlib.ExitStack | None = None
         self._observers: list[Callable[[Delivery], None]] = []
+        self._model_wrapper: providers.ClientWrapper | None = None
         self._ticker_stop = threading.Event()
         self._ticker: threading.Thread | None = None
 
@@ -112,7 +121,7 @@ class LocalRuntime:
     def start(self) -> LocalRuntime:
         if self._services is not None:
             return self
-        self._services = services.acquire(self.log_dir)
+        self._services = services.acquire(self.log_dir, self.emulators)
         try:
             self._start()
         except BaseException:
@@ -139,6 +148,8 @@ class LocalRuntime:
                 self._admin.register_trigger(spec.name, spec.trigger)
         self._bridge = PubSubBridge(self.project, self.registry, self._accept)
         self._bridge.start()
+        if self.emulators is not None and self.emulators.attach:
+            self._check_delivery()
         if self.mode == "chaos":
             assert self.chaos_settings is not None
             self._chaos_block = contextlib.ExitStack()
@@ -149,6 +160,24 @@ class LocalRuntime:
             self._ticker = threading.Thread(target=self._tick_forever, daemon=True)
             self._ticker.start()
         log.info("runtime for %s started (%s, %d workers)", self.project, self.mode, self.workers)
+
+    def _check_delivery(self, timeout: float = 10.0) -> None:
+        """Attached emulators deliver trigger events wherever they were told at their start; fail
+        at once, saying what to do, rather than run a backend that never hears a write."""
+        assert self._barrier is not None and self._services is not None
+        try:
+            self._barrier.cross(timeout)
+        except TimeoutError:
+            raise AttachError(
+                f"--attach: the Firestore emulator at {self.firestore_host} does not deliver "
+                f"trigger events to this runtime: start it with --functions_emulator "
+                f"{self._services.receiver.host} (`python -m emulator emulators` does)"
+            ) from None
+
+    def export(self, directory: Path) -> Path:
+        """Export the Firestore data now (what ``--export-on-exit`` calls); see persistence."""
+        assert self._admin is not None, "the runtime is not started"
+        return persistence.export(self._admin, directory)
 
     @contextlib.contextmanager
     def delivery_policy(self, policy: Policy) -> Iterator[None]:
@@ -167,10 +196,22 @@ class LocalRuntime:
         model faults (``emulator.chaos``)."""
         retrying = frozenset(spec.name for spec in self.registry if spec.retry)
         run = ChaosRun(
-            Chaos(settings, retrying), faults.FaultPlan(settings.fault_rate, settings.seed)
+            Chaos(settings, retrying), model_faults.FaultPlan(settings.fault_rate, settings.seed)
         )
-        with self.delivery_policy(run.policy), faults.injected(run.faults):
+        with self.delivery_policy(run.policy), self.model_wrapper(model_faults.wrapper(run.faults)):
             yield run
+
+    @contextlib.contextmanager
+    def model_wrapper(self, wrap: providers.ClientWrapper) -> Iterator[None]:
+        """Deliveries look their model clients up through ``wrap`` for the duration of the block.
+
+        Held here and applied per delivery (``providers.wrapped``) because the functions run on
+        worker threads, which do not see a context variable set by the caller's thread."""
+        previous, self._model_wrapper = self._model_wrapper, wrap
+        try:
+            yield
+        finally:
+            self._model_wrapper = previous
 
     # --- scheduled functions -----------------------------------------------------------------
 
@@ -244,6 +285,11 @@ class LocalRuntime:
         values = (self.firestore_host, self.pubsub_host, self.project)
         return dict(zip(ENV_VARS, values, strict=True))
 
+    @property
+    def running_services(self) -> services.Services:
+        """The emulators and receiver this runtime uses (hosts, log folder)."""
+        return self._require_services()
+
     def _require_services(self) -> services.Services:
         if self._services is None:
             raise RuntimeError("the runtime is not started")
@@ -299,7 +345,8 @@ class LocalRuntime:
     def _run(self, delivery: Delivery) -> bool:
         assert self._invoker is not None
         started, t0 = time.time(), time.perf_counter()
-        error = self._invoker.invoke(delivery)
+        with providers.wrapped(self._model_wrapper):
+            error = self._invoker.invoke(delivery)
         duration_ms = (time.perf_counter() - t0) * 1000
         outcome = "ok" if error is None else "error"
         self._log.add(

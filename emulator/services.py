@@ -10,34 +10,54 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import shutil
 import tempfile
 import threading
 from pathlib import Path
 
-from emulator import processes
+from emulator import persistence, processes
+from emulator.config import EmulatorOptions
 from emulator.receiver import Receiver
 
 log = logging.getLogger(__name__)
 
 
 class Services:
-    def __init__(self, log_dir: Path) -> None:
-        self.log_dir = log_dir
-        firestore_port, pubsub_port = processes.free_port(), processes.free_port()
-        self.pubsub = processes.EmulatorProcess(
-            "pubsub-emulator",
-            processes.pubsub_command(pubsub_port),
-            pubsub_port,
-            log_dir / "pubsub.log",
-        )
-        self.receiver = Receiver()
+    def __init__(self, log_dir: Path | None, options: EmulatorOptions | None = None) -> None:
+        self.options = options or EmulatorOptions()
+        self.temporary_logs = log_dir is None
+        self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="dlab-emulators-"))
+        ports = self.options.ports
+        self.receiver = Receiver(ports.functions)
         try:
-            command = processes.firestore_command(firestore_port, self.receiver.host)
+            self.firestore, self.pubsub = self._emulators()
         except BaseException:
             self.receiver.stop()
             raise
-        self.firestore = processes.EmulatorProcess(
-            "firestore-emulator", command, firestore_port, log_dir / "firestore.log"
+
+    def _emulators(
+        self,
+    ) -> tuple[processes.EmulatorProcess | processes.RunningEmulator, ...]:
+        ports = self.options.ports
+        if self.options.attach:
+            return (
+                processes.RunningEmulator("firestore-emulator", ports.firestore),
+                processes.RunningEmulator("pubsub-emulator", ports.pubsub),
+            )
+        firestore_port = ports.firestore or processes.free_port()
+        pubsub_port = ports.pubsub or processes.free_port()
+        seed = persistence.import_file(self.options.import_dir) if self.options.import_dir else None
+        command = processes.firestore_command(firestore_port, self.receiver.host, seed)
+        return (
+            processes.EmulatorProcess(
+                "firestore-emulator", command, firestore_port, self.log_dir / "firestore.log"
+            ),
+            processes.EmulatorProcess(
+                "pubsub-emulator",
+                processes.pubsub_command(pubsub_port),
+                pubsub_port,
+                self.log_dir / "pubsub.log",
+            ),
         )
 
     def start(self) -> None:
@@ -62,6 +82,8 @@ class Services:
         for stop in (self.firestore.stop, self.pubsub.stop, self.receiver.stop):
             with contextlib.suppress(Exception):
                 stop()
+        if self.temporary_logs and not self.options.keep_logs:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
 
 
 _lock = threading.Lock()
@@ -69,12 +91,12 @@ _shared: Services | None = None
 _users = 0
 
 
-def acquire(log_dir: Path | None = None) -> Services:
-    """Start the services on first use; later callers share them."""
+def acquire(log_dir: Path | None = None, options: EmulatorOptions | None = None) -> Services:
+    """Start the services on first use; later callers share them (and the first one's options)."""
     global _shared, _users
     with _lock:
         if _shared is None:
-            services = Services(log_dir or Path(tempfile.mkdtemp(prefix="dlab-emulators-")))
+            services = Services(log_dir, options)
             services.start()
             _shared = services
         _users += 1

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from shared.llm.base import Credentials, ModelError
-from shared.llm.providers import MODEL_OVERRIDE_ENV
+from shared.llm.providers import effective_api_type
 from shared.models import ApiType
 
 DEFAULT_VERTEX_LOCATION = "us-central1"
@@ -132,7 +132,7 @@ def credentials_for(
 ) -> Credentials:
     """Credentials for ``api_type`` (after the local override, as client_for applies it) from
     DL's APIKeyConfig dict (camelCase) or ``env``; CONFIG_ERROR naming what to set if neither."""
-    effective = env.get(MODEL_OVERRIDE_ENV) or api_type
+    effective = effective_api_type(api_type, env)
     if effective == ApiType.SCRIPTED:
         return Credentials()
     resolve = _RESOLVERS.get(effective)

@@ -4,7 +4,10 @@ supported yet."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
+from collections.abc import Callable, Iterator, Mapping
 
 from shared.llm.base import ModelClient, ModelError
 from shared.llm.gemini import GeminiClient
@@ -13,9 +16,13 @@ from shared.llm.scripted import ScriptedModel
 from shared.models import ApiType
 
 MODEL_OVERRIDE_ENV = "DLAB_MODEL_OVERRIDE"
-"""Set by the local runtime to run every agent on one provider (e.g. SCRIPTED without keys)."""
+"""Set by the local runtime to run agents on another provider than their own: one apiType for
+every agent (``SCRIPTED``), or per provider (``GEMINI=SCRIPTED,OPENAI=SCRIPTED``) so that only the
+providers without credentials are replaced."""
 
-_CLIENTS: dict[str, ModelClient] = {
+ClientWrapper = Callable[[ModelClient], ModelClient]
+
+_CLIENTS: Mapping[str, ModelClient] = {
     ApiType.GEMINI: GeminiClient(vertex=False),
     ApiType.VERTEX_AI: GeminiClient(vertex=True),
     ApiType.OPENAI: OpenAICompatClient("openai"),
@@ -23,9 +30,28 @@ _CLIENTS: dict[str, ModelClient] = {
     ApiType.SCRIPTED: ScriptedModel(),
 }
 
+_WRAPPER: contextvars.ContextVar[ClientWrapper | None] = contextvars.ContextVar(
+    "dlab_model_client_wrapper", default=None
+)
 
-def effective_api_type(api_type: str) -> str:
-    return os.environ.get(MODEL_OVERRIDE_ENV) or api_type
+
+def parse_override(value: str | None) -> dict[str, str] | str | None:
+    """``"X"`` (every provider becomes X), ``"A=X,B=Y"`` (per provider), or None."""
+    value = (value or "").strip()
+    if not value:
+        return None
+    if "=" not in value:
+        return value
+    pairs = (item.split("=", 1) for item in value.split(",") if item.strip())
+    return {source.strip(): target.strip() for source, target in pairs}
+
+
+def effective_api_type(api_type: str, env: Mapping[str, str] = os.environ) -> str:
+    """The apiType an agent configured with ``api_type`` really runs on (after the override)."""
+    override = parse_override(env.get(MODEL_OVERRIDE_ENV))
+    if isinstance(override, dict):
+        return override.get(api_type) or api_type
+    return override or api_type
 
 
 def client_for(api_type: str) -> ModelClient:
@@ -39,7 +65,8 @@ def client_for(api_type: str) -> ModelClient:
         else:
             reason = f"unknown apiType {effective!r} (expected one of {known})"
         raise ModelError("CONFIG_ERROR", reason, field="agentConfig.modelSettings.apiType")
-    return client
+    wrap = _WRAPPER.get()
+    return wrap(client) if wrap is not None else client
 
 
 def registered() -> set[str]:
@@ -47,10 +74,14 @@ def registered() -> set[str]:
     return set(_CLIENTS)
 
 
-def clients() -> dict[str, ModelClient]:
-    """A copy of the apiType → client table (to wrap and later restore it)."""
-    return dict(_CLIENTS)
+@contextlib.contextmanager
+def wrapped(wrap: ClientWrapper | None) -> Iterator[None]:
+    """``client_for`` returns ``wrap(client)`` in this context (thread, task) until the block ends.
 
-
-def register(api_type: str, client: ModelClient) -> None:
-    _CLIENTS[api_type] = client
+    The way to change what the clients do (the local runtime's fault injection) without touching
+    the shared table: nothing outside the block, and no other thread, sees the wrapper."""
+    token = _WRAPPER.set(wrap)
+    try:
+        yield
+    finally:
+        _WRAPPER.reset(token)

@@ -9,8 +9,8 @@ import pytest
 from emulator.chaos import Chaos, ChaosSettings
 from emulator.delivery import Delivery
 from emulator.dispatcher import Dispatcher
+from emulator.model_faults import FaultPlan, FaultyModel, injected
 from shared.llm import ModelError, ModelRequest, providers
-from shared.llm.faults import FaultPlan, FaultyModel, injected
 from shared.llm.scripted import ScriptedModel
 
 
@@ -96,11 +96,20 @@ def test_faults_are_what_providers_do():
     assert clean.generate(_request()).text == ScriptedModel().generate(_request()).text
 
 
-def test_injection_wraps_every_client_and_restores_them():
-    before = providers.clients()
+def test_injection_is_scoped_to_the_block_and_the_thread():
+    seen_elsewhere: list[object] = []
     with injected(FaultPlan(rate=1.0)) as plan:
-        assert all(isinstance(c, FaultyModel) for c in providers.clients().values())
+        assert all(
+            isinstance(providers.client_for(api), FaultyModel) for api in ("GEMINI", "OLLAMA")
+        )
+        other = threading.Thread(
+            target=lambda: seen_elsewhere.append(providers.client_for("GEMINI"))
+        )
+        other.start()
+        other.join()
         with pytest.raises(ModelError):
             for _ in range(20):  # a garbled reply is returned, not raised
                 providers.client_for("SCRIPTED").generate(_request())
-    assert providers.clients() == before and sum(plan.injected.values()) >= 1
+    assert not isinstance(seen_elsewhere[0], FaultyModel)
+    assert not isinstance(providers.client_for("SCRIPTED"), FaultyModel)
+    assert sum(plan.injected.values()) >= 1

@@ -86,3 +86,10 @@ def test_openai_compatible_end_to_end(api_type: str) -> None:
     assert reply.text == '{"vote": "no"}' and reply.usage.total_tokens == 11
     assert sent.body["response_format"]["json_schema"]["schema"] == SCHEMA
     assert ("authorization" in sent.headers) == (api_type == "OPENAI")
+
+
+def test_the_override_can_replace_only_some_providers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(MODEL_OVERRIDE_ENV, "GEMINI=SCRIPTED, VERTEX_AI=SCRIPTED")
+    assert isinstance(client_for("GEMINI"), ScriptedModel)
+    assert isinstance(client_for("OPENAI"), OpenAICompatClient)
+    assert credentials_for("GEMINI", None, {MODEL_OVERRIDE_ENV: "GEMINI=SCRIPTED"}).api_key is None

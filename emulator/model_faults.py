@@ -1,5 +1,7 @@
 """Model fault injection for chaos runs: rate limits, outages and garbled replies at a given rate.
 
+Local-runtime only (chaos mode), so it lives here and not in the deployed ``shared`` package.
+
 The faults are what real providers do, raised or returned where a real client would: a 429 or a
 503 as the ModelError the HTTP clients raise (so the retry policy and the call log run as they
 would), a garbled reply as text that is not the JSON asked for (so the corrective turn runs).
@@ -68,14 +70,16 @@ class FaultyModel:
         return self.inner.generate(request)
 
 
+def wrapper(plan: FaultPlan) -> providers.ClientWrapper:
+    """What ``providers.wrapped`` applies to every client so its calls fail as ``plan`` draws."""
+    return lambda client: FaultyModel(client, plan)
+
+
 @contextlib.contextmanager
 def injected(plan: FaultPlan) -> Iterator[FaultPlan]:
-    """Every registered client fails as ``plan`` draws, for the duration of the block."""
-    originals = providers.clients()
-    for api, client in originals.items():
-        providers.register(api, FaultyModel(client, plan))
-    try:
+    """Every client this thread looks up fails as ``plan`` draws, for the duration of the block.
+
+    Scoped to the calling context: the provider table itself is never changed, so a block that
+    raises or another thread cannot leave the deployment's clients wrapped."""
+    with providers.wrapped(wrapper(plan)):
         yield plan
-    finally:
-        for api, client in originals.items():
-            providers.register(api, client)

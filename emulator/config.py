@@ -1,0 +1,87 @@
+"""Where the emulators live: the ports of ``firebase.json`` for people, free ports for tests.
+
+``make up`` uses the same ports as ``firebase emulators:start`` so that clients, scripts and the
+console keep one address across restarts; a port already taken falls back to a free one, and the
+banner says so (see ``resolve``).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from emulator.processes import free_port
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FIREBASE_JSON = REPO_ROOT / "firebase.json"
+DEFAULT_CONSOLE_PORT = 4001
+"""Next to the Emulator UI's 4000, so both can run side by side with ``--attach``."""
+
+
+class Ports(BaseModel):
+    """0 means "any free port" (what tests use, so parallel sessions never collide)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    firestore: int = 0
+    pubsub: int = 0
+    functions: int = 0
+    """Where the Firestore emulator delivers trigger events (its ``--functions_emulator``)."""
+    console: int = 0
+
+
+class EmulatorOptions(BaseModel):
+    """How a runtime gets its emulators: started here (on ``ports``) or already running."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ports: Ports = Ports()
+    attach: bool = False
+    """Use emulators that are already running on ``ports`` instead of starting them."""
+    import_dir: Path | None = None
+    """A Firestore export (ours or firebase-tools') loaded when the emulator starts."""
+    keep_logs: bool = False
+    """Keep the temporary log folder after exit."""
+
+
+def firebase_ports(path: Path = FIREBASE_JSON) -> Ports:
+    """The ``emulators`` ports of firebase.json (firebase-tools' defaults where it names none)."""
+    config = json.loads(path.read_text()) if path.exists() else {}
+    emulators = config.get("emulators", {})
+
+    def port(name: str, default: int) -> int:
+        return int(emulators.get(name, {}).get("port", default))
+
+    return Ports(
+        firestore=port("firestore", 8080),
+        pubsub=port("pubsub", 8085),
+        functions=port("functions", 5001),
+        console=DEFAULT_CONSOLE_PORT,
+    )
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def resolve(wanted: Ports, keep: tuple[str, ...] = ()) -> tuple[Ports, list[str]]:
+    """``wanted`` with every busy or zero port replaced by a free one, and a note per busy one;
+    the ports named in ``keep`` are used as they are (someone else's emulators listen there)."""
+    chosen: dict[str, int] = {}
+    notes: list[str] = []
+    for name, port in wanted.model_dump().items():
+        if name in keep or (port and port_is_free(port)):
+            chosen[name] = port
+            continue
+        chosen[name] = free_port()
+        if port:
+            notes.append(f"port {port} ({name}) is taken: using {chosen[name]} instead")
+    return Ports(**chosen), notes

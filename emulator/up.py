@@ -1,0 +1,258 @@
+"""``make up``: the emulators, the runtime, the console and a compact live log until Ctrl-C.
+
+Also ``python -m emulator emulators``: only the emulators, on the same fixed ports, delivering
+trigger events to the port ``make up --attach`` listens on, so the backend can be restarted (after
+a code change) while the data and any connected client stay.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TextIO
+
+from google.cloud import firestore
+
+from emulator import config, livelog, model_choice, persistence, processes
+from emulator.chaos import ChaosSettings
+from emulator.runtime import LocalRuntime
+from functions.chat.watchdog import IDLE_ENV
+from functions.registry import REGISTRY, ScheduleTrigger
+from shared.llm.providers import MODEL_OVERRIDE_ENV
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RULES = REPO_ROOT / "firestore.rules"
+POLL_S = 0.5
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``up`` (``make up ARGS="..."``)."""
+    parser.add_argument("--project", default="demo-dlab")
+    parser.add_argument(
+        "--model-override",
+        help="run every agent on this apiType ('none': each on its own provider); default: "
+        "agents whose provider has no credentials in the environment run on SCRIPTED",
+    )
+    parser.add_argument("--attach", action="store_true", help="use emulators already running")
+    parser.add_argument("--import", dest="import_dir", type=Path, help="load a Firestore export")
+    parser.add_argument(
+        "--export-on-exit", type=Path, help="export the Firestore data here on exit"
+    )
+    parser.add_argument("--keep-logs", action="store_true", help="keep the temporary log folder")
+    parser.add_argument(
+        "--tick", type=float, default=2.0, help="seconds between scheduled ticks (0: none)"
+    )
+    parser.add_argument(
+        "--idle-agent-seconds",
+        type=float,
+        default=5.0,
+        help="the watchdog nudges chat agents quiet for this long (DLAB_IDLE_AGENT_SECONDS)",
+    )
+    parser.add_argument("--console-port", type=int, help="default 4001 (0: no console)")
+    parser.add_argument(
+        "--free-ports", action="store_true", help="ignore firebase.json's ports (tests use this)"
+    )
+
+
+def emulator_options(args: argparse.Namespace) -> tuple[config.EmulatorOptions, list[str]]:
+    """firebase.json's ports (busy ones replaced, unless attaching: then they must be used)."""
+    if args.attach and args.import_dir:
+        raise SystemExit(
+            "python -m emulator up: --import loads data into emulators started here; with "
+            "--attach, give it to the emulators (python -m emulator emulators --import DIR)"
+        )
+    wanted = config.Ports() if args.free_ports else config.firebase_ports()
+    if args.console_port:
+        wanted = wanted.model_copy(update={"console": args.console_port})
+    # attached: the emulators listen where they listen, and deliver to the functions port
+    keep = ("firestore", "pubsub", "functions") if args.attach else ()
+    ports, notes = config.resolve(wanted, keep)
+    if args.console_port == 0:
+        ports = ports.model_copy(update={"console": 0})
+    options = config.EmulatorOptions(
+        ports=ports, attach=args.attach, import_dir=args.import_dir, keep_logs=args.keep_logs
+    )
+    return options, notes
+
+
+def _scheduled() -> str:
+    return ", ".join(s.name for s in REGISTRY if isinstance(s.trigger, ScheduleTrigger))
+
+
+def banner(
+    runtime: LocalRuntime,
+    args: argparse.Namespace,
+    override: str | None,
+    console_url: str | None,
+    notes: list[str],
+    agents: list[str],
+) -> str:
+    env = " ".join(f"{k}={v}" for k, v in runtime.env.items())
+    services = runtime.running_services
+    ticks = f"every {args.tick:g} s" if args.tick else "off (--tick 0)"
+    ticks += f", quiet chat agents nudged after {os.environ.get(IDLE_ENV)} s"
+    logs = services.log_dir / "deliveries.log"
+    kept = "kept" if args.keep_logs or not services.temporary_logs else "removed on exit"
+    lines = [
+        f"Backend up: {runtime.mode} delivery. "
+        + (
+            "Ctrl-C stops the backend (attached: the emulators keep running)."
+            if args.attach
+            else "Ctrl-C stops everything."
+        ),
+        f"  Firestore   {runtime.firestore_host}   Pub/Sub {runtime.pubsub_host}   "
+        f"project {runtime.project}",
+        f"  functions   {len(REGISTRY)} (trigger events to {services.receiver.host}); "
+        f"scheduled ({_scheduled()}) ticked {ticks}",
+        f"  models      {model_choice.describe(override)}",
+        *agents,
+        f"  console     {console_url or 'off'}",
+        f"  load        export {env}",
+        "              .venv/bin/python -m tools.load_template "
+        "templates/demo_all_stages.json --agents 3",
+        f"  full log    {logs} ({kept})",
+    ]
+    if args.import_dir:
+        found = persistence.import_file(args.import_dir)
+        lines.append(
+            f"  imported    {found.parent}"
+            if found
+            else f"  import      no export in {args.import_dir} yet: started empty"
+        )
+    if args.export_on_exit:
+        lines.append(f"  export      to {args.export_on_exit} on exit")
+    if runtime.chaos_settings is not None and runtime.chaos_run is not None:
+        lines.append(f"  chaos       {runtime.chaos_settings.describe()}")
+    lines += [f"  note        {note}" for note in notes]
+    lines.append("Live log (agent moves, chat messages, errors; --verbose adds every delivery):")
+    return "\n".join(lines)
+
+
+def _agents(db: firestore.Client, override: str | None) -> list[str]:
+    """Which model each agent already in the database uses (after an import)."""
+    lines = []
+    for snap in db.collection_group("participants").stream():
+        settings = ((snap.to_dict() or {}).get("agentConfig") or {}).get("modelSettings")
+        if settings is None:
+            continue
+        api = str(settings.get("apiType") or "GEMINI")
+        runs = model_choice.runs_on(api, override)
+        lines.append(
+            f"  agent       {snap.id[:8]}: {api} {settings.get('modelName') or ''} → {runs}"
+        )
+    return lines
+
+
+def _watch(runtime: LocalRuntime, feed: livelog.LiveLog, log_file: TextIO, verbose: bool) -> None:
+    shown = 0
+    while True:
+        records = runtime.deliveries
+        feed.deliveries(records[shown:], log_file, verbose)
+        shown = len(records)
+        feed.poll()
+        time.sleep(POLL_S)
+
+
+def run(args: argparse.Namespace, chaos: ChaosSettings | None = None) -> int:
+    options, notes = emulator_options(args)
+    override = model_choice.override(args.model_override, os.environ)
+    if override:
+        os.environ[MODEL_OVERRIDE_ENV] = override
+    os.environ.setdefault(IDLE_ENV, f"{args.idle_agent_seconds:g}")
+    rules = RULES if RULES.exists() and not args.attach else None
+    print("Starting the emulators and the runtime ...", flush=True)
+    runtime = LocalRuntime(
+        project=args.project,
+        mode=args.mode,
+        rules=rules,
+        chaos=chaos,
+        tick_s=args.tick or None,
+        emulators=options,
+    )
+    with runtime, contextlib.ExitStack() as stack:
+        console_url = _start_console(stack, runtime, options.ports.console)
+        db = firestore.Client(project=runtime.project)
+        agents = _agents(db, override)
+        print(banner(runtime, args, override, console_url, notes, agents), flush=True)
+        log_file = stack.enter_context(livelog.open_log(runtime.running_services.log_dir))
+        feed = livelog.LiveLog(db, override)
+        feed.prime()
+        try:
+            _watch(runtime, feed, log_file, args.verbose)
+        except (KeyboardInterrupt, SystemExit):
+            with contextlib.suppress(Exception):
+                feed.poll()  # the last moves before Ctrl-C
+            print("\nStopping ...", flush=True)
+        finally:
+            _export(runtime, args.export_on_exit)
+    return 0
+
+
+def _start_console(stack: contextlib.ExitStack, runtime: LocalRuntime, port: int) -> str | None:
+    if not port:
+        return None
+    from console.server import ConsoleServer
+
+    server = stack.enter_context(ConsoleServer(runtime.project, port))
+    return server.url
+
+
+def _export(runtime: LocalRuntime, directory: Path | None) -> None:
+    if directory is None:
+        return
+    try:
+        path = runtime.export(directory)
+    except Exception as error:  # the data is lost: say so loudly, still stop cleanly
+        print(f"EXPORT FAILED ({directory}): {error}", file=sys.stderr, flush=True)
+        return
+    print(f"Exported the Firestore data to {path.parent}", flush=True)
+
+
+def emulators_only(args: argparse.Namespace) -> int:
+    """Run the emulators alone (``make up ARGS=--attach`` then runs the backend against them)."""
+    ports, notes = config.resolve(config.firebase_ports())
+    log_dir = Path(tempfile.gettempdir()) / "dlab-emulators-standalone"
+    seed = persistence.import_file(args.import_dir) if args.import_dir else None
+    functions_host = f"127.0.0.1:{ports.functions}"
+    emulators = [
+        processes.EmulatorProcess(
+            "firestore-emulator",
+            processes.firestore_command(ports.firestore, functions_host, seed),
+            ports.firestore,
+            log_dir / "firestore.log",
+        ),
+        processes.EmulatorProcess(
+            "pubsub-emulator",
+            processes.pubsub_command(ports.pubsub),
+            ports.pubsub,
+            log_dir / "pubsub.log",
+        ),
+    ]
+    try:
+        for emulator in emulators:
+            emulator.start()
+        for emulator in emulators:
+            emulator.wait_ready()
+        print(
+            f"Emulators up: Firestore 127.0.0.1:{ports.firestore} (trigger events to "
+            f"{functions_host}), Pub/Sub 127.0.0.1:{ports.pubsub}; logs in {log_dir} "
+            "(removed on exit).\n"
+            "Run the backend against them with: make up ARGS=--attach   (Ctrl-C stops them)",
+            flush=True,
+        )
+        for note in notes:
+            print(f"  note: {note}")
+        while True:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        for emulator in emulators:
+            emulator.stop()
+        shutil.rmtree(log_dir, ignore_errors=True)

@@ -1,0 +1,100 @@
+"""The console in a real headless browser (Debian's chromium through chromium-driver): the live
+view follows agents to SUCCESS, a participant created with the edit form starts moving, and a
+malformed edit shows the model's error and writes nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from google.cloud import firestore
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+from console.browser import BrowserMissing, headless_chromium
+from console.server import ConsoleServer
+from emulator.processes import free_port
+from tools.load_template import load
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = REPO_ROOT / "templates" / "group_decision_locked.json"
+WAIT_S = 45
+
+
+def chrome() -> WebDriver:
+    try:
+        return headless_chromium()
+    except BrowserMissing as error:
+        pytest.fail(str(error))
+
+
+@pytest.fixture
+def console(runtime, db) -> Iterator[str]:
+    with ConsoleServer(runtime.project, free_port()) as server:
+        yield server.url
+
+
+@pytest.fixture
+def browser() -> Iterator[WebDriver]:
+    driver = chrome()
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _status(browser: WebDriver, agent_id: str) -> str:
+    cells = browser.find_elements(By.CSS_SELECTOR, f'#agents tr[data-id="{agent_id}"] .status')
+    return cells[0].text.split("\n")[0] if cells else ""
+
+
+def _wait(browser: WebDriver, condition, what: str) -> None:
+    WebDriverWait(browser, WAIT_S, poll_frequency=0.2).until(lambda _: condition(), what)
+
+
+def test_live_view_and_edits_in_a_browser(console: str, browser: WebDriver, db: firestore.Client):
+    result = load(db, json.loads(TEMPLATE.read_text()), agents=3, api_type="SCRIPTED")
+    e = result.experiment_id
+    participants = f"experiments/{e}/participants"
+    first = sorted(d.id for d in db.collection(participants).list_documents())[0]
+
+    browser.get(f"{console}/")
+    browser.find_element(By.CSS_SELECTOR, f'#experiments tr[data-id="{e}"] a.live').click()
+    _wait(browser, lambda: _status(browser, first) == "SUCCESS", "an agent at SUCCESS")
+    assert browser.find_element(By.ID, "connection").text == "live"
+
+    # a minimal agent participant, through the create form; the backend fills in the rest
+    browser.get(f"{console}/docs/{participants}")
+    form = browser.find_element(By.ID, "create")
+    form.find_element(By.NAME, "id").send_keys("from-the-form")
+    minimal = {"agentConfig": {"modelSettings": {"apiType": "SCRIPTED", "modelName": ""}}}
+    _replace(form.find_element(By.NAME, "json"), json.dumps(minimal))
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    _wait(browser, lambda: browser.current_url.endswith("/from-the-form"), "the new document")
+    browser.get(f"{console}/experiments/{e}/live")
+    _wait(browser, lambda: _status(browser, "from-the-form") == "SUCCESS", "the new agent moves")
+    stage = browser.find_element(By.CSS_SELECTOR, '#agents tr[data-id="from-the-form"] .stage')
+    assert stage.text == "thanks"
+
+    # a malformed edit: the model's error is shown and the document is unchanged
+    path = f"{participants}/{first}"
+    before = db.document(path).get().to_dict()
+    browser.get(f"{console}/docs/{path}")
+    edit = browser.find_element(By.ID, "edit")
+    text = edit.find_element(By.NAME, "json")
+    data = json.loads(text.get_attribute("value"))
+    _replace(text, json.dumps({**data, "currentStatus": 5}))
+    edit.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    error = edit.find_element(By.CSS_SELECTOR, ".error")
+    _wait(browser, error.is_displayed, "the validation error")
+    assert error.text.startswith("currentStatus: Input should be") and "got 5" in error.text
+    assert db.document(path).get().to_dict() == before
+
+
+def _replace(textarea, text: str) -> None:
+    """Set a textarea's value in one step (typing a long JSON key by key is slow)."""
+    driver = textarea.parent
+    driver.execute_script("arguments[0].value = arguments[1];", textarea, text)
