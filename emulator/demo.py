@@ -47,7 +47,7 @@ class ChatFeed:
                 if snap.id in self.seen:
                     continue
                 self.seen.add(snap.id)
-                m = snap.to_dict()
+                m = snap.to_dict() or {}
                 text = " ".join(str(m.get("message", "")).split())
                 text = text if len(text) <= 110 else text[:107] + "..."
                 thread = f"[{m['discussionId']}] " if m.get("discussionId") else ""
@@ -183,7 +183,7 @@ def run(
             f"{runtime.project} · {len(REGISTRY)} functions · {mode} delivery "
             f"({time.monotonic() - started:.1f}s)"
         )
-        if runtime.chaos_run is not None:
+        if runtime.chaos_run is not None and runtime.chaos_settings is not None:
             print(f"  {runtime.chaos_settings.describe()}")
         db = firestore.Client(project=runtime.project)
         template = json.loads(template_path.read_text())
@@ -197,7 +197,7 @@ def run(
         )
         t0 = time.monotonic()
         chats = [s["id"] for s in template["stageConfigs"] if s["kind"] == "chat"]
-        feed = ChatFeed(db, result.experiment_id, result.cohort_id, chats)
+        feed = ChatFeed(db, result.experiment_id, result.cohort_id or "", chats)
         finished = watch(db, result.experiment_id, kinds, timeout, t0, feed)
         runtime.wait_until_idle(timeout=60)
         stats = summary(

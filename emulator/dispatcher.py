@@ -154,7 +154,7 @@ class Dispatcher:
                 self._running.remove(delivery)
                 self._finished += 1
                 retrying = retry is not None and not self._stopping
-                if retrying:
+                if retry is not None and retrying:
                     delivery.attempt += 1
                     delivery.started = None
                     self._enqueue_locked(delivery, retry)

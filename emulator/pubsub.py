@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from google.api_core import exceptions as gexc
-from google.cloud import pubsub_v1
+from google.cloud import pubsub_v1  # type: ignore[attr-defined]
 
 from emulator.delivery import Delivery
 from functions import pubsub as function_pubsub
