@@ -91,8 +91,11 @@ def load(
     return participant_agent(experiment_id, private_id, stage)
 
 
-def participants_at(experiment_id: str, cohort_id: str, stage_id: str) -> list[str]:
-    """Private ids of agent participants IN_PROGRESS at the stage in the cohort."""
+def participants_at(
+    experiment_id: str, cohort_id: str, stage_id: str, *, humans: bool = False
+) -> list[str]:
+    """Private ids of the agent participants (or, with ``humans``, the human ones)
+    IN_PROGRESS at the stage in the cohort."""
     query = (
         store.participants(experiment_id)
         .where(filter=firestore.FieldFilter("currentCohortId", "==", cohort_id))
@@ -101,7 +104,9 @@ def participants_at(experiment_id: str, cohort_id: str, stage_id: str) -> list[s
             filter=firestore.FieldFilter("currentStatus", "==", ParticipantStatus.IN_PROGRESS.value)
         )
     )
-    return sorted(s.id for s in query.get() if (s.to_dict() or {}).get("agentConfig"))
+    return sorted(
+        s.id for s in query.get() if bool((s.to_dict() or {}).get("agentConfig")) != humans
+    )
 
 
 def mediators_of(experiment_id: str, cohort_id: str, stage: StageConfig) -> list[str]:

@@ -1,7 +1,7 @@
-"""A message nobody may answer: everyone else has used up their responses (or waits for more
-messages), and its author may not follow itself. Nobody would be asked again until the idle
-watchdog (two minutes), so the agents present are asked at once whether they are ready to end,
-and the thread advances (or they leave) when their answers allow.
+"""A message nobody may answer: no human is present, every other agent has used up its
+responses (or waits for more messages), and its author may not follow itself. Nobody would be
+asked again until the idle watchdog (two minutes), so the agents present are asked at once
+whether they are ready to end, and the thread advances (or they leave) when their answers allow.
 
 Checked in the author's own turn, which every agent message gets in a group chat under the race
 policy; it stops at the first agent that may answer, so a lively chat pays a read or two.
@@ -35,6 +35,8 @@ def nobody_may_answer(
         return False
     if stage.is_turn_based or stage.election_policy != "race" or not turn.trigger_chat_id:
         return False
+    if agents.participants_at(room.experiment_id, room.cohort_id, stage.id, humans=True):
+        return False  # a human may always answer
     others = [
         ("participant", p)
         for p in agents.participants_at(room.experiment_id, room.cohort_id, stage.id)

@@ -140,6 +140,8 @@ class Member:
     experiment_id: str
     private_id: str
     profile: ParticipantProfile
+    updated: datetime
+    """When its document was last written."""
 
 
 def _agents_in_progress() -> list[Member]:
@@ -148,13 +150,21 @@ def _agents_in_progress() -> list[Member]:
         .collection_group("participants")
         .where(filter=firestore.FieldFilter("currentStatus", "==", "IN_PROGRESS"))
     )
-    return [
-        Member(params["experimentId"], params["participantId"], profile)
-        for params, profile in _scan(
-            in_progress, paths.PARTICIPANT, _parse_participant, "privateId"
-        )
-        if profile.is_agent and profile.current_stage_id and profile.current_cohort_id
-    ]
+    members = []
+    for snap in in_progress.get():
+        params = paths.match(paths.PARTICIPANT, snap.reference.path)
+        for profile in documents.valid([snap], _parse_participant, id_field="privateId"):
+            if (
+                params
+                and profile.is_agent
+                and profile.current_stage_id
+                and profile.current_cohort_id
+            ):
+                member = Member(
+                    params["experimentId"], params["participantId"], profile, snap.update_time
+                )
+                members.append(member)
+    return members
 
 
 def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
@@ -219,10 +229,10 @@ def _redrive_stalled_moves(members: list[Member], cache: StageCache) -> int:
     woken: dict[str, list[str]] = {}
     for member in members:
         p = member.profile
-        arrived = p.timestamps.ready_stages.get(p.current_stage_id)
+        # when it arrived; one never started (its creation's event lost): its last write
+        arrived = p.timestamps.ready_stages.get(p.current_stage_id) or member.updated
         if (
             p.agent_blocked_on is not None  # waiting for a document fix, which wakes it
-            or arrived is None
             or arrived > stalled
             or _stage(cache, member.experiment_id, p.current_stage_id) is not None  # a chat
             or not unlocked.get(member.experiment_id, p.current_cohort_id, p.current_stage_id)

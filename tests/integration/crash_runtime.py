@@ -1,0 +1,26 @@
+"""A local runtime attached to emulators that outlive it, run as its own process so the crash
+test can kill it with SIGKILL: ``python tests/integration/crash_runtime.py FS PUBSUB FUNCTIONS``.
+Prints ``ready`` once it delivers events."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from emulator.config import EmulatorOptions, Ports
+from emulator.runtime import LocalRuntime
+
+
+def main(firestore: int, pubsub: int, functions: int) -> None:
+    ports = Ports(firestore=firestore, pubsub=pubsub, functions=functions)
+    with LocalRuntime(tick_s=1.0, emulators=EmulatorOptions(attach=True, ports=ports)):
+        print("ready", flush=True)
+        while True:
+            time.sleep(60)
+
+
+if __name__ == "__main__":
+    main(*(int(arg) for arg in sys.argv[1:4]))
