@@ -78,3 +78,32 @@ def test_a_hand_written_human_without_arrival_stamps_is_named_and_the_fix_unlock
     doc.update({"timestamps.readyStages.survey": firestore.SERVER_TIMESTAMP})
     runtime.wait_until_idle(timeout=60)
     assert all(participant(db, e, p).current_status == ParticipantStatus.SUCCESS for p in ids)
+
+
+def test_an_agent_whose_private_id_names_a_human_never_moves_the_human(runtime, db):
+    e = write_experiment(db, [stage("a", "info"), stage("b", "info")])
+    human_doc = db.document(f"experiments/{e}/participants/human-1")
+    human_doc.set(
+        {
+            "privateId": "human-1",
+            "publicId": "human-1",
+            "currentStageId": "a",
+            "currentCohortId": "cohort-a",
+            "currentStatus": "IN_PROGRESS",
+            "timestamps": {"startExperiment": firestore.SERVER_TIMESTAMP},
+        }
+    )
+    runtime.wait_until_idle(timeout=60)
+    impostor = agent(db, e, "a", privateId="human-1")
+    runtime.wait_until_idle(timeout=60)
+    (record,) = errors(db, e)
+    assert (record.document, record.field) == (
+        f"experiments/{e}/participants/{impostor}",
+        "privateId",
+    )
+    assert human_doc.get().to_dict()["currentStageId"] == "a"
+    assert participant(db, e, impostor).current_stage_id == "a"
+    db.document(f"experiments/{e}/participants/{impostor}").update({"privateId": impostor})
+    runtime.wait_until_idle(timeout=60)
+    assert participant(db, e, impostor).current_status == ParticipantStatus.SUCCESS
+    assert human_doc.get().to_dict()["currentStageId"] == "a"
