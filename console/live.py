@@ -85,26 +85,40 @@ def _agent(
     path: str, data: dict[str, Any], kind: str, stages: list[str], usage: dict[str, tuple[int, int]]
 ) -> AgentRow:
     doc_id = path.rsplit("/", 1)[-1]
-    settings = (data.get("agentConfig") or {}).get("modelSettings") or {}
-    api = str(settings.get("apiType") or "")
-    override = os.environ.get(MODEL_OVERRIDE_ENV)
     stage = str(data.get("currentStageId") or "")
     calls, tokens = usage.get(doc_id, (0, 0))
-    blocked = data.get("agentBlockedOn") or {}
+    model, runs_on = _model(data)
     return AgentRow(
         path=path,
         id=doc_id,
         kind=kind if data.get("agentConfig") or kind == "mediator" else "human",
-        name=f"{data.get('avatar') or ''} {data.get('name') or data.get('publicId') or ''}".strip(),
+        name=_name(data),
         stage=stage,
         stage_number=stages.index(stage) + 1 if stage in stages else 0,
         status=str(data.get("currentStatus") or ""),
-        model=f"{api} {settings.get('modelName') or ''}".strip(),
-        runs_on=model_choice.runs_on(api, override) if api else "",
+        model=model,
+        runs_on=runs_on,
         calls=calls,
         tokens=tokens,
-        blocked_on=str(blocked.get("document") or "") if isinstance(blocked, dict) else "",
+        blocked_on=_blocked_on(data),
     )
+
+
+def _name(data: dict[str, Any]) -> str:
+    return f"{data.get('avatar') or ''} {data.get('name') or data.get('publicId') or ''}".strip()
+
+
+def _model(data: dict[str, Any]) -> tuple[str, str]:
+    """The model the agent is configured with, and what it runs on here."""
+    settings = (data.get("agentConfig") or {}).get("modelSettings") or {}
+    api = str(settings.get("apiType") or "")
+    runs_on = model_choice.runs_on(api, os.environ.get(MODEL_OVERRIDE_ENV)) if api else ""
+    return f"{api} {settings.get('modelName') or ''}".strip(), runs_on
+
+
+def _blocked_on(data: dict[str, Any]) -> str:
+    blocked = data.get("agentBlockedOn") or {}
+    return str(blocked.get("document") or "") if isinstance(blocked, dict) else ""
 
 
 def _chat(path: str, data: dict[str, Any]) -> ChatRow:
@@ -133,17 +147,7 @@ def read_state(db: firestore.Client, experiment_id: str) -> ExperimentState:
     chats = [_chat(p, d) for p, d in _group(db, "chats", base + "/")]
     chats += [_chat(p, d) for p, d in _group(db, "privateChats", base + "/")]
     blocked = {a.blocked_on for a in agents if a.blocked_on}
-    errors = [
-        ErrorRow(
-            path=p,
-            document=str(d.get("document") or ""),
-            field=str(d.get("field") or ""),
-            reason=str(d.get("reason") or ""),
-            occurrences=int(d.get("occurrences") or 1),
-            resolved=str(d.get("document") or "") not in blocked,
-        )
-        for p, d in _docs(db, f"{base}/errors")
-    ]
+    errors = [_error(p, d, blocked) for p, d in _docs(db, f"{base}/errors")]
     return ExperimentState(
         experiment_id=experiment_id,
         name=str((experiment.get("metadata") or {}).get("name") or experiment_id),
@@ -151,4 +155,18 @@ def read_state(db: firestore.Client, experiment_id: str) -> ExperimentState:
         agents=sorted(agents, key=lambda a: (a.kind, a.name, a.id)),
         chats=sorted(chats, key=lambda c: (c.time, c.path)),
         errors=errors,
+    )
+
+
+def _error(path: str, data: dict[str, Any], blocked: set[str]) -> ErrorRow:
+    """Resolved: the backend saw the cause fixed (``resolvedAt``), or no agent is blocked on
+    the document any more."""
+    document = str(data.get("document") or "")
+    return ErrorRow(
+        path=path,
+        document=document,
+        field=str(data.get("field") or ""),
+        reason=str(data.get("reason") or ""),
+        occurrences=int(data.get("occurrences") or 1),
+        resolved=data.get("resolvedAt") is not None or document not in blocked,
     )

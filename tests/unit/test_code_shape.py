@@ -122,7 +122,7 @@ def test_imports_run_down_the_layers() -> None:
 
 
 def _production_files() -> Iterator[Path]:
-    for folder in ("functions", "shared", "emulator", "tools"):
+    for folder in ("functions", "shared", "emulator", "tools", "console"):
         yield from sorted((REPO_ROOT / folder).rglob("*.py"))
 
 
