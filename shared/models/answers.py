@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from shared.models._base import DocModel, Timestamp
 
@@ -78,6 +78,8 @@ class ChatPublicData(DocModel):
     fields and our ``turnMessageId``: the message that last moved the turn, so a duplicate
     delivery of it does not move the turn again. A private chat has none; its start is its
     first message."""
+
+    model_config = ConfigDict(frozen=True)  # read as a snapshot; writes go by field path
 
     id: str
     kind: Literal["chat"] = "chat"
