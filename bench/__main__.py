@@ -3,6 +3,7 @@
 python -m bench                   # full run (about 10 minutes on 2 cores)
 python -m bench --quick           # small sizes, for development (about 1 minute)
 python -m bench --only election   # one section (repeatable)
+python -m bench --only stress     # the chat stress script (not in the full run; 20+ minutes)
 python -m bench.report            # the summary of the last saved run again
 """
 
@@ -16,10 +17,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import election, latency, overhead, report, transitions
+from bench import election, latency, overhead, report, stress_chat, transitions
 from bench.stack import Stack, machine, say
 
 SECTIONS = ("overhead", "latency", "transitions", "election")
+EXTRA_SECTIONS = ("stress",)
+"""Run only when named with --only: the stress runs take longer than the rest together."""
 DEFAULT_OUT = Path(__file__).resolve().parent / "results.json"
 
 
@@ -27,7 +30,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (development)")
     parser.add_argument(
-        "--only", action="append", choices=SECTIONS, help="run only this section (repeatable)"
+        "--only",
+        action="append",
+        choices=SECTIONS + EXTRA_SECTIONS,
+        help="run only this section (repeatable)",
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
     parser.add_argument("--seed", type=int, default=0, help="agent ids, message ids, fake replies")
@@ -54,6 +60,7 @@ def _sizes(quick: bool) -> dict[str, Any]:
                 "messages": {"race": 6, "claim": 15},
                 "fake": [(10, "race", 10, 4)],
             },
+            "stress": {"runs": 2, "chaos_runs": 1},
         }
     return {
         "overhead": {"samples": 200, "burst": 500},
@@ -72,6 +79,7 @@ def _sizes(quick: bool) -> dict[str, Any]:
             "messages": {"race": 15, "claim": 300},
             "fake": [(30, "race", 32, 10), (30, "claim", 32, 30), (100, "race", 100, 5)],
         },
+        "stress": {"runs": 10, "chaos_runs": 10},
     }
 
 
@@ -111,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
         if "election" in sections:
             results["sections"]["election"] = election.run(
                 stack, seed=args.seed, workers=args.workers, **sizes["election"]
+            )
+        if "stress" in sections:
+            results["sections"]["stress"] = stress_chat.run(
+                stack, seed=args.seed, workers=args.workers, **sizes["stress"]
             )
     results["elapsedSeconds"] = round(time.monotonic() - t0, 1)
     results["targets"] = report.targets(results)

@@ -110,6 +110,59 @@ def _ci(run: dict[str, Any]) -> str:
     )
 
 
+def stress_summary(section: dict[str, Any]) -> str:
+    """The stress script's table (bench/stress_chat.py): one row per run, then the totals."""
+    yes = {True: "yes", False: "NO"}
+    rows = [
+        [
+            r["run"],
+            "chaos" if r["chaos"] else "plain",
+            r["seed"],
+            yes[r["allSuccess"]],
+            r["seconds"],
+            r["messages"],
+            r["longestSilence"]["seconds"],
+            len(r["failedDeliveries"]),
+            len(r["wrongThread"]) + len(r["crossThread"]),
+            len(r["afterLeaving"]),
+            len(r["duplicates"]),
+            "ok" if r["ok"] else "FAILED",
+        ]
+        for r in section["runs"]
+    ]
+    t = section["totals"]
+    return "\n".join(
+        [
+            f"Stress: {section['agents']} agents + mediator, threads {section['threads']}, "
+            f"fake {section['latencyMs']:.0f} ms model",
+            _table(
+                [
+                    "run",
+                    "mode",
+                    "seed",
+                    "all SUCCESS",
+                    "s",
+                    "messages",
+                    "longest silence s",
+                    "failed deliveries",
+                    "wrong thread",
+                    "after leaving",
+                    "duplicates",
+                    "",
+                ],
+                rows,
+            ),
+            f"  {t['ok']}/{t['runs']} runs ok ({t['plainRuns']} plain, {t['chaosRuns']} chaos); "
+            f"all SUCCESS in {t['allSuccess']}; longest silence {t['longestSilenceSeconds']} s "
+            f"({t['runsWithSilenceOver5s']} runs over {section['silenceLimitSeconds']:g} s); "
+            f"failed deliveries {t['failedDeliveriesPlain']} plain, "
+            f"{t['failedDeliveriesChaos']} under chaos; wrong thread {t['wrongThread']} "
+            f"(+{t['crossThread']} cross-thread), after leaving {t['afterLeaving']}, "
+            f"duplicates {t['duplicates']}",
+        ]
+    )
+
+
 def summary(results: dict[str, Any]) -> str:
     s = results.get("sections", {})
     m = results.get("machine", {})
@@ -236,6 +289,8 @@ def summary(results: dict[str, Any]) -> str:
                 ],
             ),
         ]
+    if st := s.get("stress"):
+        parts += ["", stress_summary(st)]
     if results.get("targets"):
         mark = {True: "met", False: "MISSED", None: "not measured"}
         parts += [
