@@ -7,7 +7,7 @@ import dataclasses
 import os
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from google.cloud import firestore
@@ -160,11 +160,15 @@ def _agents_in_progress() -> list[Member]:
                 and profile.current_stage_id
                 and profile.current_cohort_id
             ):
-                member = Member(
-                    params["experimentId"], params["participantId"], profile, snap.update_time
-                )
+                updated = _datetime(snap.update_time)
+                member = Member(params["experimentId"], params["participantId"], profile, updated)
                 members.append(member)
     return members
+
+
+def _datetime(stamp: Any) -> datetime:
+    """A snapshot's update time: a datetime, or a protobuf Timestamp in some client versions."""
+    return stamp if isinstance(stamp, datetime) else stamp.ToDatetime(tzinfo=UTC)
 
 
 def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
