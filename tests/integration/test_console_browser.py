@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from google.cloud import firestore
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
@@ -46,13 +47,21 @@ def browser() -> Iterator[WebDriver]:
         driver.quit()
 
 
-def _status(browser: WebDriver, agent_id: str) -> str:
-    cells = browser.find_elements(By.CSS_SELECTOR, f'#agents tr[data-id="{agent_id}"] .status')
+def _cell(browser: WebDriver, agent_id: str, column: str) -> str:
+    cells = browser.find_elements(By.CSS_SELECTOR, f'#agents tr[data-id="{agent_id}"] .{column}')
     return cells[0].text.split("\n")[0] if cells else ""
 
 
+def _status(browser: WebDriver, agent_id: str) -> str:
+    return _cell(browser, agent_id, "status")
+
+
 def _wait(browser: WebDriver, condition, what: str) -> None:
-    WebDriverWait(browser, WAIT_S, poll_frequency=0.2).until(lambda _: condition(), what)
+    """Poll ``condition``; the live view re-renders its rows as events arrive, so an element
+    found a moment ago may be gone when read: that is a retry, not a failure."""
+    WebDriverWait(
+        browser, WAIT_S, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,)
+    ).until(lambda _: condition(), what)
 
 
 def test_live_view_and_edits_in_a_browser(console: str, browser: WebDriver, db: firestore.Client):
@@ -76,8 +85,7 @@ def test_live_view_and_edits_in_a_browser(console: str, browser: WebDriver, db: 
     _wait(browser, lambda: browser.current_url.endswith("/from-the-form"), "the new document")
     browser.get(f"{console}/experiments/{e}/live")
     _wait(browser, lambda: _status(browser, "from-the-form") == "SUCCESS", "the new agent moves")
-    stage = browser.find_element(By.CSS_SELECTOR, '#agents tr[data-id="from-the-form"] .stage')
-    assert stage.text == "thanks"
+    _wait(browser, lambda: _cell(browser, "from-the-form", "stage") == "thanks", "its last stage")
 
     # a malformed edit: the model's error is shown and the document is unchanged
     path = f"{participants}/{first}"
