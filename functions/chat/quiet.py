@@ -9,8 +9,8 @@ policy; it stops at the first agent that may answer, so a lively chat pays a rea
 
 from __future__ import annotations
 
-from functions import store
-from functions.chat import agents, gates
+from functions.chat import agents, gates, readiness
+from functions.chat.gates import Refusal
 from functions.rooms import Room
 from functions.wire import AgentTurn, publish_turns
 from shared.models import (
@@ -51,29 +51,35 @@ def nobody_may_answer(
 
 
 def ask_who_is_ready(
-    room: Room, stage: ConversationStage, public: ChatPublicData, message_id: str
+    room: Room,
+    stage: ConversationStage,
+    public: ChatPublicData,
+    history: list[ChatMessage],
+    message_id: str,
 ) -> int:
-    """A readiness-only turn for each agent participant present that has not yet said it is
-    ready for the current thread (each asked once per message: the occasion is the message)."""
-    present = agents.participants_at(room.experiment_id, room.cohort_id, stage.id)
+    """Each agent participant present that has not yet said it is ready for the current thread:
+    one that has used up its responses can add nothing more here and counts as ready (no model
+    call: asking it again could only stall the chat); any other gets a readiness-only turn,
+    once per message (the occasion is the message). Returns how many were asked."""
     ready = set(public.discussion_timestamp_map.get(public.current_discussion_id or "", {}))
-    if ready:
-        present = [p for p in present if _public_id(room, p) not in ready]
-    turns = [
-        AgentTurn.in_room(
-            room,
-            "participant",
-            private_id,
-            trigger_chat_id=message_id,
-            readiness_only=True,
-            nonce=QUIET + message_id,
+    turns = []
+    for private_id in agents.participants_at(room.experiment_id, room.cohort_id, stage.id):
+        agent = agents.participant_agent(room.experiment_id, private_id, stage)
+        if agent is None or agent.public_id in ready:
+            continue
+        spent = gates.refusal(agent, history) == Refusal.MAX_RESPONSES
+        if spent and isinstance(agent.profile, ParticipantProfile):
+            readiness.participant_ready(room, stage, agent.profile)
+            continue
+        turns.append(
+            AgentTurn.in_room(
+                room,
+                "participant",
+                private_id,
+                trigger_chat_id=message_id,
+                readiness_only=True,
+                nonce=QUIET + message_id,
+            )
         )
-        for private_id in present
-    ]
     publish_turns(*turns)
     return len(turns)
-
-
-def _public_id(room: Room, private_id: str) -> str:
-    path = store.participant_path(room.experiment_id, private_id)
-    return store.read(ParticipantProfile, path).public_id

@@ -276,7 +276,7 @@ def _not_now(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
     if why_not == Refusal.OWN_MESSAGE and quiet.nobody_may_answer(
         scene.room, scene.stage, history, scene.turn
     ):
-        quiet.ask_who_is_ready(scene.room, scene.stage, public, scene.turn.trigger_chat_id)
+        quiet.ask_who_is_ready(scene.room, scene.stage, public, history, scene.turn.trigger_chat_id)
         return TurnResult(why_not, Readiness.ASKED_EVERYONE)
     return _pass_on(scene.turn, TurnResult(why_not))
 
