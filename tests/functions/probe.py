@@ -117,6 +117,11 @@ PROBE_REGISTRY: tuple[FunctionSpec, ...] = (
     _spec("probeWritten", FirestoreTrigger("written", ITEM), "on_written"),
     _spec("probeSlow", FirestoreTrigger("created", "slow/{id}"), "on_slow"),
     _spec("probeFail", FirestoreTrigger("created", "fail/{id}"), "on_fail"),
+    _spec(
+        "probeFailInExperiment",
+        FirestoreTrigger("created", "experiments/{experimentId}/fail/{id}"),
+        "on_fail",
+    ),
     _spec("probeCascadeStart", FirestoreTrigger("created", "cascadeStart/{id}"), "on_cascade_a"),
     _spec("probeCascadeEnd", FirestoreTrigger("created", "cascadeEnd/{id}"), "on_cascade_b"),
     _spec("probeMessage", PubSubTrigger(TOPIC), "on_message"),

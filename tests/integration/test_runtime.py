@@ -185,6 +185,21 @@ def test_failing_function_is_logged_as_error(rt: LocalRuntime, db: firestore.Cli
     assert "probeFail" in rt.deliveries_table()
 
 
+def test_an_unexpected_failure_is_an_error_record_under_its_document(
+    rt: LocalRuntime, db: firestore.Client
+) -> None:
+    """Not only malformed documents: any exception a handler raises is recorded where the
+    experimenter looks (then the delivery fails as before)."""
+    db.document("experiments/e-fail/fail/f2").set({})
+    rt.wait_until_idle()
+    [record] = [r for r in rt.deliveries if r.function == "probeFailInExperiment"]
+    assert record.outcome == "error"
+    [error] = [s.to_dict() for s in db.collection("experiments/e-fail/errors").get()]
+    assert (error["document"], error["field"]) == ("experiments/e-fail/fail/f2", "(function)")
+    assert error["reason"].startswith("RuntimeError: probe failure")
+    assert error["function"] == "probeFailInExperiment"
+
+
 def test_wait_until_idle_covers_cascades(rt: LocalRuntime, db: firestore.Client) -> None:
     db.document("cascadeStart/c1").set({})
     rt.wait_until_idle()
