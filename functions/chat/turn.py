@@ -132,12 +132,11 @@ class Scene:
     @property
     def claims(self) -> bool:
         """Takes the message's election record before asking the model: an opening (once per
-        agent), or the claim policy (one model call per message, not one per agent)."""
-        return self.turn.is_opening or (
-            isinstance(self.stage, ChatStage)
-            and self.stage.election_policy == "claim"
-            and not self.turn_based
-        )
+        agent), a turn-based chat (the holder answers a message once), or the claim policy (one
+        model call per message, not one per agent)."""
+        if self.turn.is_opening or self.turn_based:
+            return True  # turn-based: an opening and a message's turn may reach the holder at once
+        return isinstance(self.stage, ChatStage) and self.stage.election_policy == "claim"
 
     def must_respond(self, history: list[ChatMessage]) -> bool:
         """No choosing silence: in a turn-based chat (DL), and for a participant who owes a
@@ -184,6 +183,12 @@ def run(turn: AgentTurn) -> TurnResult:
         return _pass_on(turn, TurnResult(scene))  # e.g. it left since the fan-out
     history = rooms.history(scene.room)
     public = rooms.state(scene.room, history)
+    if scene.turn_based and turn.is_opening and history:
+        # the chat was opened meanwhile: the holder answers its last message, once (the same
+        # election as that message's own turn for it)
+        scene = dataclasses.replace(
+            scene, turn=turn.model_copy(update={"trigger_chat_id": history[-1].id})
+        )
     return (
         _ended(scene, history, public)
         or _readiness_instead(scene, history, public)

@@ -205,7 +205,8 @@ def test_a_message_nobody_may_answer_asks_everyone_present_at_once(runtime, db):
     assert (result.outcome, result.readiness) == ("own-message", "asked-everyone")
     runtime.wait_until_idle(timeout=60)
     asked = {log for log in trigger_logs(db, e) if log.startswith("ready-")}
-    assert asked == {f"ready-{a}-quiet-a1"}  # b has nothing left to say: it counts as ready
+    assert f"ready-{a}-quiet-a1" in asked
+    assert f"ready-{b}-quiet-a1" not in asked  # b has nothing left to say: it counts as ready
     assert participant(db, e, b).current_stage_id == "end"
 
     c = agent(db, e, "chat", number=2, agentConfig=keen)  # one who may still answer

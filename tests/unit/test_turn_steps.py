@@ -137,13 +137,13 @@ def test_a_turn_result_reads_as_its_steps() -> None:
     assert str(TurnResult(gates.Refusal.MAX_RESPONSES, Readiness.LEFT)) == "max-responses+left"
 
 
-def test_claims_are_taken_for_openings_and_under_the_claim_policy_only() -> None:
+def test_claims_are_taken_for_openings_turn_based_chats_and_the_claim_policy() -> None:
     agent = _agent()
     reply = AgentTurn.in_room(ROOM, "participant", "priv-me", trigger_chat_id="m")
     opening = AgentTurn.in_room(ROOM, "participant", "priv-me")
-    assert not Scene(reply, _chat(), agent).claims
+    assert not Scene(reply, _chat(), agent).claims  # race: the election is at posting
     assert Scene(reply, _chat(election_policy="claim"), agent).claims
-    assert not Scene(reply, _chat(election_policy="claim", is_turn_based=True), agent).claims
+    assert Scene(reply, _chat(is_turn_based=True), agent).claims
     assert Scene(opening, _chat(), agent).claims
 
 
