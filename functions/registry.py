@@ -138,8 +138,10 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         handler="functions.triggers.chat:on_agent_turn",
         description=(
             "sendAgentParticipantMessage / checkReadyToEndChat: gates, one model call, typing "
-            "delay, moved-on check, transactional election, readiness to end."
+            "delay, moved-on check, transactional election, readiness to end; retried while "
+            "the model provider is still failing."
         ),
+        retry=True,
     ),
     FunctionSpec(
         name="watchdog",

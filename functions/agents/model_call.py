@@ -18,6 +18,7 @@ from typing import Any
 
 from functions import store
 from functions.deadline import deadline
+from functions.errors import AlreadyRecorded
 from shared import paths
 from shared.llm import Message, ModelError, ModelReply, ModelRequest, client_for, effective_api_type
 from shared.llm.base import ProviderFailing
@@ -36,6 +37,13 @@ from shared.models import (
 )
 from shared.prompts import corrective_turn
 from shared.stages import AnswerValidationError
+
+
+class ProviderUnavailable(AlreadyRecorded):
+    """The model provider was still failing (rate limit, outage) when the function's time ran
+    out. The error is recorded; the work is handed to (or is) a retrying function, so the agent
+    resumes once the provider recovers instead of waiting for someone to touch it."""
+
 
 DEFAULT_RETRIES = 3  # Deliberate Lab's default for survey and ranking prompts
 CALL_TIMEOUT_CAP_S = 120.0

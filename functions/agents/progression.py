@@ -18,9 +18,9 @@ from typing import Any
 
 from functions import leases, store, transactions
 from functions.agents import cohort_lock, moves
-from functions.agents.model_call import AnswerFailed, CallSite, ask
+from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
 from functions.agents.prompting import build_stage_prompt, creator_api_keys
-from functions.errors import AlreadyRecorded, error_id, record_error
+from functions.errors import error_id, record_error
 from functions.wire import publish_wakes
 from shared.llm import ModelError
 from shared.models import (
@@ -69,12 +69,6 @@ fast models may shorten it (the crash test does) to recover sooner."""
 
 def move_lease_ttl() -> timedelta:
     return timedelta(seconds=float(os.environ.get(MOVE_LEASE_ENV, DEFAULT_MOVE_LEASE_S)))
-
-
-class ProviderUnavailable(AlreadyRecorded):
-    """The model provider was still failing (rate limit, outage) when the function's time ran
-    out. The error is recorded; the caller hands the move to a retrying function so the agent
-    resumes once the provider recovers, instead of waiting for someone to touch it."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from google.api_core import exceptions as gexc
+from google.cloud import firestore
 
 from functions import store
 from functions.rooms import Room
@@ -138,20 +139,26 @@ def lock(room: Room, log_id: str, owner: dict[str, Any], *, needed: bool = True)
 
 
 def _locks(room: Room, prefix: str) -> list[Any]:
+    """The locks whose ids start with ``prefix``: a range of document ids (``__name__``, up to
+    the highest code point), so the read does not grow with the chat's other locks."""
     logs = store.db().collection(room.base_path + "/triggerLogs")
-    return [snap for snap in logs.get() if snap.id.startswith(prefix)]
+    query = logs.where(filter=firestore.FieldFilter("__name__", ">=", logs.document(prefix)))
+    query = query.where(
+        filter=firestore.FieldFilter("__name__", "<", logs.document(prefix + "\U0010ffff"))
+    )
+    return list(query.get())
 
 
 def has_locks(room: Room, prefix: str) -> bool:
     return bool(_locks(room, prefix))
 
 
-def release_unfinished(room: Room, prefix: str, *, older_than: datetime) -> int:
-    """Delete the locks with ``prefix`` that are older than ``older_than`` and not done: their
-    invocations died. Conditional on the lock being as read, so a lock taken anew meanwhile
-    stays. Returns how many were released."""
+def release_unfinished(room: Room, *prefixes: str, older_than: datetime) -> int:
+    """Delete the locks with one of ``prefixes`` that are older than ``older_than`` and not
+    done: their invocations died. Conditional on the lock being as read, so a lock taken anew
+    meanwhile stays. Returns how many were released."""
     released = 0
-    for snap in _locks(room, prefix):
+    for snap in (snap for prefix in prefixes for snap in _locks(room, prefix)):
         data = snap.to_dict() or {}
         stamp = data.get("timestamp")
         if data.get(DONE_FIELD) or not isinstance(stamp, datetime) or stamp > older_than:

@@ -19,7 +19,7 @@ from typing import Any
 
 from functions import rooms, store
 from functions.agents import cohort_lock
-from functions.agents.model_call import AnswerFailed, CallSite, ask
+from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
 from functions.agents.prompting import build_context, creator_api_keys, render
 from functions.chat import agents, gates, messages, quiet, readiness, turn_order
 from functions.chat.agents import ChatAgent
@@ -300,7 +300,11 @@ def _respond(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
                 else _ask(scene, scene.must_respond(history))
             )
         except (ModelError, AnswerFailed, DocumentError) as error:
-            _record(scene, error)
+            reason = _record(scene, error)
+            if _provider_down(error):
+                # waits like a stage move: the claim is released on the way out and
+                # onAgentTurn, which is retried, runs the turn again
+                raise ProviderUnavailable(reason) from error
             _after_failure(scene, public)
             return _pass_on(turn, TurnResult(TurnOutcome.MODEL_FAILED))
         outcome = _speak(scene, decision, claimed=scene.claims)
@@ -516,34 +520,46 @@ def _ask_readiness(scene: Scene, participant: ParticipantProfile, occasion: str 
         thread = rooms.state(room).current_discussion_id or "chat"
         occasion = turn.nonce or f"exhausted-{thread}"
     lock = f"ready-{participant.private_id}-{occasion}"
-    if not messages.take_lock(room, lock, _responder(scene.agent)):
-        return Readiness.ALREADY_ASKED
-    experiment, ctx = scene.prompt
-    text = render(scene.agent.config, scene.agent.config_path, ctx, None)
-    site = CallSite(
-        turn.experiment_id, participant, scene.stage.id, f"chat readiness query ({occasion})"
-    )
-    try:
-        ready = ask(
-            site,
-            text + "\n\n" + READINESS_PROMPT,
-            READINESS_SCHEMA,
-            lambda reply: bool(reply.get("readyToEndChat")) if isinstance(reply, dict) else False,
-            retries=1,
-            api_keys=creator_api_keys(experiment),
+    with messages.lock(room, lock, _responder(scene.agent)) as held:
+        if not held.taken:
+            return Readiness.ALREADY_ASKED
+        experiment, ctx = scene.prompt
+        text = render(scene.agent.config, scene.agent.config_path, ctx, None)
+        site = CallSite(
+            turn.experiment_id, participant, scene.stage.id, f"chat readiness query ({occasion})"
         )
-    except (ModelError, AnswerFailed) as error:
-        _record(scene, error)
-        return Readiness.QUERY_FAILED
+        try:
+            ready = ask(
+                site,
+                text + "\n\n" + READINESS_PROMPT,
+                READINESS_SCHEMA,
+                lambda reply: (
+                    bool(reply.get("readyToEndChat")) if isinstance(reply, dict) else False
+                ),
+                retries=1,
+                api_keys=creator_api_keys(experiment),
+            )
+        except (ModelError, AnswerFailed) as error:
+            _record(scene, error)
+            if not _provider_down(error):
+                held.keep()  # a provider still failing leaves it to be asked again
+            return Readiness.QUERY_FAILED
+        held.keep()
     if not ready:
         return Readiness.NOT_READY
     return readiness.participant_ready(room, scene.stage, participant)
 
 
-def _record(scene: Scene, error: Exception) -> None:
+def _provider_down(error: Exception) -> bool:
+    """A provider still failing after the call's retries: an outage, not the model's answer."""
+    return isinstance(error, ModelError) and error.retryable
+
+
+def _record(scene: Scene, error: Exception) -> str:
+    """Record the failure under the agent's document; returns the reason recorded."""
     if isinstance(error, DocumentError):
         record_error(FUNCTION, error)
-        return
+        return error.reason
     turn, agent = scene.turn, scene.agent
     document = (
         store.participant_path(turn.experiment_id, agent.private_id)
@@ -551,4 +567,9 @@ def _record(scene: Scene, error: Exception) -> None:
         else agents.mediator_path(turn.experiment_id, agent.private_id)
     )
     field = getattr(error, "field", None) or "agentConfig.modelSettings"
-    record_error(FUNCTION, DocumentError(document, field, f"chat stage {turn.stage_id!r}: {error}"))
+    status = f"{error.status}: " if isinstance(error, ModelError) else ""
+    reason = f"chat stage {turn.stage_id!r}: {status}{error}"
+    if _provider_down(error) and not turn.readiness_only:
+        reason += "; the turn will be retried"
+    record_error(FUNCTION, DocumentError(document, field, reason))
+    return reason

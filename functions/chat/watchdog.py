@@ -18,6 +18,7 @@ from functions.rooms import Room
 from functions.wire import AgentTurn, publish_turns, publish_wakes
 from shared import paths
 from shared.models import (
+    ChatMessage,
     ChatPublicData,
     ChatStage,
     ConversationStage,
@@ -37,6 +38,10 @@ STALLED_ENV = "DLAB_STALLED_SECONDS"
 DEFAULT_STALLED_S = 120.0
 """An agent still at an open non-chat stage, or in a chat without openings, this long after it
 arrived was left behind by an invocation that died: the watchdog drives it on."""
+CLAIM_ENV = "DLAB_CLAIM_SECONDS"
+DEFAULT_CLAIM_S = 360.0
+"""A claim on a message (the agent asking its model before it answers) older than this outlived
+any invocation (``onAgentTurn`` times out at 300 s): it died with one."""
 TIMER_ENDED = "The timer for this stage has ended; you can no longer respond."
 
 
@@ -46,6 +51,10 @@ def idle_after() -> timedelta:
 
 def stalled_after() -> timedelta:
     return timedelta(seconds=float(os.environ.get(STALLED_ENV, DEFAULT_STALLED_S)))
+
+
+def claim_ttl() -> timedelta:
+    return timedelta(seconds=float(os.environ.get(CLAIM_ENV, DEFAULT_CLAIM_S)))
 
 
 def tick() -> dict[str, int]:
@@ -196,7 +205,7 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
             _reopen(room, stage, member.profile, stalled)
             continue
         last = history[-1].timestamp if history else arrived
-        if last is None or last > cutoff:
+        if last is None or last > cutoff or _redrive_dead_claim(room, stage, history):
             continue
         trigger = history[-1].id if history else ""
         turns.append(
@@ -222,6 +231,26 @@ def _reopen(
     released = messages.release_unfinished(room, messages.OPENING_PREFIX, older_than=stalled)
     if released or not messages.has_locks(room, messages.OPENING_PREFIX):
         fanout.request_openings(room.experiment_id, room.cohort_id, stage, participant)
+
+
+def _redrive_dead_claim(room: Room, stage: ConversationStage, history: list[ChatMessage]) -> bool:
+    """A chat gone quiet after a message whose claim died with its invocation (claim policy,
+    turn-based): nobody answered it, and nobody else was asked, since the claim held the
+    message. The dead claim (and a turn-based chat's dead turn change) is released and the
+    message fanned out again; each step is taken once more by its lock, so duplicate ticks
+    re-drive once."""
+    if not isinstance(stage, ChatStage) or not history:
+        return False
+    if not (stage.is_turn_based or stage.election_policy == "claim"):
+        return False
+    message = history[-1]
+    dead = now() - claim_ttl()
+    if not messages.release_unfinished(
+        room, f"{message.id}-", f"turn-{message.id}", older_than=dead
+    ):
+        return False
+    fanout.fan_out(room.experiment_id, room.cohort_id, stage, message)
+    return True
 
 
 def _redrive_stalled_moves(members: list[Member], cache: StageCache) -> int:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from functions._events import FirestoreEvent
-from functions.agents.progression import BLOCKED_FIELD, ProviderUnavailable
+from functions.agents.model_call import ProviderUnavailable
+from functions.agents.progression import BLOCKED_FIELD
 from functions.triggers.advance import advance
 from functions.wire import publish_wakes
 

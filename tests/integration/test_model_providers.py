@@ -10,8 +10,10 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 
 import pytest
+from chat_docs import add_mediator, chat_experiment, chat_messages, check_single_responders
 from experiment_state import doc, errors, model_logs, participant
 from raw_docs import agent, stage, write_experiment
 
@@ -384,3 +386,36 @@ def test_the_default_profile_prompt_corrects_a_wrong_answer(runtime, db, fake_ge
     logs = sorted(model_logs(db, e), key=lambda log: log.attempt)
     assert [log.response.status for log in logs] == ["INVALID_RESPONSE", "OK"]
     assert errors(db, e) == []
+
+
+# --- A chat turn waits through an outage like a stage move (issue 11) -------------------------
+
+
+def test_a_chat_turn_whose_provider_is_down_is_retried_until_it_answers(runtime, db, fake_gemini):
+    """Every attempt of the mediator's first turn meets a 503: the turn is recorded as waiting
+    and run again by onAgentTurn's retry, and the message is answered once the provider is
+    back, not skipped."""
+    e = chat_experiment(db, mediator=False)
+    add_mediator(db, e, api_type="GEMINI")
+    fake_gemini.responder = lambda request: gemini.text("Welcome; let us begin.")
+    fake_gemini.push(*[gemini.error(503)] * 6)  # every attempt of the first invocation fails
+    db.document(f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/chats/h1").set(
+        {
+            "id": "h1",
+            "type": "participant",
+            "message": "Hello?",
+            "senderId": "human-1",
+            "timestamp": datetime.now(UTC),
+            "profile": {"name": "Hu"},
+        }
+    )
+    runtime.wait_until_idle(timeout=120)
+    replies = [m for m in chat_messages(db, e) if m["type"] == "mediator"]
+    assert [m["message"] for m in replies] == ["Welcome; let us begin."]
+    check_single_responders(db, e)
+    (record,) = errors(db, e)
+    assert record.document.endswith("mediators/med-1"), record
+    assert "PROVIDER_UNAVAILABLE_ERROR" in record.reason
+    assert "the turn will be retried" in record.reason
+    turns = [d.outcome for d in runtime.deliveries if d.function == "onAgentTurn"]
+    assert turns[:2] == ["error", "ok"], turns  # failed (nacked), then answered

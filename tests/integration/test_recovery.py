@@ -6,12 +6,19 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from chat_docs import all_done, chat_experiment, chat_messages, check_single_responders
+from chat_docs import (
+    ALWAYS_SPEAKS,
+    all_done,
+    chat_experiment,
+    chat_messages,
+    check_single_responders,
+    persona_prompt,
+)
 from delivery_policies import Losing
 from experiment_state import participant, settle
 from raw_docs import agent, stage, write_experiment
 
-from functions.chat.watchdog import IDLE_ENV, STALLED_ENV
+from functions.chat.watchdog import CLAIM_ENV, IDLE_ENV, STALLED_ENV
 from shared.models import ParticipantStatus, now
 
 pytestmark = pytest.mark.usefixtures("clean")
@@ -68,3 +75,45 @@ def test_a_chat_whose_openings_died_is_opened_again(runtime, db, monkeypatch):
     messages = check_single_responders(db, e)
     openings = [m for m in messages if m["type"] == "mediator"][:1]
     assert openings and messages[0]["type"] != "system"
+
+
+@pytest.mark.parametrize("mode", ["claim", "turn-based"])
+def test_a_message_whose_claim_died_is_answered_after_all(runtime, db, monkeypatch, mode):
+    """An agent claimed a human's message (claim policy: nobody else is asked; turn-based: it
+    held the turn) and its invocation died before it answered. Once the claim is older than any
+    invocation, the watchdog releases it and the message is answered."""
+    fields = {"electionPolicy": "claim"} if mode == "claim" else {"isTurnBased": True}
+    e = chat_experiment(db, mediator=False, **fields)
+    config = persona_prompt(db, e, max_responses=5)
+    db.document(f"experiments/{e}/agentParticipants/talker/prompts/chat").update(
+        {"structuredOutputConfig": ALWAYS_SPEAKS}
+    )
+    here = agent(db, e, "chat", number=1, agentConfig=config)
+    runtime.wait_until_idle(timeout=60)
+    losing = Losing(lambda d: d.function == "onAgentTurn")
+    with runtime.delivery_policy(losing):
+        db.document(f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/chats/h1").set(
+            {
+                "id": "h1",
+                "type": "participant",
+                "message": "Which project first?",
+                "senderId": "human-1",
+                "timestamp": now(),
+                "profile": {"name": "Hu"},
+            }
+        )
+        runtime.wait_until_idle(timeout=60)
+    assert losing.lost, "the test lost no turn"
+    logs = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/triggerLogs"
+    # what the dead invocation left: its claim on the message
+    dead = {"privateId": here, "agentType": "participant", "timestamp": now() - timedelta(hours=1)}
+    db.document(f"{logs}/h1-participant").set(dead)
+    monkeypatch.setenv(IDLE_ENV, "0")  # the tick comes long after the message
+    monkeypatch.setenv(CLAIM_ENV, "0")
+    runtime.tick()
+    runtime.wait_until_idle(timeout=60)
+    after = chat_messages(db, e)
+    answers = after[[m["id"] for m in after].index("h1") + 1 :]
+    assert [m["senderId"] for m in answers if m["type"] == "participant"][:1] == ["agent-1"]
+    assert db.document(f"{logs}/h1-participant").get().to_dict()["privateId"] == here
+    check_single_responders(db, e)
