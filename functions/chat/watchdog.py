@@ -205,7 +205,12 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
             _reopen(room, stage, member.profile, stalled)
             continue
         last = history[-1].timestamp if history else arrived
-        if last is None or last > cutoff or _redrive_dead_claim(room, stage, history):
+        if last is None or last > cutoff:
+            continue
+        dead = now() - claim_ttl()
+        # still here, so a leaving lock of its is one whose invocation died mid-leave
+        messages.release_unfinished(room, f"left-{member.private_id}", older_than=dead)
+        if _redrive_dead_claim(room, stage, history, dead):
             continue
         trigger = history[-1].id if history else ""
         turns.append(
@@ -233,7 +238,9 @@ def _reopen(
         fanout.request_openings(room.experiment_id, room.cohort_id, stage, participant)
 
 
-def _redrive_dead_claim(room: Room, stage: ConversationStage, history: list[ChatMessage]) -> bool:
+def _redrive_dead_claim(
+    room: Room, stage: ConversationStage, history: list[ChatMessage], dead: datetime
+) -> bool:
     """A chat gone quiet after a message whose claim died with its invocation (claim policy,
     turn-based): nobody answered it, and nobody else was asked, since the claim held the
     message. The dead claim (and a turn-based chat's dead turn change) is released and the
@@ -244,7 +251,6 @@ def _redrive_dead_claim(room: Room, stage: ConversationStage, history: list[Chat
     if not (stage.is_turn_based or stage.election_policy == "claim"):
         return False
     message = history[-1]
-    dead = now() - claim_ttl()
     if not messages.release_unfinished(
         room, f"{message.id}-", f"turn-{message.id}", older_than=dead
     ):

@@ -117,3 +117,22 @@ def test_a_message_whose_claim_died_is_answered_after_all(runtime, db, monkeypat
     assert [m["senderId"] for m in answers if m["type"] == "participant"][:1] == ["agent-1"]
     assert db.document(f"{logs}/h1-participant").get().to_dict()["privateId"] == here
     check_single_responders(db, e)
+
+
+def test_an_agent_whose_leaving_died_leaves_after_all(runtime, db, monkeypatch):
+    """An invocation died holding the agent's leaving lock (before it completed the stage):
+    every later leave found the lock and did nothing. The watchdog releases the lock of an
+    agent still in the chat once it is older than any invocation, and the agent leaves."""
+    monkeypatch.setenv(IDLE_ENV, "0")
+    monkeypatch.setenv(CLAIM_ENV, "0")
+    e = chat_experiment(db)
+    losing = Losing(lambda d: d.function == "onParticipantCreated")
+    with runtime.delivery_policy(losing):
+        pid = agent(db, e, "intro")
+        runtime.wait_until_idle(timeout=60)
+    logs = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/triggerLogs"
+    db.document(f"{logs}/left-{pid}").set({"privateId": pid, "timestamp": now()})
+    db.document(f"experiments/{e}/participants/{pid}").update({"touched": True})
+    settle(runtime, all_done(db, e, [pid]))
+    left = [m for m in chat_messages(db, e) if m.get("leftChatBy")]
+    assert [m["leftChatBy"] for m in left] == ["agent-0"]
