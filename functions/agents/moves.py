@@ -11,6 +11,7 @@ from typing import Any
 from functions import errors, store, transactions
 from functions.agents import cohort_lock
 from shared.models import (
+    CohortConfig,
     Experiment,
     ParticipantProfile,
     ParticipantStatus,
@@ -44,7 +45,15 @@ def _position(p: ParticipantProfile) -> tuple[Any, ...]:
 
 def commit(participant_path: str, decided: ParticipantProfile, mutate: Mutation) -> bool:
     """Apply ``mutate`` to a fresh read in a transaction; write only the fields that changed.
-    True if this call changed the participant.
+    True if this call changed the participant (``commit_move`` also returns it as written)."""
+    return commit_move(participant_path, decided, mutate) is not None
+
+
+def commit_move(
+    participant_path: str, decided: ParticipantProfile, mutate: Mutation
+) -> ParticipantProfile | None:
+    """``commit``, returning the participant as this call wrote it (None if it changed
+    nothing), so the caller need not read it again.
 
     Under contention (several deliveries for one participant at once) attempts abort; they are
     retried with jittered exponential backoff so contenders fall out of step, and a retry first
@@ -53,7 +62,7 @@ def commit(participant_path: str, decided: ParticipantProfile, mutate: Mutation)
     doc = store.ref(participant_path)
     unblocked: list[dict[str, Any]] = []
 
-    def body(transaction: Any) -> bool:
+    def body(transaction: Any) -> ParticipantProfile | bool:
         unblocked.clear()
         current = store.read(ParticipantProfile, participant_path, transaction)
         before = current.to_firestore()
@@ -68,13 +77,14 @@ def commit(participant_path: str, decided: ParticipantProfile, mutate: Mutation)
         changed = {k: v for k, v in after.items() if before.get(k) != v}
         if changed:
             transaction.update(doc, changed)
-        return bool(changed)
+        return current if changed else False
 
-    def settled() -> bool | None:
+    def settled() -> ParticipantProfile | bool | None:
         moved = _position(store.read(ParticipantProfile, participant_path)) != _position(decided)
         return False if moved else None
 
-    moved = transactions.run(body, settled=settled)
+    outcome = transactions.run(body, settled=settled)
+    moved = outcome if isinstance(outcome, ParticipantProfile) else None
     for blocked in unblocked if moved else ():
         if isinstance(blocked.get("errorId"), str):
             errors.mark_resolved(participant_path.split("/")[1], blocked["errorId"])
@@ -141,11 +151,21 @@ def completion(
     return mutate
 
 
-def after_move(experiment_id: str, participant_path: str) -> None:
-    """Unlock check for where the move left the participant (it counts as ready there now)."""
-    p = store.read(ParticipantProfile, participant_path)
+def after_move(
+    experiment_id: str,
+    participant_path: str,
+    moved: ParticipantProfile | None = None,
+    cohort: CohortConfig | None = None,
+) -> None:
+    """Unlock check for where the move left the participant (it counts as ready there now).
+    ``moved``: the participant as the move wrote it (else read); ``cohort``: the cohort as read
+    earlier in this invocation, if any (a stage it shows unlocked needs no check)."""
+    p = moved or store.read(ParticipantProfile, participant_path)
     if p.current_cohort_id and p.timestamps.end_experiment is None:
-        cohort_lock.unlock_if_ready(experiment_id, p.current_cohort_id, p.current_stage_id)
+        known = cohort if cohort is not None and cohort.id == p.current_cohort_id else None
+        cohort_lock.unlock_if_ready(
+            experiment_id, p.current_cohort_id, p.current_stage_id, known=known
+        )
 
 
 def complete_stage_from_outside(experiment_id: str, participant_id: str, stage_id: str) -> bool:
@@ -156,7 +176,8 @@ def complete_stage_from_outside(experiment_id: str, participant_id: str, stage_i
     if not is_at(participant, stage_id):
         return False
     experiment = store.read(Experiment, store.experiment_path(experiment_id))
-    if not commit(path, participant, completion(experiment, participant, None)):
+    moved = commit_move(path, participant, completion(experiment, participant, None))
+    if moved is None:
         return False
-    after_move(experiment_id, path)
+    after_move(experiment_id, path, moved)
     return True

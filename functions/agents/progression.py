@@ -300,9 +300,10 @@ def _move(experiment_id: str, path: str, participant: ParticipantProfile) -> Adv
         return Advance(Move.ATTENTION_CHECK_RESOLVED if resolved else Move.NONE)
     experiment, stage = _load_position(experiment_id, participant)
     if status == ParticipantStatus.TRANSFER_PENDING:
-        if not moves.commit(path, participant, _accept_transfer(experiment, stage)):
+        moved = moves.commit_move(path, participant, _accept_transfer(experiment, stage))
+        if moved is None:
             return Advance(Move.NONE)
-        moves.after_move(experiment_id, path)
+        moves.after_move(experiment_id, path, moved)
         return Advance(Move.TRANSFER_ACCEPTED)
     if status != ParticipantStatus.IN_PROGRESS:
         return Advance(Move.NONE)
@@ -325,14 +326,15 @@ def _read_cohort(experiment_id: str, participant: ParticipantProfile) -> CohortC
     if not participant.current_cohort_id:
         raise DocumentError(path, "currentCohortId", "the participant has no cohort")
     cohort_path = store.cohort_path(experiment_id, participant.current_cohort_id)
-    if store.snapshot_data(cohort_path) is None:
+    data = store.snapshot_data(cohort_path)
+    if data is None:
         raise DocumentError(
             path,
             "currentCohortId",
             f"cohort {participant.current_cohort_id!r} does not exist",
             blocked_on=cohort_path,
         )
-    return store.read(CohortConfig, cohort_path)
+    return store.parse(CohortConfig, cohort_path, data)
 
 
 def _warn_unknown_kind(experiment_id: str, stage: StageConfig) -> None:
@@ -388,8 +390,9 @@ def _progress(
             # rather than leave the agent (and a cohort waiting for it) stuck.
             reason = f"stage {stage.id!r}: {error}; the agent moved on without an answer"
             record_error(FUNCTION, DocumentError(path, "stageData", reason))
-    if not moves.commit(path, participant, moves.completion(experiment, participant, answer)):
+    moved = moves.commit_move(path, participant, moves.completion(experiment, participant, answer))
+    if moved is None:
         return Advance(Move.NONE)
-    moves.after_move(experiment.id, path)
+    moves.after_move(experiment.id, path, moved, cohort)
     last = experiment.next_stage_id(stage.id) is None
     return Advance(Move.FINISHED if last else Move.STAGE_COMPLETED)
