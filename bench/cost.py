@@ -269,7 +269,7 @@ def watchdog(stack: Stack, finished: list[int], seed: int, workers: int) -> dict
                 counted.clear()
                 rt.tick()
                 rt.wait_until_idle(timeout=120)
-                tick = counted.by_function.get("onWatchdogTick", usage.Usage())
+                tick = counted.by_function.get("watchdog", usage.Usage())
                 per_tick.append(tick.fields())
             rt.reset()
             db.close()
