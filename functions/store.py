@@ -70,6 +70,12 @@ def _read(model: type[M], path: str, transaction: Any) -> M:
     return parse(model, path, data)
 
 
+def read_versioned(model: type[M], path: str) -> tuple[M, Any]:
+    """``read``, with the document's update time (for a write conditional on it)."""
+    snap = ref(path).get()
+    return parse(model, path, snap.to_dict() if snap.exists else None), snap.update_time
+
+
 def parse(model: type[M], path: str, data: dict[str, Any] | None) -> M:
     """Validate data already read from ``path`` (as ``read`` does)."""
     return parse_document(model, path, _with_id(_ID_FIELDS.get(model, "id"), path, data))
