@@ -42,6 +42,13 @@ def cached(key: Hashable, load: Callable[[], T]) -> T:
     return scope[key]
 
 
+def put(key: Hashable, value: Any) -> None:
+    """Keep ``value`` as the latest read for ``key`` (a fresher read than the kept one)."""
+    scope = _scope.get()
+    if scope is not None:
+        scope[key] = value
+
+
 def forget(key: Hashable) -> None:
     """Drop a kept read (the invocation wrote that document itself)."""
     scope = _scope.get()
