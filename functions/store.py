@@ -54,14 +54,14 @@ def _with_id(field: str, path: str, data: dict[str, Any] | None) -> dict[str, An
 
 
 _KEPT_PER_INVOCATION = (Experiment,)
-"""Models read once per invocation outside transactions (``memo``): nothing the functions do
-changes them while they run."""
+"""Models read once per invocation outside transactions (``memo``; per instance too, when
+``DLAB_CONFIG_CACHE_SECONDS`` is set): nothing the functions do changes them while they run."""
 
 
 def read(model: type[M], path: str, transaction: Any = None) -> M:
     """Read and validate a document; DocumentError names the path and field when it is unusable."""
     if transaction is None and model in _KEPT_PER_INVOCATION:
-        return memo.cached(("read", model, path), lambda: _read(model, path, None))
+        return memo.shared(("read", model, path), path, lambda: _read(model, path, None))
     return _read(model, path, transaction)
 
 
@@ -85,7 +85,7 @@ def read_stage(experiment_id: str, stage_id: str, transaction: Any = None) -> St
     """A stage config; outside a transaction read once per invocation (``memo``)."""
     path = stage_path(experiment_id, stage_id)
     if transaction is None:
-        return memo.cached(("stage", path), lambda: _read_stage(path, None))
+        return memo.shared(("stage", path), path, lambda: _read_stage(path, None))
     return _read_stage(path, transaction)
 
 

@@ -16,7 +16,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
-from functions import leases, store, transactions
+from functions import leases, memo, store, transactions
 from functions.agents import cohort_lock, moves
 from functions.agents.model_call import AnswerFailed, CallSite, ask
 from functions.agents.prompting import build_stage_prompt, creator_api_keys
@@ -209,7 +209,8 @@ def _advance_once(experiment_id: str, participant_id: str) -> Advance:
         if participant.is_agent and _lacks_position(participant):
             filled = _fill_defaults(experiment_id, path)
             return Advance(Move.DEFAULTS_FILLED if filled else Move.NONE)
-        return _move(experiment_id, path, participant, read_at)
+        with memo.fresh(participant.agent_blocked_on is not None):  # a fix must be seen
+            return _move(experiment_id, path, participant, read_at)
     except DocumentError as error:
         record_error(FUNCTION, error)
         if participant.is_agent:
