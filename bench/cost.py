@@ -38,11 +38,12 @@ import emulator.invoker
 from bench import chat, transitions
 from bench.election import _converse
 from bench.fake_model import scripted_model
-from bench.stack import Stack, machine, say
+from bench.stack import Stack, env, machine, say
 from functions import usage
+from tools import usage_report
 from tools.load_template import load
 
-PRICES_USD_PER_100K = {"reads": 0.06, "writes": 0.18, "deletes": 0.02}
+PRICES_USD_PER_100K = usage_report.PRICES_USD_PER_100K["nam5"]
 """Firestore Standard edition list prices, multi-region nam5 (us-central1: half of these);
 the free daily quota is left out."""
 DEFAULT_OUT = Path(__file__).resolve().parent / "cost_results.json"
@@ -289,7 +290,7 @@ def sizes(quick: bool) -> dict[str, Any]:
         return {"moves": [10], "chat": [(6, "race", 20), (6, "claim", 20)], "finished": [1, 50]}
     return {
         "moves": [10, 100],
-        "chat": [(6, "race", 40), (6, "claim", 40), (100, "race", 10), (100, "claim", 40)],
+        "chat": [(6, "race", 40), (6, "claim", 40), (100, "race", 5), (100, "claim", 30)],
         "finished": [1, 50],
     }
 
@@ -358,10 +359,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--config-cache",
+        type=float,
+        default=0.0,
+        help="DLAB_CONFIG_CACHE_SECONDS for the functions (default 0: off)",
+    )
     args = parser.parse_args(argv)
     t0 = time.monotonic()
-    with Stack() as stack:
-        results = {"machine": machine(), **run(stack, args.seed, args.workers, args.quick)}
+    with Stack() as stack, env(DLAB_CONFIG_CACHE_SECONDS=str(args.config_cache)):
+        results = {
+            "machine": machine(),
+            "configCacheSeconds": args.config_cache,
+            **run(stack, args.seed, args.workers, args.quick),
+        }
     results["elapsedSeconds"] = round(time.monotonic() - t0, 1)
     args.out.write_text(json.dumps(results, indent=2, default=str) + "\n")
     print(summary(results))

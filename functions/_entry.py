@@ -41,7 +41,7 @@ def dispatch(spec: FunctionSpec, cloud_event: Any) -> None:
         try:
             _run(spec, event)
         finally:
-            log.info(used.log_line(spec.name, _subject(event)))
+            usage.emit(used, spec.name, _subject(event))
 
 
 def _run(spec: FunctionSpec, event: Any) -> None:

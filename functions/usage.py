@@ -3,11 +3,16 @@
 Firestore bills per document read (a query that returns nothing still bills one), written and
 deleted, not per call; so the counts come from the calls' requests and responses: a Commit's
 writes, a BatchGetDocuments' documents (found or missing), a RunQuery's documents. Counting is
-per invocation: ``_entry.dispatch`` opens a ``counting()`` scope and logs one line at its end,
+per invocation: ``_entry.dispatch`` opens a ``counting()`` scope and, at its end, ``emit``s one
+JSON line (Cloud Logging reads a JSON line on stdout as a structured entry)
 
-    firestore usage: function=onAgentTurn subject=experiments/e1/participants/p1 reads=7 ...
+    {"severity": "INFO", "message": "firestore usage: function=onAgentTurn ...",
+     "firestoreUsage": {"function": "onAgentTurn", "subject": "experiments/e1/...", "reads": 7,
+                        "writes": 1, "deletes": 0, "transactions": 0, "rpcs": 9}}
 
-which ``python -m tools.usage_report`` (or a log query in production) adds up per experiment.
+to stdout in production (Cloud Run sets ``K_SERVICE``), or where ``DLAB_USAGE_LOG`` says
+(``stdout``, or a file to append to; ``off``); locally it is off unless set.
+``python -m tools.usage_report`` adds the lines up per experiment and prices them.
 Scopes nest (the benchmark counts per delivery around the entry's own scope), and calls made
 outside any scope cost nothing here. Installed once per process by patching the generated
 clients' call wrapper, which every Firestore RPC goes through.
@@ -19,6 +24,8 @@ import collections
 import contextlib
 import contextvars
 import dataclasses
+import json
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -26,6 +33,7 @@ from typing import Any
 import google.api_core.gapic_v1.method as gapic_method
 
 LOG_PREFIX = "firestore usage:"
+USAGE_LOG_ENV = "DLAB_USAGE_LOG"
 _FIRESTORE = "google.firestore.v1.Firestore/"
 _STREAMED_READS = {"BatchGetDocuments", "RunQuery", "RunAggregationQuery"}
 
@@ -62,6 +70,42 @@ class Usage:
     def log_line(self, function: str, subject: str) -> str:
         counts = " ".join(f"{k}={v}" for k, v in self.fields().items())
         return f"{LOG_PREFIX} function={function} subject={subject} {counts}"
+
+    def entry(self, function: str, subject: str) -> dict[str, Any]:
+        """The structured log entry of one invocation."""
+        return {
+            "severity": "INFO",
+            "message": self.log_line(function, subject),
+            "firestoreUsage": {"function": function, "subject": subject, **self.fields()},
+        }
+
+
+_emit_lock = threading.Lock()
+
+
+def destination() -> str | None:
+    """Where ``emit`` writes: 'stdout', a file path, or None (off)."""
+    value = os.environ.get(USAGE_LOG_ENV)
+    if value is None:
+        return "stdout" if os.environ.get("K_SERVICE") else None
+    value = value.strip()
+    if value.lower() in ("", "0", "off", "false", "no"):
+        return None
+    return "stdout" if value.lower() in ("1", "on", "true", "yes", "stdout") else value
+
+
+def emit(used: Usage, function: str, subject: str) -> None:
+    """Write the invocation's usage line where ``destination`` says (nothing when off)."""
+    where = destination()
+    if where is None:
+        return
+    line = json.dumps(used.entry(function, subject))
+    with _emit_lock:
+        if where == "stdout":
+            print(line, flush=True)
+        else:
+            with open(where, "a", encoding="utf-8") as out:
+                out.write(line + "\n")
 
 
 _scopes: contextvars.ContextVar[tuple[Usage, ...]] = contextvars.ContextVar(

@@ -3,7 +3,7 @@ do not grow with finished experiments (the index of running timed chats)."""
 
 from __future__ import annotations
 
-import logging
+import json
 from datetime import UTC, datetime, timedelta
 
 from chat_docs import chat_experiment, persona_prompt
@@ -11,9 +11,10 @@ from experiment_state import doc
 from google.cloud.firestore import FieldFilter
 from raw_docs import agent
 
-from functions import usage
+from functions import memo, usage
 from functions.chat import active, watchdog
 from functions.rooms import Room
+from tools import usage_report
 
 
 def test_usage_counts_billed_documents_not_calls(runtime, db):
@@ -40,7 +41,8 @@ def test_usage_counts_billed_documents_not_calls(runtime, db):
 
 
 def _tick_reads(runtime) -> int:
-    with usage.counting() as used:
+    """One tick in this thread, as an invocation runs it (reads kept per invocation)."""
+    with usage.counting() as used, memo.invocation():
         watchdog.tick()
     return used.reads
 
@@ -61,7 +63,9 @@ def _finish(db, e: str) -> None:
         snap.reference.update({"currentStatus": "SUCCESS"})
 
 
-def test_watchdog_reads_as_much_with_finished_experiments_as_without(runtime, db, caplog):
+def test_watchdog_reads_as_much_with_finished_experiments_as_without(
+    runtime, db, tmp_path, monkeypatch
+):
     running = _timed_chat_with_quiet_agents(db, 2)
     runtime.wait_until_idle(timeout=120)
     room = Room(running, "cohort-a", "chat")
@@ -79,11 +83,15 @@ def test_watchdog_reads_as_much_with_finished_experiments_as_without(runtime, db
     assert doc(db, active.entry_path(room)) is not None  # the running chat stays
     assert _tick_reads(runtime) == before
     # and each invocation logs what it cost, for the cost report
-    caplog.set_level(logging.INFO, logger="functions._entry")
+    log = tmp_path / "usage.log"
+    monkeypatch.setenv(usage.USAGE_LOG_ENV, str(log))
     runtime.tick()
     runtime.wait_until_idle(timeout=60)
-    lines = [r.getMessage() for r in caplog.records if usage.LOG_PREFIX in r.getMessage()]
-    assert any("function=watchdog" in line and " reads=" in line for line in lines), lines
+    entries = [json.loads(line)["firestoreUsage"] for line in log.read_text().splitlines()]
+    ticks = [e for e in entries if e["function"] == "watchdog"]
+    assert ticks and ticks[0]["reads"] == before, entries
+    report = usage_report.summarize(usage_report.read_entries([log]))
+    assert report["functions"]["watchdog"]["invocations"] == len(ticks)
 
 
 def test_a_timed_chat_that_started_before_its_entry_is_still_ended(runtime, db):
