@@ -33,7 +33,7 @@ def wake_agents(experiment_id: str, reason: str, **where: str) -> int:
         query = query.where(filter=firestore.FieldFilter(field, "==", value))
     woken = [
         snap.id
-        for snap in query.get()
+        for snap in query.select(["agentConfig", "currentStatus"]).get()
         if (data := snap.to_dict()).get("agentConfig")
         and data.get("currentStatus", "IN_PROGRESS") in _WAKEABLE
     ]
