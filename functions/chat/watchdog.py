@@ -50,8 +50,10 @@ def stalled_after() -> timedelta:
 
 def tick() -> dict[str, int]:
     """One pass; returns counts (ended chats, woken and re-driven agents) for logs and tests."""
-    ended = _end_timed_out_chats()
+    indexed = active.entries()
+    ended = _end_timed_out_chats(indexed)
     members, cache = _agents_in_progress(), StageCache()
+    _index_unlisted_chats(members, cache, {entry.room for entry in indexed})
     return {
         "ended": ended,
         "woken": _wake_idle_agents(members, cache),
@@ -71,11 +73,11 @@ def _stage(cache: StageCache, experiment_id: str, stage_id: str) -> Conversation
     return cache[key]
 
 
-def _end_timed_out_chats() -> int:
+def _end_timed_out_chats(entries: list[active.ActiveChat]) -> int:
     """End the running chats (the ``active`` index) whose time is up; an entry whose chat has
     ended, or cannot end any more, leaves the index."""
     ended, cache = 0, StageCache()
-    for entry in active.entries():
+    for entry in entries:
         room = entry.room
         stage = _stage(cache, room.experiment_id, room.stage_id)
         if not isinstance(stage, ChatStage) or not active.needs_entry(stage):
@@ -92,6 +94,21 @@ def _end_timed_out_chats() -> int:
             ended += end_chat(room.experiment_id, room.cohort_id, stage)
             active.remove(room)
     return ended
+
+
+def _index_unlisted_chats(members: list[Member], cache: StageCache, indexed: set[Room]) -> None:
+    """A timed group chat with agents in it that the index lacks (its entry lost, or data from
+    before the index) is added, unless it has ended; nothing is read once all are listed."""
+    for member in members:
+        stage = _stage(cache, member.experiment_id, member.profile.current_stage_id)
+        if not isinstance(stage, ChatStage) or not active.needs_entry(stage):
+            continue
+        room = Room(member.experiment_id, member.profile.current_cohort_id, stage.id)
+        if room in indexed:
+            continue
+        indexed.add(room)
+        if rooms.group_state(room).discussion_end_timestamp is None:
+            active.ensure(room)
 
 
 def _abandoned(room: Room, public: ChatPublicData) -> bool:

@@ -105,3 +105,15 @@ def test_a_timed_chat_that_started_before_its_entry_is_still_ended(runtime, db):
     runtime.wait_until_idle(timeout=120)
     assert doc(db, public)["discussionEndTimestamp"] is not None
     assert doc(db, active.entry_path(Room(e, "cohort-a", "chat"))) is None
+
+
+def test_a_running_timed_chat_missing_from_the_index_is_listed_again(runtime, db):
+    """An entry lost (or data from before the index): the watchdog lists the chat again when it
+    finds agents in it, and then ends it on time."""
+    e = _timed_chat_with_quiet_agents(db, 1)
+    runtime.wait_until_idle(timeout=120)
+    room = Room(e, "cohort-a", "chat")
+    db.document(active.entry_path(room)).delete()
+    runtime.tick()
+    runtime.wait_until_idle(timeout=60)
+    assert doc(db, active.entry_path(room)) is not None
