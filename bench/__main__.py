@@ -4,6 +4,7 @@ python -m bench                   # full run (about 10 minutes on 2 cores)
 python -m bench --quick           # small sizes, for development (about 1 minute)
 python -m bench --only election   # one section (repeatable)
 python -m bench --only stress     # the chat stress script (not in the full run; 20+ minutes)
+python -m bench --only cost       # the cost report (also python -m bench.cost)
 python -m bench.report            # the summary of the last saved run again
 """
 
@@ -17,12 +18,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import election, latency, overhead, report, stress_chat, transitions
+from bench import cost, election, latency, overhead, report, stress_chat, transitions
 from bench.stack import Stack, machine, say
 
 SECTIONS = ("overhead", "latency", "transitions", "election")
-EXTRA_SECTIONS = ("stress",)
-"""Run only when named with --only: the stress runs take longer than the rest together."""
+EXTRA_SECTIONS = ("stress", "cost")
+"""Run only when named with --only: the stress runs take longer than the rest together; the cost
+report has its own command too (``python -m bench.cost``)."""
 DEFAULT_OUT = Path(__file__).resolve().parent / "results.json"
 
 
@@ -119,6 +121,10 @@ def main(argv: list[str] | None = None) -> int:
         if "election" in sections:
             results["sections"]["election"] = election.run(
                 stack, seed=args.seed, workers=args.workers, **sizes["election"]
+            )
+        if "cost" in sections:
+            results["sections"]["cost"] = cost.run(
+                stack, seed=args.seed, workers=args.workers, quick=args.quick
             )
         if "stress" in sections:
             results["sections"]["stress"] = stress_chat.run(

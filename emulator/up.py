@@ -22,6 +22,7 @@ from google.cloud import firestore
 from emulator import config, livelog, model_choice, persistence, processes
 from emulator.chaos import ChaosSettings
 from emulator.runtime import LocalRuntime
+from functions import usage
 from functions.chat.watchdog import IDLE_ENV
 from functions.registry import REGISTRY, ScheduleTrigger
 from shared.llm.providers import MODEL_OVERRIDE_ENV
@@ -117,6 +118,8 @@ def banner(
         "              .venv/bin/python -m tools.load_template "
         "templates/demo_all_stages.json --agents 3",
         f"  full log    {logs} ({kept})",
+        f"  cost        Firestore usage per invocation in {os.environ.get(usage.USAGE_LOG_ENV)}: "
+        ".venv/bin/python -m tools.usage_report FILE",
     ]
     if args.import_dir:
         found = persistence.import_file(args.import_dir)
@@ -176,6 +179,8 @@ def run(args: argparse.Namespace, chaos: ChaosSettings | None = None) -> int:
         emulators=options,
     )
     with runtime, contextlib.ExitStack() as stack:
+        usage_log = runtime.running_services.log_dir / "usage.log"
+        os.environ.setdefault(usage.USAGE_LOG_ENV, str(usage_log))
         console_url = _start_console(stack, runtime, options.ports.console)
         db = firestore.Client(project=runtime.project)
         agents = _agents(db, override)

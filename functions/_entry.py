@@ -10,7 +10,7 @@ from typing import Any
 
 import functions_framework
 
-from functions import _events
+from functions import _events, memo, usage
 from functions.deadline import running_for
 from functions.errors import AlreadyRecorded, invoked_as, record_error
 from functions.registry import FirestoreTrigger, FunctionSpec
@@ -37,6 +37,14 @@ def dispatch(spec: FunctionSpec, cloud_event: Any) -> None:
             return
     else:
         event = _events.pubsub_event(cloud_event)
+    with usage.counting() as used, memo.invocation():
+        try:
+            _run(spec, event)
+        finally:
+            usage.emit(used, spec.name, _subject(event))
+
+
+def _run(spec: FunctionSpec, event: Any) -> None:
     try:
         with running_for(spec.timeout_s), invoked_as(spec.name):
             _handler(spec.handler)(event)

@@ -12,12 +12,14 @@ ordered and dated by the document's create time, which Firestore sets and nobody
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from google.cloud import firestore
 
-from functions import store
+from functions import memo, store
 from shared import paths
 from shared.models import ChatMessage, ProfileBase, UserType
 
@@ -61,8 +63,16 @@ def stored_profiles(
         for start in range(0, len(ids), IN_LIMIT):
             chunk = ids[start : start + IN_LIMIT]
             query = collection.where(filter=firestore.FieldFilter("publicId", "in", chunk))
-            for snap in query.select(PROFILE_FIELDS).get():
-                data = snap.to_dict() or {}
-                profile = ProfileBase.model_validate({k: data.get(k) for k in PROFILE_FIELDS[1:]})
-                found[(sender_type, str(data.get("publicId")))] = profile
+            key = ("profiles", experiment_id, sender_type, tuple(chunk))
+            found.update(memo.cached(key, functools.partial(_profiles, query, sender_type)))
+    return found
+
+
+def _profiles(query: Any, sender_type: UserType) -> dict[SenderKey, ProfileBase]:
+    """The senders' profiles a query finds (read once per invocation: ``memo``)."""
+    found: dict[SenderKey, ProfileBase] = {}
+    for snap in query.select(PROFILE_FIELDS).get():
+        data = snap.to_dict() or {}
+        profile = ProfileBase.model_validate({k: data.get(k) for k in PROFILE_FIELDS[1:]})
+        found[(sender_type, str(data.get("publicId")))] = profile
     return found

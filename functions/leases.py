@@ -51,13 +51,14 @@ def coalesce(
     while it ran (at most ``MAX_RUNS`` times, then ``on_overflow`` hands the rest on). If
     another invocation holds a live lease, ask it to run again and return COALESCED."""
     token = uuid.uuid4().hex
-    if not _acquire(path, token, ttl):
+    held = _acquire(path, token, ttl)
+    if held is None:
         return Coalesced(Held.COALESCED)
     result: T | None = None
     try:
         for _ in range(MAX_RUNS):
             result = work()
-            if not _still_pending(path, token):
+            if not _still_pending(path, token, held):
                 return Coalesced(Held.RAN, result)
         pending = True  # cleared for a run this holder will not make
     except BaseException:
@@ -71,14 +72,21 @@ def coalesce(
     return Coalesced(Held.RAN, result)
 
 
-def _acquire(path: str, token: str, ttl: timedelta) -> bool:
-    """Take the lease, or mark the live holder's lease pending. Loops only while the lease
-    changes hands under us (released or expired meanwhile)."""
+@dataclasses.dataclass
+class _Held:
+    """Our lease as we last wrote it: its update time, unless someone wrote it since."""
+
+    written: Any = None
+
+
+def _acquire(path: str, token: str, ttl: timedelta) -> _Held | None:
+    """Take the lease, or mark the live holder's lease pending (None). Loops only while the
+    lease changes hands under us (released or expired meanwhile)."""
     ref = store.ref(path)
     for _ in range(5):
         try:
-            ref.create({"token": token, "expiresAt": now() + ttl, "pending": False})
-            return True
+            result = ref.create({"token": token, "expiresAt": now() + ttl, "pending": False})
+            return _Held(result.update_time)
         except gexc.AlreadyExists:
             pass
         snap = ref.get()
@@ -91,12 +99,12 @@ def _acquire(path: str, token: str, ttl: timedelta) -> bool:
                 ref.update(
                     {"token": token, "expiresAt": now() + ttl, "pending": False}, option=option
                 )
-                return True
+                return _Held()
             ref.update({"pending": True}, option=option)
-            return False
+            return None
         except (gexc.FailedPrecondition, gexc.NotFound):
             continue
-    return False  # the lease is changing hands fast: others are on it
+    return None  # the lease is changing hands fast: others are on it
 
 
 def _expired(data: dict[str, Any]) -> bool:
@@ -104,10 +112,17 @@ def _expired(data: dict[str, Any]) -> bool:
     return not isinstance(expires, datetime) or expires <= now()
 
 
-def _still_pending(path: str, token: str) -> bool:
+def _still_pending(path: str, token: str, held: _Held) -> bool:
     """Clear a pending mark (True: run again) or let go of the lease (False), atomically with
-    respect to new marks: both writes are conditional on the lease being as we read it."""
+    respect to new marks: both writes are conditional on the lease being as we read it. When
+    nobody wrote the lease since we did (the usual case), it is deleted without reading it."""
     ref = store.ref(path)
+    if held.written is not None:
+        try:
+            ref.delete(option=store.db().write_option(last_update_time=held.written))
+            return False
+        except (gexc.FailedPrecondition, gexc.NotFound):
+            held.written = None  # marked pending (or taken over) since: read it
     while True:
         snap = ref.get()
         data = (snap.to_dict() or {}) if snap.exists else {}
@@ -116,7 +131,7 @@ def _still_pending(path: str, token: str) -> bool:
         option = store.db().write_option(last_update_time=snap.update_time)
         try:
             if data.get("pending"):
-                ref.update({"pending": False}, option=option)
+                held.written = ref.update({"pending": False}, option=option).update_time
                 return True
             ref.delete(option=option)
             return False

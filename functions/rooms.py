@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from functions import documents, store
+from functions import documents, memo, store
 from functions.as_seen import as_seen
 from shared.models import ChatMessage, ChatPublicData, parse_document
 
@@ -57,7 +57,15 @@ def history(room: Room) -> list[ChatMessage]:
     snaps = list(store.db().collection(room.chats_path).get())
     created = {snap.reference.path: snap.create_time for snap in snaps}
     parsed = documents.valid(snaps, lambda path, data: (path, _parse_message(path, data)))
-    return as_seen(room.experiment_id, [(created[path], message) for path, message in parsed])
+    seen = as_seen(room.experiment_id, [(created[path], message) for path, message in parsed])
+    memo.put(("history", room), seen)
+    return seen
+
+
+def seen_history(room: Room) -> list[ChatMessage]:
+    """The chat as this invocation last read it (``history``), read now if it has not: for a
+    prompt, which shows the conversation the turn decided on."""
+    return memo.cached(("history", room), lambda: history(room))
 
 
 def _parse_message(path: str, data: dict[str, Any]) -> ChatMessage:

@@ -47,7 +47,9 @@ def _parse_profile(path: str, data: dict[str, Any]) -> ParticipantProfile:
     return parse_document(ParticipantProfile, path, data)
 
 
-def unlock_if_ready(experiment_id: str, cohort_id: str, stage_id: str) -> bool:
+def unlock_if_ready(
+    experiment_id: str, cohort_id: str, stage_id: str, *, known: CohortConfig | None = None
+) -> bool:
     """Unlock the stage in the cohort if its condition holds; True if this call unlocked it.
 
     Called after the caller's own participant write committed, so of any participants arriving
@@ -55,12 +57,17 @@ def unlock_if_ready(experiment_id: str, cohort_id: str, stage_id: str) -> bool:
     again), so no transaction is needed: a transaction here would lock every member's document
     and make arrivals contend with each other. The write fires the cohort trigger, which wakes
     the agents waiting there.
+
+    ``known``: the cohort as read earlier in the invocation; a stage it shows unlocked is
+    unlocked still (monotonic), so the cohort is read again only when it does not.
     """
+    if known is not None and known.stage_unlock_map.get(stage_id):
+        return False
     cohort = store.read(CohortConfig, store.cohort_path(experiment_id, cohort_id))
     if cohort.stage_unlock_map.get(stage_id):
         return False
     stage = store.read_stage(experiment_id, stage_id)
-    members = cohort_members(experiment_id, cohort_id)
+    members = [] if _open_to_all(stage) else cohort_members(experiment_id, cohort_id)
     if not stage_ready(stage, members):
         _name_humans_never_stamped(experiment_id, stage, members)
         return False
@@ -68,6 +75,12 @@ def unlock_if_ready(experiment_id: str, cohort_id: str, stage_id: str) -> bool:
         {FieldPath("stageUnlockMap", stage_id).to_api_repr(): True}
     )
     return True
+
+
+def _open_to_all(stage: StageConfig) -> bool:
+    """No minimum and no waiting for everyone: ready whoever the members are."""
+    progress = stage.progress
+    return progress.min_participants == 0 and not progress.wait_for_all_participants
 
 
 def unlocked_chat_stage(

@@ -8,9 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from google.api_core import exceptions as gexc
+
 from functions import errors, store, transactions
 from functions.agents import cohort_lock
 from shared.models import (
+    CohortConfig,
     Experiment,
     ParticipantProfile,
     ParticipantStatus,
@@ -42,18 +45,61 @@ def _position(p: ParticipantProfile) -> tuple[Any, ...]:
     )
 
 
-def commit(participant_path: str, decided: ParticipantProfile, mutate: Mutation) -> bool:
+class _Batched:
+    """Stands in for the transaction of a move written as one batch conditional on the
+    participant's update time (``commit_move`` with ``read_at``)."""
+
+    def __init__(self, batch: Any) -> None:
+        self.batch = batch
+
+
+def exists(ref: Any, transaction: Any) -> bool:
+    """Whether the document exists, read in the move's transaction (or plainly, for a batch)."""
+    if isinstance(transaction, _Batched):
+        return bool(ref.get().exists)
+    return bool(ref.get(transaction=transaction).exists)
+
+
+def create_if_absent(ref: Any, data: dict[str, Any], transaction: Any) -> None:
+    """Write the document unless it exists (in a batch: a create, which fails the batch if it
+    exists, and the move is then made in a transaction that sees it)."""
+    if isinstance(transaction, _Batched):
+        transaction.batch.create(ref, data)
+    elif not ref.get(transaction=transaction).exists:
+        transaction.set(ref, data)
+
+
+def commit(
+    participant_path: str, decided: ParticipantProfile, mutate: Mutation, *, read_at: Any = None
+) -> bool:
     """Apply ``mutate`` to a fresh read in a transaction; write only the fields that changed.
-    True if this call changed the participant.
+    True if this call changed the participant (``commit_move`` also returns it as written)."""
+    return commit_move(participant_path, decided, mutate, read_at=read_at) is not None
+
+
+def commit_move(
+    participant_path: str, decided: ParticipantProfile, mutate: Mutation, *, read_at: Any = None
+) -> ParticipantProfile | None:
+    """``commit``, returning the participant as this call wrote it (None if it changed
+    nothing), so the caller need not read it again.
+
+    ``read_at``: the update time of the read ``decided`` came from. The move is then first
+    written as one batch conditional on it (one round trip instead of a transaction's three):
+    if the participant changed since, or a document the move creates exists, the batch fails
+    as a whole and the move is made in the transaction below, on a fresh read.
 
     Under contention (several deliveries for one participant at once) attempts abort; they are
     retried with jittered exponential backoff so contenders fall out of step, and a retry first
     checks whether another delivery already moved the participant (then there is nothing to do).
     """
+    if read_at is not None:
+        batched = _commit_batched(participant_path, decided, mutate, read_at)
+        if batched is not _CONFLICT:
+            return batched if isinstance(batched, ParticipantProfile) else None
     doc = store.ref(participant_path)
     unblocked: list[dict[str, Any]] = []
 
-    def body(transaction: Any) -> bool:
+    def body(transaction: Any) -> ParticipantProfile | bool:
         unblocked.clear()
         current = store.read(ParticipantProfile, participant_path, transaction)
         before = current.to_firestore()
@@ -68,17 +114,56 @@ def commit(participant_path: str, decided: ParticipantProfile, mutate: Mutation)
         changed = {k: v for k, v in after.items() if before.get(k) != v}
         if changed:
             transaction.update(doc, changed)
-        return bool(changed)
+        return current if changed else False
 
-    def settled() -> bool | None:
+    def settled() -> ParticipantProfile | bool | None:
         moved = _position(store.read(ParticipantProfile, participant_path)) != _position(decided)
         return False if moved else None
 
-    moved = transactions.run(body, settled=settled)
-    for blocked in unblocked if moved else ():
+    outcome = transactions.run(body, settled=settled)
+    moved = outcome if isinstance(outcome, ParticipantProfile) else None
+    if moved is not None:
+        _resolved(participant_path, unblocked)
+    return moved
+
+
+_CONFLICT = object()
+"""The batch failed its precondition: make the move in a transaction."""
+
+
+def _commit_batched(
+    participant_path: str, decided: ParticipantProfile, mutate: Mutation, read_at: Any
+) -> ParticipantProfile | object | None:
+    """The move on ``decided`` as one batch conditional on ``read_at``: the participant as
+    written, None if the move does not apply or changes nothing, or _CONFLICT."""
+    current = decided.model_copy(deep=True)
+    before = current.to_firestore()
+    batch = store.db().batch()
+    try:
+        mutate(current, _Batched(batch))
+    except Stale:
+        return None
+    unblocked = [current.agent_blocked_on] if current.agent_blocked_on is not None else []
+    current.agent_blocked_on = None
+    after = current.to_firestore()
+    changed = {k: v for k, v in after.items() if before.get(k) != v}
+    if not changed:
+        return None
+    option = store.db().write_option(last_update_time=read_at)
+    batch.update(store.ref(participant_path), changed, option=option)
+    try:
+        batch.commit()
+    except (gexc.FailedPrecondition, gexc.Conflict, gexc.NotFound):  # Conflict: exists, aborted
+        return _CONFLICT
+    _resolved(participant_path, unblocked)
+    return current
+
+
+def _resolved(participant_path: str, unblocked: list[dict[str, Any]]) -> None:
+    """The move cleared ``agentBlockedOn``: mark the error record it named resolved."""
+    for blocked in unblocked:
         if isinstance(blocked.get("errorId"), str):
             errors.mark_resolved(participant_path.split("/")[1], blocked["errorId"])
-    return moved
 
 
 def fill_start_timestamps(p: ParticipantProfile) -> None:
@@ -133,19 +218,28 @@ def completion(
             p.name, p.avatar, p.pronouns = answer.name, answer.avatar, answer.pronouns
         elif answer is not None:
             path = store.stage_data_path(experiment.id, p.private_id, p.current_stage_id)
-            if not store.ref(path).get(transaction=transaction).exists:
-                transaction.set(store.ref(path), answer.to_firestore())
+            create_if_absent(store.ref(path), answer.to_firestore(), transaction)
         fill_start_timestamps(p)
         complete_stage(p, experiment)
 
     return mutate
 
 
-def after_move(experiment_id: str, participant_path: str) -> None:
-    """Unlock check for where the move left the participant (it counts as ready there now)."""
-    p = store.read(ParticipantProfile, participant_path)
+def after_move(
+    experiment_id: str,
+    participant_path: str,
+    moved: ParticipantProfile | None = None,
+    cohort: CohortConfig | None = None,
+) -> None:
+    """Unlock check for where the move left the participant (it counts as ready there now).
+    ``moved``: the participant as the move wrote it (else read); ``cohort``: the cohort as read
+    earlier in this invocation, if any (a stage it shows unlocked needs no check)."""
+    p = moved or store.read(ParticipantProfile, participant_path)
     if p.current_cohort_id and p.timestamps.end_experiment is None:
-        cohort_lock.unlock_if_ready(experiment_id, p.current_cohort_id, p.current_stage_id)
+        known = cohort if cohort is not None and cohort.id == p.current_cohort_id else None
+        cohort_lock.unlock_if_ready(
+            experiment_id, p.current_cohort_id, p.current_stage_id, known=known
+        )
 
 
 def complete_stage_from_outside(experiment_id: str, participant_id: str, stage_id: str) -> bool:
@@ -156,7 +250,8 @@ def complete_stage_from_outside(experiment_id: str, participant_id: str, stage_i
     if not is_at(participant, stage_id):
         return False
     experiment = store.read(Experiment, store.experiment_path(experiment_id))
-    if not commit(path, participant, completion(experiment, participant, None)):
+    moved = commit_move(path, participant, completion(experiment, participant, None))
+    if moved is None:
         return False
-    after_move(experiment_id, path)
+    after_move(experiment_id, path, moved)
     return True

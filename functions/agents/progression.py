@@ -16,7 +16,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
-from functions import leases, store, transactions
+from functions import leases, memo, store, transactions
 from functions.agents import cohort_lock, moves
 from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
 from functions.agents.prompting import build_stage_prompt, creator_api_keys
@@ -135,7 +135,7 @@ def _accept_transfer(experiment: Experiment, stage: StageConfig | None) -> moves
         if p.current_status != ParticipantStatus.TRANSFER_PENDING or not p.transfer_cohort_id:
             raise moves.Stale
         target = store.cohort_path(experiment.id, p.transfer_cohort_id)
-        if not store.ref(target).get(transaction=transaction).exists:
+        if not moves.exists(store.ref(target), transaction):
             raise DocumentError(
                 store.participant_path(experiment.id, p.private_id),
                 "transferCohortId",
@@ -176,14 +176,9 @@ def advance_agent(experiment_id: str, participant_id: str) -> Advance:
     An agent's moves run under its move lease: deliveries that arrive while another invocation
     moves it (duplicates, its own next update, a wake) ask that one to run again instead of
     racing it, so a move, and its model call, is made once.
+    The participant is read under the lease (a human's update takes it too, so the document is
+    read once per run, not once to tell an agent and again to move it).
     """
-    path = store.participant_path(experiment_id, participant_id)
-    participant = store.read(ParticipantProfile, path)
-    if not participant.is_agent:
-        return _advance_once(experiment_id, participant_id, participant)
-    if participant.private_id != participant_id:
-        reason = f"must equal the document id {participant_id!r} (it names another participant)"
-        raise DocumentError(path, "privateId", reason)
     outcome = leases.coalesce(
         store.move_lease_path(experiment_id, participant_id),
         lambda: _advance_once(experiment_id, participant_id),
@@ -195,19 +190,21 @@ def advance_agent(experiment_id: str, participant_id: str) -> Advance:
     return outcome.result
 
 
-def _advance_once(
-    experiment_id: str, participant_id: str, participant: ParticipantProfile | None = None
-) -> Advance:
+def _advance_once(experiment_id: str, participant_id: str) -> Advance:
     """One move, from a fresh read. A document that stops an agent (missing, malformed) is
     recorded, and the agent is marked as blocked on it (``agentBlockedOn``), so that writing
     that document wakes it."""
     path = store.participant_path(experiment_id, participant_id)
-    participant = participant or store.read(ParticipantProfile, path)
+    participant, read_at = store.read_versioned(ParticipantProfile, path)
+    if participant.is_agent and participant.private_id != participant_id:
+        reason = f"must equal the document id {participant_id!r} (it names another participant)"
+        raise DocumentError(path, "privateId", reason)
     try:
         if participant.is_agent and _lacks_position(participant):
             filled = _fill_defaults(experiment_id, path)
             return Advance(Move.DEFAULTS_FILLED if filled else Move.NONE)
-        return _move(experiment_id, path, participant)
+        with memo.fresh(participant.agent_blocked_on is not None):  # a fix must be seen
+            return _move(experiment_id, path, participant, read_at)
     except DocumentError as error:
         record_error(FUNCTION, error)
         if participant.is_agent:
@@ -283,24 +280,30 @@ def _mark_blocked(path: str, participant: ParticipantProfile, error: DocumentErr
         store.ref(path).update({BLOCKED_FIELD: {**_blocked_on(error), "since": now()}})
 
 
-def _move(experiment_id: str, path: str, participant: ParticipantProfile) -> Advance:
+def _move(
+    experiment_id: str, path: str, participant: ParticipantProfile, read_at: Any = None
+) -> Advance:
+    """``read_at``: when the participant was read (its update time): the move is written
+    conditional on it, without a transaction, unless it changed since."""
     if not participant.is_agent:
         return Advance(Move.NONE, _human_position(experiment_id, participant))
     status = participant.current_status
     if status != ParticipantStatus.ATTENTION_CHECK and participant.timestamps.end_experiment:
         return Advance(Move.NONE)
     if status == ParticipantStatus.ATTENTION_CHECK:
-        resolved = moves.commit(path, participant, _resolve_attention_check)
+        resolved = moves.commit(path, participant, _resolve_attention_check, read_at=read_at)
         return Advance(Move.ATTENTION_CHECK_RESOLVED if resolved else Move.NONE)
     experiment, stage = _load_position(experiment_id, participant)
     if status == ParticipantStatus.TRANSFER_PENDING:
-        if not moves.commit(path, participant, _accept_transfer(experiment, stage)):
+        mutation = _accept_transfer(experiment, stage)
+        moved = moves.commit_move(path, participant, mutation, read_at=read_at)
+        if moved is None:
             return Advance(Move.NONE)
-        moves.after_move(experiment_id, path)
+        moves.after_move(experiment_id, path, moved)
         return Advance(Move.TRANSFER_ACCEPTED)
     if status != ParticipantStatus.IN_PROGRESS:
         return Advance(Move.NONE)
-    return _progress(experiment, participant, stage)
+    return _progress(experiment, participant, stage, read_at)
 
 
 def _human_position(experiment_id: str, participant: ParticipantProfile) -> ChatEntry | None:
@@ -319,14 +322,15 @@ def _read_cohort(experiment_id: str, participant: ParticipantProfile) -> CohortC
     if not participant.current_cohort_id:
         raise DocumentError(path, "currentCohortId", "the participant has no cohort")
     cohort_path = store.cohort_path(experiment_id, participant.current_cohort_id)
-    if store.snapshot_data(cohort_path) is None:
+    data = store.snapshot_data(cohort_path)
+    if data is None:
         raise DocumentError(
             path,
             "currentCohortId",
             f"cohort {participant.current_cohort_id!r} does not exist",
             blocked_on=cohort_path,
         )
-    return store.read(CohortConfig, cohort_path)
+    return store.parse(CohortConfig, cohort_path, data)
 
 
 def _warn_unknown_kind(experiment_id: str, stage: StageConfig) -> None:
@@ -336,26 +340,26 @@ def _warn_unknown_kind(experiment_id: str, stage: StageConfig) -> None:
         record_error(FUNCTION, error, severity="warning")
 
 
-def _start(path: str, participant: ParticipantProfile) -> bool:
+def _start(path: str, participant: ParticipantProfile, read_at: Any) -> bool:
     """Stamp the start timestamps if they are missing (a move of its own)."""
     return moves.needs_start_timestamps(participant) and moves.commit(
-        path, participant, lambda p, _t: moves.fill_start_timestamps(p)
+        path, participant, lambda p, _t: moves.fill_start_timestamps(p), read_at=read_at
     )
 
 
 def _progress(
-    experiment: Experiment, participant: ParticipantProfile, stage: StageConfig
+    experiment: Experiment, participant: ParticipantProfile, stage: StageConfig, read_at: Any
 ) -> Advance:
     path = store.participant_path(experiment.id, participant.private_id)
     cohort = _read_cohort(experiment.id, participant)
     _warn_unknown_kind(experiment.id, stage)
     if not cohort.stage_unlock_map.get(stage.id):
-        started = _start(path, participant)
+        started = _start(path, participant, read_at)
         cohort_lock.unlock_if_ready(experiment.id, cohort.id, stage.id)  # its trigger wakes us
         return Advance(Move.STARTED if started else Move.WAITING_LOCKED)
     action = agent_action(stage)
     if action == AgentAction.WAIT:
-        started = _start(path, participant)
+        started = _start(path, participant, read_at)
         entered = (
             ChatEntry(cohort.id, stage, participant)
             if isinstance(stage, ConversationStage)
@@ -382,8 +386,10 @@ def _progress(
             # rather than leave the agent (and a cohort waiting for it) stuck.
             reason = f"stage {stage.id!r}: {error}; the agent moved on without an answer"
             record_error(FUNCTION, DocumentError(path, "stageData", reason))
-    if not moves.commit(path, participant, moves.completion(experiment, participant, answer)):
+    completion = moves.completion(experiment, participant, answer)
+    moved = moves.commit_move(path, participant, completion, read_at=read_at)
+    if moved is None:
         return Advance(Move.NONE)
-    moves.after_move(experiment.id, path)
+    moves.after_move(experiment.id, path, moved, cohort)
     last = experiment.next_stage_id(stage.id) is None
     return Advance(Move.FINISHED if last else Move.STAGE_COMPLETED)

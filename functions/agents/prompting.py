@@ -117,27 +117,49 @@ def _documents(path: str) -> dict[str, dict[str, Any]]:
     return {snap.id: snap.to_dict() or {} for snap in store.db().collection(path).get()}
 
 
-def _chats(
-    experiment_id: str, cohort_id: str, stages: Mapping[str, StageConfig], participant_id: str = ""
-) -> dict[str, list[ChatMessage]]:
-    """Group chats (no ``participant_id``), or that participant's private chats."""
-    kind = StageKind.PRIVATE_CHAT if participant_id else StageKind.CHAT
-    return {
-        stage_id: rooms.history(Room(experiment_id, cohort_id, stage_id, participant_id))
-        for stage_id, stage in stages.items()
-        if stage.kind == kind
-    }
+class _Chats(Mapping[str, Sequence[ChatMessage]]):
+    """Group chats (no ``participant_id``), or that participant's private chats, by stage id;
+    each read when the prompt shows it. The current stage's chat is the one the invocation
+    already read (``rooms.seen_history``), and finding it needs no read of the other stages."""
+
+    def __init__(
+        self,
+        room: Room,
+        current: StageConfig,
+        stages: Mapping[str, StageConfig],
+    ) -> None:
+        self._room, self._current, self._stages = room, current, stages
+        self._kind = StageKind.PRIVATE_CHAT if room.participant_id else StageKind.CHAT
+        self._read: dict[str, list[ChatMessage]] = {}
+
+    def __getitem__(self, stage_id: str) -> list[ChatMessage]:
+        stage = self._current if stage_id == self._current.id else self._stages.get(stage_id)
+        if stage is None or stage.kind != self._kind:
+            raise KeyError(stage_id)
+        if stage_id not in self._read:
+            room = dataclasses.replace(self._room, stage_id=stage_id)
+            self._read[stage_id] = rooms.seen_history(room)
+        return self._read[stage_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([sid for sid, stage in self._stages.items() if stage.kind == self._kind])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _private_chats(
     experiment_id: str,
     cohort_id: str,
     agent: ParticipantProfile | MediatorProfile,
+    stage: StageConfig,
     stages: Mapping[str, StageConfig],
     partner: str | None,
-) -> dict[str, list[ChatMessage]]:
+) -> Mapping[str, Sequence[ChatMessage]]:
     owner = partner or (agent.private_id if isinstance(agent, ParticipantProfile) else "")
-    return _chats(experiment_id, cohort_id, stages, owner) if owner else {}
+    if not owner:
+        return {}
+    return _Chats(Room(experiment_id, cohort_id, stage.id, owner), stage, stages)
 
 
 def creator_api_keys(experiment: Experiment) -> dict[str, Any] | None:
@@ -177,8 +199,8 @@ def build_context(
         stages=stages,
         answers=LazyMapping(lambda: _documents(own_answers) if is_participant else {}),
         public_data=LazyMapping(lambda: _documents(store.cohort_path(e, c) + "/publicStageData")),
-        chat_messages=LazyMapping(lambda: _chats(e, c, stages)),
-        private_messages=LazyMapping(lambda: _private_chats(e, c, agent, stages, private_chat_of)),
+        chat_messages=_Chats(Room(e, c, stage.id), stage, stages),
+        private_messages=_private_chats(e, c, agent, stage, stages, private_chat_of),
         participants=members,
         is_turn_based=is_turn_based,
     )

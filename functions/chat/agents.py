@@ -105,7 +105,9 @@ def participants_at(
         )
     )
     return sorted(
-        s.id for s in query.get() if bool((s.to_dict() or {}).get("agentConfig")) != humans
+        s.id
+        for s in query.select(["agentConfig"]).get()
+        if bool((s.to_dict() or {}).get("agentConfig")) != humans
     )
 
 

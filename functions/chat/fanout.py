@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from functions import rooms, store
-from functions.chat import agents, messages, turn_order
+from functions.chat import active, agents, messages, turn_order
 from functions.rooms import Room
 from functions.wire import AgentTurn, publish_turns
 from shared.models import (
@@ -147,12 +147,20 @@ def request_openings(
             seats.append(("participant", participant.private_id))
     elif stage.is_turn_based:
         room = Room(experiment_id, cohort_id, stage.id)
+        _index_if_timed(room, stage)
         holder = turn_order.start(room, stage)
         seats = [(holder.kind, holder.private_id)] if holder and holder.is_agent else []
     else:
         room = Room(experiment_id, cohort_id, stage.id)
+        _index_if_timed(room, stage)
         seats = [("mediator", m) for m in agents.mediators_of(experiment_id, cohort_id, stage)]
         if participant.is_agent:
             seats.append(("participant", participant.private_id))
     publish_turns(*(AgentTurn.in_room(room, kind, agent_id) for kind, agent_id in seats))
     return len(seats)
+
+
+def _index_if_timed(room: Room, stage: ConversationStage) -> None:
+    """A timed group chat someone entered is running: the watchdog must end it on time."""
+    if isinstance(stage, ChatStage) and active.needs_entry(stage):
+        active.ensure(room)

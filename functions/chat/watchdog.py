@@ -6,14 +6,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from google.cloud import firestore
 
-from functions import documents, rooms, store, transactions
-from functions.chat import agents, fanout, messages, readiness
+from functions import documents, errors, rooms, store, transactions
+from functions.chat import active, agents, fanout, messages, readiness
 from functions.rooms import Room
 from functions.wire import AgentTurn, publish_turns, publish_wakes
 from shared import paths
@@ -59,8 +58,10 @@ def claim_ttl() -> timedelta:
 
 def tick() -> dict[str, int]:
     """One pass; returns counts (ended chats, woken and re-driven agents) for logs and tests."""
-    ended = _end_timed_out_chats()
+    indexed = active.entries()
+    ended = _end_timed_out_chats(indexed)
     members, cache = _agents_in_progress(), StageCache()
+    _index_unlisted_chats(members, cache, {entry.room for entry in indexed})
     return {
         "ended": ended,
         "woken": _wake_idle_agents(members, cache),
@@ -80,38 +81,50 @@ def _stage(cache: StageCache, experiment_id: str, stage_id: str) -> Conversation
     return cache[key]
 
 
-def _scan(
-    query: Any, pattern: str, parse: documents.Parse[T], id_field: str
-) -> Iterator[tuple[dict[str, str], T]]:
-    """The documents of a collection-group query, validated, with the values of the path
-    pattern's wildcards (documents elsewhere in the tree are left out)."""
-    pairs = documents.valid(
-        query.get(), lambda path, data: (path, parse(path, data)), id_field=id_field
-    )
-    for path, doc in pairs:
-        params = paths.match(pattern, path)
-        if params is not None:
-            yield params, doc
-
-
-def _end_timed_out_chats() -> int:
+def _end_timed_out_chats(entries: list[active.ActiveChat]) -> int:
+    """End the running chats (the ``active`` index) whose time is up; an entry whose chat has
+    ended, or cannot end any more, leaves the index."""
     ended, cache = 0, StageCache()
-    chats = (
-        store.db()
-        .collection_group("publicStageData")
-        .where(filter=firestore.FieldFilter("kind", "==", "chat"))
-    )
-    for params, public in _scan(chats, paths.PUBLIC_STAGE_DATA, _parse_public, "id"):
-        if public.discussion_end_timestamp is not None:
+    for entry in entries:
+        room = entry.room
+        stage = _stage(cache, room.experiment_id, room.stage_id)
+        if not isinstance(stage, ChatStage) or not active.needs_entry(stage):
+            active.remove(room)
             continue
-        stage = _stage(cache, params["experimentId"], params["stageId"])
-        if isinstance(stage, ChatStage) and readiness.time_is_up(stage, public):
-            ended += end_chat(params["experimentId"], params["cohortId"], stage)
+        try:
+            public = rooms.group_state(room)
+        except DocumentError as error:
+            errors.record_error(errors.current_function(), error)
+            continue
+        if public.discussion_end_timestamp is not None or _abandoned(room, public):
+            active.remove(room)
+        elif readiness.time_is_up(stage, public):
+            ended += end_chat(room.experiment_id, room.cohort_id, stage)
+            active.remove(room)
     return ended
 
 
-def _parse_public(path: str, data: dict[str, Any]) -> ChatPublicData:
-    return parse_document(ChatPublicData, path, data)
+def _index_unlisted_chats(members: list[Member], cache: StageCache, indexed: set[Room]) -> None:
+    """A timed group chat with agents in it that the index lacks (its entry lost, or data from
+    before the index) is added, unless it has ended; nothing is read once all are listed."""
+    for member in members:
+        stage = _stage(cache, member.experiment_id, member.profile.current_stage_id)
+        if not isinstance(stage, ChatStage) or not active.needs_entry(stage):
+            continue
+        room = Room(member.experiment_id, member.profile.current_cohort_id, stage.id)
+        if room in indexed:
+            continue
+        indexed.add(room)
+        if rooms.group_state(room).discussion_end_timestamp is None:
+            active.ensure(room)
+
+
+def _abandoned(room: Room, public: ChatPublicData) -> bool:
+    """A chat that never started and has nobody in it any more: nothing for its timer to end."""
+    if public.discussion_start_timestamp is not None:
+        return False
+    args = (room.experiment_id, room.cohort_id, room.stage_id)
+    return not agents.participants_at(*args) and not agents.participants_at(*args, humans=True)
 
 
 def _parse_participant(path: str, data: dict[str, Any]) -> ParticipantProfile:
@@ -188,6 +201,7 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
     Nobody is left waiting forever."""
     turns, nonce = [], uuid.uuid4().hex[:12]
     cutoff, stalled = now() - idle_after(), now() - stalled_after()
+    histories: dict[Room, list[ChatMessage]] = {}  # a group chat's agents share its history
     for member in members:
         stage = _stage(cache, member.experiment_id, member.profile.current_stage_id)
         if stage is None:
@@ -199,7 +213,9 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
             stage.id,
             member.private_id if private else "",
         )
-        history = rooms.history(room)
+        if room not in histories:
+            histories[room] = rooms.history(room)
+        history = histories[room]
         arrived = member.profile.timestamps.ready_stages.get(stage.id)
         if not history and arrived is not None and arrived <= stalled:
             _reopen(room, stage, member.profile, stalled)

@@ -8,7 +8,7 @@ from google.cloud import firestore
 
 from functions import store
 from functions._events import FirestoreEvent, PubSubEvent
-from functions.chat import fanout, turn, watchdog
+from functions.chat import active, fanout, turn, watchdog
 from functions.rooms import Room
 from functions.wire import AgentTurn
 from shared.models import (
@@ -29,7 +29,7 @@ def on_chat_message_created(event: FirestoreEvent) -> None:
     if not isinstance(stage, ChatStage):
         return
     message = _message(event)
-    _start_timer(e, c, s)
+    _start_timer(Room(e, c, s), stage)
     fanout.fan_out(e, c, stage, message)
 
 
@@ -53,23 +53,29 @@ def _message(event: FirestoreEvent) -> ChatMessage:
     )
 
 
-def _start_timer(experiment_id: str, cohort_id: str, stage_id: str) -> None:
+def _start_timer(room: Room, stage: ChatStage) -> None:
     """DL's startTimeElapsed: the discussion starts with its first message. A plain write: two
     first messages at once both set "now", which is harmless, and a transaction here would make
-    every message of a busy chat contend for one document."""
-    ref = store.ref(store.public_stage_data_path(experiment_id, cohort_id, stage_id))
-    data = store.snapshot_data(ref.path) or {}
+    every message of a busy chat contend for one document. A chat with a time limit enters the
+    index of running chats (``active``) in the same batch, so the watchdog ends it on time."""
+    ref = store.ref(room.public_path)
+    data = store.snapshot_data(ref.path, fields=["discussionStartTimestamp"]) or {}
     if data.get("discussionStartTimestamp") is None:
         stamp = firestore.SERVER_TIMESTAMP
-        ref.set(
+        batch = store.db().batch()
+        batch.set(
+            ref,
             {
-                "id": stage_id,
+                "id": room.stage_id,
                 "kind": "chat",
                 "discussionStartTimestamp": stamp,
                 "discussionCheckpointTimestamp": stamp,
             },
             merge=True,
         )
+        if active.needs_entry(stage):
+            active.add(batch, room)
+        batch.commit()
 
 
 def on_agent_turn(event: PubSubEvent) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from google.cloud import firestore
 
-from functions import store
+from functions import memo, store
 from functions._events import FirestoreEvent, PubSubEvent
 from functions.triggers.advance import advance
 from functions.wire import AgentWake, publish_wakes
@@ -33,7 +33,7 @@ def wake_agents(experiment_id: str, reason: str, **where: str) -> int:
         query = query.where(filter=firestore.FieldFilter(field, "==", value))
     woken = [
         snap.id
-        for snap in query.get()
+        for snap in query.select(["agentConfig", "currentStatus"]).get()
         if (data := snap.to_dict()).get("agentConfig")
         and data.get("currentStatus", "IN_PROGRESS") in _WAKEABLE
     ]
@@ -66,7 +66,9 @@ def on_cohort_written(event: FirestoreEvent) -> None:
 
 
 def on_blocking_document_written(event: FirestoreEvent) -> None:
-    """A stage or the experiment was written: agents blocked on it try again."""
+    """A stage or the experiment was written: agents blocked on it try again (and this
+    instance forgets its kept copy of it)."""
+    memo.drop_shared(event.document)
     wake_blocked(event)
 
 

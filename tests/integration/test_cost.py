@@ -1,0 +1,119 @@
+"""What the functions cost in Firestore: the per-invocation counters, and a watchdog whose reads
+do not grow with finished experiments (the index of running timed chats)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from chat_docs import chat_experiment, persona_prompt
+from experiment_state import doc
+from google.cloud.firestore import FieldFilter
+from raw_docs import agent
+
+from functions import memo, usage
+from functions.chat import active, watchdog
+from functions.rooms import Room
+from tools import usage_report
+
+
+def test_usage_counts_billed_documents_not_calls(runtime, db):
+    base = "usage-test"
+    for i in range(3):
+        db.document(f"{base}/d{i}").set({"n": i})
+    with usage.counting() as used:
+        db.document(f"{base}/d0").get()  # 1 read
+        db.document(f"{base}/missing").get()  # 1 read (a missing document still bills)
+        list(db.collection(base).get())  # 3 reads
+        list(db.collection(base).where(filter=FieldFilter("n", "==", 99)).get())  # empty: 1 read
+        batch = db.batch()
+        batch.set(db.document(f"{base}/d3"), {"n": 3})
+        batch.update(db.document(f"{base}/d0"), {"n": 10})
+        batch.delete(db.document(f"{base}/d1"))
+        batch.commit()
+    assert used.fields() == {"reads": 6, "writes": 2, "deletes": 1, "transactions": 0, "rpcs": 5}
+    assert used.by_method == {"BatchGetDocuments": 2, "RunQuery": 2, "Commit": 1}
+    with usage.counting() as outer:
+        with usage.counting() as inner:
+            db.document(f"{base}/d0").get()
+        db.document(f"{base}/d2").get()
+    assert (inner.reads, outer.reads) == (1, 2)  # scopes nest
+
+
+def _tick_reads(runtime) -> int:
+    """One tick in this thread, as an invocation runs it (reads kept per invocation)."""
+    with usage.counting() as used, memo.invocation():
+        watchdog.tick()
+    return used.reads
+
+
+def _timed_chat_with_quiet_agents(db, agents: int) -> str:
+    e = chat_experiment(db, mediator=False, timeLimitInMinutes=60)
+    config = persona_prompt(db, e, max_responses=100, ready_field=False, min_messages=10**6)
+    for i in range(agents):
+        agent(db, e, "intro", number=i, agentConfig=config)
+    return e
+
+
+def _finish(db, e: str) -> None:
+    """Everyone done, the chat long over (as a finished experiment leaves it)."""
+    public = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat"
+    db.document(public).update({"discussionEndTimestamp": datetime.now(UTC)})
+    for snap in db.collection(f"experiments/{e}/participants").get():
+        snap.reference.update({"currentStatus": "SUCCESS"})
+
+
+def test_watchdog_reads_as_much_with_finished_experiments_as_without(
+    runtime, db, tmp_path, monkeypatch
+):
+    running = _timed_chat_with_quiet_agents(db, 2)
+    runtime.wait_until_idle(timeout=120)
+    room = Room(running, "cohort-a", "chat")
+    assert doc(db, active.entry_path(room)) is not None  # the agents entered a timed chat
+    _tick_reads(runtime)  # settles the index (nothing to drop here)
+    before = _tick_reads(runtime)
+    finished = [_timed_chat_with_quiet_agents(db, 2) for _ in range(4)]
+    runtime.wait_until_idle(timeout=120)
+    for e in finished:
+        _finish(db, e)
+    runtime.wait_until_idle(timeout=120)
+    _tick_reads(runtime)  # drops the finished chats from the index
+    for e in finished:
+        assert doc(db, active.entry_path(Room(e, "cohort-a", "chat"))) is None
+    assert doc(db, active.entry_path(room)) is not None  # the running chat stays
+    assert _tick_reads(runtime) == before
+    # and each invocation logs what it cost, for the cost report
+    log = tmp_path / "usage.log"
+    monkeypatch.setenv(usage.USAGE_LOG_ENV, str(log))
+    runtime.tick()
+    runtime.wait_until_idle(timeout=60)
+    entries = [json.loads(line)["firestoreUsage"] for line in log.read_text().splitlines()]
+    ticks = [e for e in entries if e["function"] == "watchdog"]
+    assert ticks and ticks[0]["reads"] == before, entries
+    report = usage_report.summarize(usage_report.read_entries([log]))
+    assert report["functions"]["watchdog"]["invocations"] == len(ticks)
+
+
+def test_a_timed_chat_that_started_before_its_entry_is_still_ended(runtime, db):
+    """The timer is indexed in the batch that starts it, and when someone enters the chat; an
+    entry found ended is dropped, one past its time ends the chat."""
+    e = _timed_chat_with_quiet_agents(db, 1)
+    runtime.wait_until_idle(timeout=120)
+    public = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat"
+    db.document(public).update({"discussionStartTimestamp": datetime.now(UTC) - timedelta(hours=2)})
+    runtime.tick()
+    runtime.wait_until_idle(timeout=120)
+    assert doc(db, public)["discussionEndTimestamp"] is not None
+    assert doc(db, active.entry_path(Room(e, "cohort-a", "chat"))) is None
+
+
+def test_a_running_timed_chat_missing_from_the_index_is_listed_again(runtime, db):
+    """An entry lost (or data from before the index): the watchdog lists the chat again when it
+    finds agents in it, and then ends it on time."""
+    e = _timed_chat_with_quiet_agents(db, 1)
+    runtime.wait_until_idle(timeout=120)
+    room = Room(e, "cohort-a", "chat")
+    db.document(active.entry_path(room)).delete()
+    runtime.tick()
+    runtime.wait_until_idle(timeout=60)
+    assert doc(db, active.entry_path(room)) is not None
