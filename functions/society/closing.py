@@ -1,0 +1,157 @@
+"""Closing a day exactly once.
+
+A claim (a transaction on the day document) moves it from ``open`` to ``closing`` and fixes the
+actions and interventions it resolves; the claimer resolves the day (``shared.society.rules``,
+a pure function of the day's start and those inputs) and writes the outcome as deterministic
+sets; a last transaction marks the day closed and makes the next one ready. An invocation that
+dies mid-close leaves a claim that expires; the watchdog takes it over and writes the same
+documents again.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from functions import documents, store, transactions
+from functions.society import docs
+from shared.models import now, parse_document
+from shared.society import paths as sp
+from shared.society.models import ActionRecord, Day, Intervention, SocietySettings
+from shared.society.rules import DayInput, DayOutcome, resolve
+
+log = logging.getLogger(__name__)
+CLAIM_TTL = timedelta(seconds=120)
+
+
+def close(s: str, day: int, *, takeover: bool = False) -> bool:
+    """Close ``day`` if this call wins the claim (or takes over an expired one); True if this
+    call closed it."""
+    claimed = _claim(s, day, takeover)
+    if claimed is None:
+        return False
+    outcome = _resolve(s, claimed)
+    _write(s, claimed, outcome)
+    return _finish(s, claimed, outcome)
+
+
+def _claim(s: str, day: int, takeover: bool) -> Day | None:
+    """Read outside the transaction: a close starts once every expected action is in (no more
+    can come) or at the deadline (a later one is late); the transaction holds the day alone."""
+    action_ids = sorted(ref.id for ref in docs.actions_collection(s, day).list_documents())
+    interventions = store.db().collection(sp.collection(s, sp.INTERVENTION, interventionId="x"))
+    pending = sorted(
+        snap.id
+        for snap in interventions.stream()
+        if (snap.to_dict() or {}).get("appliedDay") is None
+    )
+
+    def body(transaction: Any) -> Day | None:
+        current = docs.read_day(s, day, transaction)
+        if current is None:
+            return None
+        expired = current.closing_expires is None or current.closing_expires <= now()
+        if not (current.status == "open" or (current.status == "closing" and expired)):
+            return None
+        if current.status == "open" and takeover:
+            return None
+        update: dict[str, Any] = {
+            "status": "closing",
+            "closingToken": uuid.uuid4().hex,
+            "closingExpires": now() + CLAIM_TTL,
+        }
+        if current.status == "open":  # the first claim fixes what the close resolves
+            update["actionIds"] = action_ids
+            update["interventionIds"] = pending
+        transaction.update(store.ref(docs.day_path(s, day)), update)
+        return parse_document(Day, docs.day_path(s, day), {**docs.model_doc(current), **update})
+
+    return transactions.run(body)
+
+
+def _read_actions(s: str, day: Day) -> list[ActionRecord]:
+    refs = [store.ref(docs.action_path(s, day.day, a)) for a in day.action_ids]
+    snaps = list(store.db().get_all(refs)) if refs else []
+    return documents.valid(
+        [snap for snap in snaps if snap.exists],
+        lambda path, data: parse_document(ActionRecord, path, data),
+    )
+
+
+def _read_interventions(s: str, day: Day) -> list[tuple[str, Intervention]]:
+    refs = [store.ref(sp.sub(s, sp.INTERVENTION, interventionId=i)) for i in day.intervention_ids]
+    snaps = list(store.db().get_all(refs)) if refs else []
+    return documents.valid(
+        [snap for snap in snaps if snap.exists],
+        lambda path, data: (path.rsplit("/", 1)[1], parse_document(Intervention, path, data)),
+    )
+
+
+def _resolve(s: str, day: Day) -> DayOutcome:
+    settings = day.settings or SocietySettings()
+    given = DayInput(
+        day=day.day,
+        settings=settings,
+        members=docs.read_snapshots(s, day.day),
+        context=docs.read_context(s, day.day),
+        votes=docs.read_votes(s, day.day),
+        acting=day.acting,
+        actions=_read_actions(s, day),
+        interventions=_read_interventions(s, day),
+    )
+    return resolve(given)
+
+
+def _writes(s: str, day: int, outcome: DayOutcome) -> list[tuple[str, dict[str, Any]]]:
+    nxt = day + 1
+    doc = docs.model_doc
+    writes = [(docs.snapshot_path(s, nxt, i), doc(m)) for i, m in outcome.members.items()]
+    writes += [(sp.sub(s, sp.MEMBER, agentId=i), doc(m)) for i, m in outcome.members.items()]
+    writes.append((docs.state_path(s, nxt, "context"), doc(outcome.context)))
+    writes.append((docs.state_path(s, nxt, "votes"), doc(outcome.votes)))
+    writes += [(sp.sub(s, sp.POST, postId=p.id), doc(p)) for p in outcome.posts]
+    writes += [(sp.sub(s, sp.MESSAGE, messageId=m.id), doc(m)) for m in outcome.messages]
+    writes += [(sp.sub(s, sp.PROPOSAL, proposalId=p.id), doc(p)) for p in outcome.proposals]
+    writes += [(sp.sub(s, sp.EVENT, eventId=e.id), doc(e)) for e in outcome.events]
+    writes.append((sp.sub(s, sp.SUMMARY, day=sp.day_id(day)), doc(outcome.summary)))
+    return writes
+
+
+def _write(s: str, day: Day, outcome: DayOutcome) -> None:
+    docs.write_all(_writes(s, day.day, outcome))
+    for iid, amount in outcome.interventions.items():
+        store.ref(sp.sub(s, sp.INTERVENTION, interventionId=iid)).update(
+            {"appliedDay": day.day, "appliedAmount": amount}
+        )
+
+
+def _finish(s: str, claimed: Day, outcome: DayOutcome) -> bool:
+    """Mark the day closed and the next one ready, once (a take-over may finish first)."""
+    day = claimed.day
+
+    def body(transaction: Any) -> bool:
+        current = docs.read_day(s, day, transaction)
+        if current is None or current.status != "closing":
+            return False
+        closed_at = now()
+        transaction.update(
+            store.ref(docs.day_path(s, day)), {"status": "closed", "closedAt": closed_at}
+        )
+        transaction.update(
+            store.ref(sp.sub(s, sp.SUMMARY, day=sp.day_id(day))), {"closedAt": closed_at}
+        )
+        transaction.set(store.ref(docs.day_path(s, day + 1)), docs.model_doc(Day(day=day + 1)))
+        return True
+
+    finished = transactions.run(body)
+    if finished:
+        log.info(
+            "society %s: day %d closed (%d actions, %d active)",
+            s,
+            day,
+            len(claimed.action_ids),
+            outcome.summary.active,
+        )
+    return finished

@@ -1,0 +1,121 @@
+"""Typed reads and batched writes of a society's documents."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from google.cloud import firestore
+from pydantic import BaseModel
+
+from functions import documents, store
+from shared.models import DocumentError, parse_document
+from shared.society import paths as sp
+from shared.society.models import Day, DayContext, DayVotes, Member, Society
+from shared.society.prompts import SocietyPrompts
+
+M = TypeVar("M", bound=BaseModel)
+BATCH = 400
+"""Writes per batch (Firestore allows 500)."""
+WRITERS = 4
+
+
+def society_path(s: str) -> str:
+    return sp.society(s)
+
+
+def day_path(s: str, day: int) -> str:
+    return sp.sub(s, sp.DAY, day=sp.day_id(day))
+
+
+def state_path(s: str, day: int, part: str) -> str:
+    return sp.sub(s, sp.DAY_STATE, day=sp.day_id(day), part=part)
+
+
+def snapshot_path(s: str, day: int, agent: int) -> str:
+    return sp.sub(s, sp.DAY_MEMBER, day=sp.day_id(day), agentId=agent)
+
+
+def action_path(s: str, day: int, action_id: str) -> str:
+    return sp.sub(s, sp.ACTION, day=sp.day_id(day), actionId=action_id)
+
+
+def actions_collection(s: str, day: int) -> firestore.CollectionReference:
+    return store.db().collection(sp.collection(s, sp.ACTION, day=sp.day_id(day)))
+
+
+def read_society(s: str, transaction: Any = None) -> Society:
+    return store.read(Society, society_path(s), transaction)
+
+
+def read_day(s: str, day: int, transaction: Any = None) -> Day | None:
+    path = day_path(s, day)
+    data = store.snapshot_data(path, transaction)
+    return None if data is None else parse_document(Day, path, data)
+
+
+def read_context(s: str, day: int) -> DayContext:
+    return store.read(DayContext, state_path(s, day, "context"))
+
+
+def read_votes(s: str, day: int) -> DayVotes:
+    path = state_path(s, day, "votes")
+    return parse_document(DayVotes, path, store.snapshot_data(path) or {})
+
+
+def read_snapshot(s: str, day: int, agent: int) -> Member:
+    return store.read(Member, snapshot_path(s, day, agent))
+
+
+def read_snapshots(s: str, day: int) -> dict[int, Member]:
+    """Every member's state at the start of ``day`` (a malformed one is recorded, left out)."""
+    ref = store.db().collection(sp.collection(s, sp.DAY_MEMBER, day=sp.day_id(day)))
+    members = documents.valid(ref.stream(), lambda path, data: parse_document(Member, path, data))
+    return {m.agent_id: m for m in members}
+
+
+def read_prompts(s: str) -> SocietyPrompts:
+    path = sp.sub(s, sp.PROMPTS, promptId="default")
+    data = store.snapshot_data(path)
+    return SocietyPrompts() if data is None else parse_document(SocietyPrompts, path, data)
+
+
+def latest_day(s: str) -> Day | None:
+    ref = store.db().collection(sp.collection(s, sp.DAY, day="x"))
+    query = ref.order_by("day", direction=firestore.Query.DESCENDING).limit(1)
+    for snap in query.stream():
+        return parse_document(Day, snap.reference.path, snap.to_dict() or {})
+    return None
+
+
+def count_actions(s: str, day: int) -> int:
+    result = actions_collection(s, day).count().get()
+    return int(result[0][0].value)
+
+
+def write_all(writes: Iterable[tuple[str, dict[str, Any]]]) -> int:
+    """Set every (path, data) in batches committed in parallel; the number written. Each set
+    replaces the document, so writing the same outcome twice leaves the same documents."""
+    items = list(writes)
+    chunks = [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
+
+    def commit(chunk: list[tuple[str, dict[str, Any]]]) -> None:
+        batch = store.db().batch()
+        for path, data in chunk:
+            batch.set(store.ref(path), data)
+        batch.commit()
+
+    with concurrent.futures.ThreadPoolExecutor(WRITERS) as pool:
+        list(pool.map(commit, chunks))
+    return len(items)
+
+
+def model_doc(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(by_alias=True, mode="python")
+
+
+def require(value: M | None, path: str) -> M:
+    if value is None:
+        raise DocumentError(path, "(document)", "document does not exist")
+    return value
