@@ -15,7 +15,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from functions import documents, store, transactions
+from functions import documents, store
 from functions.society import docs
 from shared.models import now, parse_document
 from shared.society import paths as sp
@@ -48,8 +48,7 @@ def _claim(s: str, day: int, takeover: bool) -> Day | None:
         if (snap.to_dict() or {}).get("appliedDay") is None
     )
 
-    def body(transaction: Any) -> Day | None:
-        current = docs.read_day(s, day, transaction)
+    def decide(current: Day | None) -> dict[str, Any] | None:
         if current is None:
             return None
         expired = current.closing_expires is None or current.closing_expires <= now()
@@ -65,10 +64,9 @@ def _claim(s: str, day: int, takeover: bool) -> Day | None:
         if current.status == "open":  # the first claim fixes what the close resolves
             update["actionIds"] = action_ids
             update["interventionIds"] = pending
-        transaction.update(store.ref(docs.day_path(s, day)), update)
-        return parse_document(Day, docs.day_path(s, day), {**docs.model_doc(current), **update})
+        return update
 
-    return transactions.run(body)
+    return docs.change_day(s, day, decide)
 
 
 def _read_actions(s: str, day: Day) -> list[ActionRecord]:
@@ -131,21 +129,18 @@ def _finish(s: str, claimed: Day, outcome: DayOutcome) -> bool:
     """Mark the day closed and the next one ready, once (a take-over may finish first)."""
     day = claimed.day
 
-    def body(transaction: Any) -> bool:
-        current = docs.read_day(s, day, transaction)
+    def decide(current: Day | None) -> dict[str, Any] | None:
         if current is None or current.status != "closing":
-            return False
-        closed_at = now()
-        transaction.update(
-            store.ref(docs.day_path(s, day)), {"status": "closed", "closedAt": closed_at}
-        )
-        transaction.update(
-            store.ref(sp.sub(s, sp.SUMMARY, day=sp.day_id(day))), {"closedAt": closed_at}
-        )
-        transaction.set(store.ref(docs.day_path(s, day + 1)), docs.model_doc(Day(day=day + 1)))
-        return True
+            return None
+        return {"status": "closed", "closedAt": closed_at}
 
-    finished = transactions.run(body)
+    def also(batch: Any) -> None:
+        summary = store.ref(sp.sub(s, sp.SUMMARY, day=sp.day_id(day)))
+        batch.update(summary, {"closedAt": closed_at})
+        batch.set(store.ref(docs.day_path(s, day + 1)), docs.model_doc(Day(day=day + 1)))
+
+    closed_at = now()
+    finished = docs.change_day(s, day, decide, also) is not None
     if finished:
         log.info(
             "society %s: day %d closed (%d actions, %d active)",

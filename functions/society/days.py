@@ -7,7 +7,6 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from functions import store, transactions
 from functions.society import closing, docs
 from functions.society.wire import SocietyTurn, publish_turns
 from shared.models import now
@@ -23,29 +22,24 @@ def open_day(s: str, day: int) -> Day | None:
     acting = sorted(i for i, m in snapshots.items() if m.status == "active")
     humans = sorted(i for i in acting if snapshots[i].human)
 
-    def body(transaction: Any) -> Day | None:
-        current = docs.read_day(s, day, transaction)
+    society = docs.read_society(s)
+
+    def decide(current: Day | None) -> dict[str, Any] | None:
         if current is None or current.status != "ready":
             return None
-        society = docs.read_society(s, transaction)
         if society.status != "running" or day > society.settings.days:
             return None
         opened = now()
-        deadline = opened + timedelta(seconds=society.settings.day_deadline_s)
-        updated = current.model_copy(
-            update={
-                "status": "open",
-                "acting": acting,
-                "humans": humans,
-                "settings": society.settings,
-                "opened_at": opened,
-                "deadline": deadline,
-            }
-        )
-        transaction.set(store.ref(docs.day_path(s, day)), docs.model_doc(updated))
-        return updated
+        return {
+            "status": "open",
+            "acting": acting,
+            "humans": humans,
+            "settings": docs.model_doc(society.settings),
+            "openedAt": opened,
+            "deadline": opened + timedelta(seconds=society.settings.day_deadline_s),
+        }
 
-    opened = transactions.run(body)
+    opened = docs.change_day(s, day, decide)
     if opened is None:
         return None
     log.info("society %s: day %d open, %d acting", s, day, len(acting))

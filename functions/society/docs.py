@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from google.api_core import exceptions as gexc
 from google.cloud import firestore
 from pydantic import BaseModel
 
@@ -119,3 +120,33 @@ def require(value: M | None, path: str) -> M:
     if value is None:
         raise DocumentError(path, "(document)", "document does not exist")
     return value
+
+
+Decide = Callable[[Day | None], dict[str, Any] | None]
+
+
+def change_day(
+    s: str, day: int, decide: Decide, also: Callable[[Any], None] | None = None
+) -> Day | None:
+    """Update the day document as ``decide`` says, on the condition that nobody changed it since
+    it was read (an optimistic write: no transaction holds it, so a hundred deliveries asking at
+    once do not queue on a lock). ``also`` adds writes to the same atomic batch. The updated day,
+    or None when ``decide`` declines or another delivery changed the day first."""
+    path = day_path(s, day)
+    ref = store.ref(path)
+    for _ in range(5):
+        snap = ref.get()
+        current = parse_document(Day, path, snap.to_dict()) if snap.exists else None
+        update = decide(current)
+        if update is None or current is None:
+            return None
+        batch = store.db().batch()
+        batch.update(ref, update, option=store.db().write_option(last_update_time=snap.update_time))
+        if also is not None:
+            also(batch)
+        try:
+            batch.commit()
+        except gexc.FailedPrecondition:
+            continue  # changed under us: decide again on what it is now
+        return parse_document(Day, path, {**model_doc(current), **update})
+    return None

@@ -10,6 +10,7 @@ closes without it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from datetime import timedelta
 
@@ -51,10 +52,8 @@ def act(turn: SocietyTurn) -> None:
     if member.human:
         return
     record = _decide(turn, day, settings, member)
-    try:
+    with contextlib.suppress(gexc.AlreadyExists):
         store.ref(path).create(docs.model_doc(record))
-    except gexc.AlreadyExists:
-        pass
 
 
 def _decide(turn: SocietyTurn, day: Day, settings: SocietySettings, member: Member) -> ActionRecord:

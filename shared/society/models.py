@@ -57,7 +57,7 @@ class SocietySettings(DocModel):
     seed: int = 0
     """Personalities (seeded shuffle) and the scripted model's play."""
     personality_shares: dict[str, float] = Field(
-        default_factory=lambda: {p: 0.2 for p in PERSONALITIES}
+        default_factory=lambda: dict.fromkeys(PERSONALITIES, 0.2)
     )
     humans: list[int] = []
     """Agent ids played by humans: the backend waits for their action documents."""

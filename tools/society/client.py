@@ -84,7 +84,9 @@ def read_society(db: firestore.Client, sid: str) -> Society:
 
 
 def _all(db: firestore.Client, sid: str, pattern: str, **params: Any) -> list[dict[str, Any]]:
-    return [s.to_dict() or {} for s in db.collection(sp.collection(sid, pattern, **params)).stream()]
+    return [
+        s.to_dict() or {} for s in db.collection(sp.collection(sid, pattern, **params)).stream()
+    ]
 
 
 def days(db: firestore.Client, sid: str) -> list[Day]:
@@ -175,7 +177,9 @@ def audit(db: firestore.Client, sid: str) -> Audit:
     return result
 
 
-def _check_day(db: firestore.Client, sid: str, d: Day, summary: DaySummary | None, out: Audit) -> None:
+def _check_day(
+    db: firestore.Client, sid: str, d: Day, summary: DaySummary | None, out: Audit
+) -> None:
     if summary is None:
         out.problems.append(f"day {d.day}: no summary")
         return
@@ -216,7 +220,11 @@ def _check_proposals(db: firestore.Client, sid: str, last: int, out: Audit) -> N
             out.problems.append(f"proposal {p.id}: closed {closings.get(p.id, 0)} times")
         cast = votes.get(p.id, {})
         tally = {v: sum(1 for x in cast.values() if x == v) for v in ("yes", "no", "abstain")}
-        if p.status != "open" and (p.yes, p.no, p.abstain) != (tally["yes"], tally["no"], tally["abstain"]):
+        if p.status != "open" and (p.yes, p.no, p.abstain) != (
+            tally["yes"],
+            tally["no"],
+            tally["abstain"],
+        ):
             out.problems.append(f"proposal {p.id}: tally {p.yes}/{p.no}/{p.abstain}, votes {tally}")
 
 
@@ -233,9 +241,7 @@ def export(db: firestore.Client, sid: str, out_dir: Path) -> list[Path]:
         ("interventions", sp.INTERVENTION, {"interventionId": "x"}),
     ):
         written.append(_jsonl(out_dir / f"{name}.jsonl", _all(db, sid, pattern, **params)))
-    actions = [
-        a for d in days(db, sid) for a in _all(db, sid, sp.ACTION, day=sp.day_id(d.day))
-    ]
+    actions = [a for d in days(db, sid) for a in _all(db, sid, sp.ACTION, day=sp.day_id(d.day))]
     written.append(_jsonl(out_dir / "actions.jsonl", actions))
     written.append(_summaries_csv(out_dir / "summaries.csv", summaries(db, sid)))
     last = closed_days(db, sid)
@@ -281,6 +287,13 @@ def _members_csv(path: Path, members: dict[int, Member]) -> Path:
         writer.writerow(["agent_id", "display_name", "personality", "human", "status", *RESOURCES])
         for i, m in sorted(members.items()):
             writer.writerow(
-                [i, m.display_name, m.personality, m.human, m.status, *(m.resources.get(r) for r in RESOURCES)]
+                [
+                    i,
+                    m.display_name,
+                    m.personality,
+                    m.human,
+                    m.status,
+                    *(m.resources.get(r) for r in RESOURCES),
+                ]
             )
     return path
