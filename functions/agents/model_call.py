@@ -51,7 +51,8 @@ class CallSite:
     stage_id: str
     description: str
     log_collection: str = ""
-    """Where the call's log entries go; '' for the experiment's ``logs`` (a society keeps its own)."""
+    """Where the call's log entries go; '' for the experiment's ``logs`` (a society keeps its
+    own)."""
 
 
 @dataclasses.dataclass
@@ -210,9 +211,10 @@ def ask_counted(
     stats: CallStats | None = None,
 ) -> tuple[Any, CallStats]:
     """Ask until ``validate(parsed_json)`` accepts a reply; the answer and what it cost (also
-    accumulated into ``stats`` as it goes, so a caller sees the cost of a failed ask). ModelError (configuration, or
-    ProviderFailing at the deadline) propagates; when turns run out, AnswerFailed (the agent may
-    move on) or, with ``DLAB_MOVE_ON_WITHOUT_ANSWER=false``, a ModelError (it stays)."""
+    accumulated into ``stats`` as it goes, so a caller sees the cost of a failed ask).
+    ModelError (configuration, or ProviderFailing at the deadline) propagates; when turns run
+    out, AnswerFailed (the agent may move on) or, with ``DLAB_MOVE_ON_WITHOUT_ANSWER=false``,
+    a ModelError (it stays)."""
     check_prompt_size(prompt)
     call = _Call(site, api_keys)
     if stats is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 
 from google.api_core import exceptions as gexc
@@ -25,7 +26,7 @@ def personalities(settings: SocietySettings) -> list[str]:
     left = settings.agents - sum(counts.values())
     for p in sorted(exact, key=lambda p: (counts[p] - exact[p], PERSONALITIES.index(p)))[:left]:
         counts[p] += 1
-    pool = [p for p in PERSONALITIES for _ in range(counts[p])]
+    pool: list[str] = [p for p in PERSONALITIES for _ in range(counts[p])]
     random.Random(settings.seed).shuffle(pool)
     return pool
 
@@ -63,10 +64,8 @@ def start(society: Society) -> bool:
     writes.append((docs.state_path(s, 1, "votes"), docs.model_doc(DayVotes())))
     prompts = sp.sub(s, sp.PROMPTS, promptId="default")
     docs.write_all(writes)
-    try:
+    with contextlib.suppress(gexc.AlreadyExists):  # the researcher's own prompts stay
         store.ref(prompts).create(docs.model_doc(SocietyPrompts()))
-    except gexc.AlreadyExists:
-        pass  # the researcher's own prompts
     try:
         store.ref(docs.day_path(s, 1)).create(docs.model_doc(Day(day=1)))
     except gexc.AlreadyExists:

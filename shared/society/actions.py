@@ -78,7 +78,7 @@ class VoteAction(_Action):
     action: Literal["vote"]
     proposal_id: int
     vote: Literal["yes", "no", "abstain"]
-    reasoning: str | None = Field(None, max_length=2000)
+    reasoning: str | None = Field(default=None, max_length=2000)
 
 
 class WorkAction(_Action):
@@ -100,7 +100,7 @@ class SetNameAction(_Action):
 
 class IdleAction(_Action):
     action: Literal["idle"]
-    reasoning: str | None = Field(None, max_length=2000)
+    reasoning: str | None = Field(default=None, max_length=2000)
 
 
 Action = Annotated[

@@ -30,15 +30,19 @@ Amount = float
 """Resources are real numbers (a trade may move 2.5 food); kept to 6 decimals."""
 
 
+def _zeros(keys: tuple[str, ...], value: float) -> dict[str, float]:
+    return dict.fromkeys(keys, value)
+
+
 def tidy(value: float) -> float:
     """Round away float noise so sums compare exactly and states hash the same."""
     return round(value + 0.0, 6)
 
 
 class Resources(DocModel):
-    food: Amount = Field(0.0, ge=0)
-    energy: Amount = Field(0.0, ge=0)
-    materials: Amount = Field(0.0, ge=0)
+    food: Amount = Field(default=0.0, ge=0)
+    energy: Amount = Field(default=0.0, ge=0)
+    materials: Amount = Field(default=0.0, ge=0)
 
     def get(self, resource: Resource) -> float:
         return float(getattr(self, resource))
@@ -50,15 +54,13 @@ class Resources(DocModel):
 class SocietySettings(DocModel):
     """Every rule the seed leaves open, as a setting (README lists them with their defaults)."""
 
-    agents: int = Field(100, ge=1, le=10_000)
-    days: int = Field(10, ge=1, le=100_000)
+    agents: int = Field(default=100, ge=1, le=10_000)
+    days: int = Field(default=10, ge=1, le=100_000)
     """The society runs until this day has closed (raise it to go on)."""
-    actions_per_day: int = Field(1, ge=1, le=5)
+    actions_per_day: int = Field(default=1, ge=1, le=5)
     seed: int = 0
     """Personalities (seeded shuffle) and the scripted model's play."""
-    personality_shares: dict[str, float] = Field(
-        default_factory=lambda: dict.fromkeys(PERSONALITIES, 0.2)
-    )
+    personality_shares: dict[str, float] = Field(default_factory=lambda: _zeros(PERSONALITIES, 0.2))
     humans: list[int] = []
     """Agent ids played by humans: the backend waits for their action documents."""
     api_type: ApiType = ApiType.SCRIPTED
@@ -67,34 +69,34 @@ class SocietySettings(DocModel):
         default_factory=lambda: Resources(food=10, energy=10, materials=5)
     )
     start_pool: Resources = Field(default_factory=Resources)
-    land_per_agent: float = Field(1.0, ge=0)
+    land_per_agent: float = Field(default=1.0, ge=0)
     """Land is a fixed holding; farming yields ``farm_yield`` food per hour per unit of land."""
-    farm_yield: float = Field(1.0, ge=0)
-    generate_yield: float = Field(1.0, ge=0)
+    farm_yield: float = Field(default=1.0, ge=0)
+    generate_yield: float = Field(default=1.0, ge=0)
     """Energy per hour of ``generate``."""
-    gather_yield: float = Field(0.5, ge=0)
+    gather_yield: float = Field(default=0.5, ge=0)
     """Materials per hour of ``gather``."""
-    daily_food: float = Field(1.0, ge=0)
-    daily_energy: float = Field(1.0, ge=0)
-    pool_share: float = Field(0.1, ge=0, le=1)
+    daily_food: float = Field(default=1.0, ge=0)
+    daily_energy: float = Field(default=1.0, ge=0)
+    pool_share: float = Field(default=0.1, ge=0, le=1)
     """Share of every work yield that goes to the common pool."""
-    proposal_days: int = Field(3, ge=1, le=365)
+    proposal_days: int = Field(default=3, ge=1, le=365)
     """A proposal made on day d closes at the end of day d + proposal_days - 1."""
-    quorum: float = Field(0.25, ge=0, le=1)
+    quorum: float = Field(default=0.25, ge=0, le=1)
     """A proposal passes when votes cast >= quorum x active agents and yes > no."""
-    infrastructure_cost: float = Field(20.0, ge=0)
+    infrastructure_cost: float = Field(default=20.0, ge=0)
     """Materials a passed infrastructure proposal takes from the pool to be built."""
-    infrastructure_bonus: float = Field(1.0, ge=0)
+    infrastructure_bonus: float = Field(default=1.0, ge=0)
     """Extra units every work action yields per infrastructure built."""
-    day_deadline_s: float = Field(120.0, gt=0)
+    day_deadline_s: float = Field(default=120.0, gt=0)
     """A day closes when every acting member has acted, or this long after it opened."""
-    redrive_s: float = Field(30.0, gt=0)
+    redrive_s: float = Field(default=30.0, gt=0)
     """The watchdog re-publishes the turns of agents with no action this long after opening."""
-    context_posts: int = Field(20, ge=0, le=100)
-    post_chars: int = Field(300, ge=20, le=2000)
+    context_posts: int = Field(default=20, ge=0, le=100)
+    post_chars: int = Field(default=300, ge=20, le=2000)
     """Forum posts are cut to this length in the prompt."""
-    recent_events: int = Field(10, ge=0, le=50)
-    max_retries: int = Field(2, ge=0, le=5)
+    recent_events: int = Field(default=10, ge=0, le=50)
+    max_retries: int = Field(default=2, ge=0, le=5)
     """Corrective re-prompts for an invalid action before the agent idles that day."""
 
     @model_validator(mode="after")
@@ -286,7 +288,7 @@ class Event(DocModel):
 class Flow(DocModel):
     production: Resources = Field(default_factory=Resources)
     consumption: Resources = Field(default_factory=Resources)
-    interventions: dict[str, float] = Field(default_factory=lambda: dict.fromkeys(RESOURCES, 0.0))
+    interventions: dict[str, float] = Field(default_factory=lambda: _zeros(RESOURCES, 0.0))
     """Net given (+) or taken (-) by interventions, per resource."""
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from typing import Any
+from typing import Any, Literal
 
 from shared.society.actions import (
     Action,
@@ -276,7 +276,8 @@ class _Day:
         self.res[agent][resource] = tidy(self.res[agent][resource] + made - to_pool)
         self.pool[resource] = tidy(self.pool[resource] + to_pool)
         self.produce(resource, made)
-        text = f"{self.name(agent)} worked ({action.work_type}, {action.hours} h): +{made:g} {resource}"
+        what = f"({action.work_type}, {action.hours} h): +{made:g} {resource}"
+        text = f"{self.name(agent)} worked {what}"
         self.event("work", agent, text, resource=resource, amount=made, pool=to_pool)
 
     def produce(self, resource: Resource, amount: float) -> None:
@@ -367,7 +368,7 @@ class _Day:
     def finish(self, view: ProposalView, passed: bool) -> None:
         del self.open[view.id]
         self.votes.pop(str(view.id), None)
-        status = "passed" if passed else "failed"
+        status: Literal["passed", "failed"] = "passed" if passed else "failed"
         self.closed.append(Proposal(**view.model_dump(), status=status, closed_day=self.day))
         (self.summary.proposals_passed if passed else self.summary.proposals_failed).append(view.id)
         if passed:

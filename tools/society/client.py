@@ -210,7 +210,7 @@ def _check_proposals(db: firestore.Client, sid: str, last: int, out: Audit) -> N
     closings: dict[int, int] = {}
     votes: dict[int, dict[int, str]] = {}
     for e in events(db, sid):
-        pid = e.data.get("proposal")
+        pid = int(e.data.get("proposal") or 0)
         if e.kind in ("proposal_passed", "proposal_failed"):
             closings[pid] = closings.get(pid, 0) + 1
         elif e.kind == "vote":
