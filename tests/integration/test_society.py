@@ -3,6 +3,8 @@ at the end of every day, also under chaos, and the same seed gives the same fina
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from emulator.chaos import ChaosSettings
@@ -42,3 +44,59 @@ def test_the_same_seed_gives_the_same_state_under_chaos(db, runtime):
     audit = client.audit(db, wild)
     assert audit.ok, audit.problems
     assert client.state_hash(db, wild) == expected
+
+
+def _day(db, sid, n):
+    return next(d for d in client.days(db, sid) if d.day == n)
+
+
+def _errors(db, sid):
+    return [s.to_dict() for s in db.collection(f"societies/{sid}/errors").stream()]
+
+
+def test_humans_deadlines_interventions_pause_and_resume(db, runtime):
+    settings = {**SMALL, "agents": 4, "humans": [2], "days": 3, "dayDeadlineS": 60}
+    sid = _run(db, runtime, settings)
+    assert _day(db, sid, 1).status == "open"  # waiting for the human
+    client.set_status(db, sid, "paused")
+    client.set_setting(db, sid, "dayDeadlineS", 1.5)
+    client.set_setting(db, sid, "farmYield", 2.0)
+    client.intervene(db, sid, agent=3, resource="food", amount=5, note="test")
+    trade = {"action": "trade", "recipient_agent_id": 1, "resource_type": "food", "amount": 99}
+    db.document(f"societies/{sid}/days/00001/actions/2-1").set(
+        {"agentId": 2, "day": 1, "action": trade}
+    )
+    runtime.wait_until_idle(timeout=30)
+    day1 = client.summaries(db, sid)[0]
+    assert day1.rejected == [
+        {"agentId": 2, "action": "trade", "reason": "has only 10 food, cannot give 99"}
+    ]
+    assert day1.flow.interventions["food"] == 5
+    assert _day(db, sid, 2).status == "ready"  # paused: the next day waits
+    client.set_status(db, sid, "running")
+    runtime.wait_until_idle(timeout=30)
+    assert _day(db, sid, 2).settings.farm_yield == 2.0
+    for _ in (2, 3):  # the human stays silent past each deadline; the watchdog closes the day
+        time.sleep(1.6)
+        runtime.tick()
+        runtime.wait_until_idle(timeout=30)
+    assert client.closed_days(db, sid) == 3
+    assert all(2 in s.no_action for s in client.summaries(db, sid)[1:])
+    audit = client.audit(db, sid)
+    assert audit.ok, audit.problems
+
+
+def test_bad_input_is_recorded_with_document_and_field_and_nothing_sticks(db, runtime):
+    sid = "broken-prompts"
+    db.document(f"societies/{sid}/prompts/default").set({"system": "{{ agent_idd }}"})
+    client.create(db, {**SMALL, "agents": 3, "days": 1}, society_id=sid)
+    runtime.wait_until_idle(timeout=30)
+    assert client.closed_days(db, sid) == 1  # every agent idled; the day closed
+    (record,) = _errors(db, sid)
+    assert record["document"] == f"societies/{sid}/prompts/default"
+    assert record["field"] == "system" and "agent_idd" in record["reason"]
+    assert client.summaries(db, sid)[0].invalid[0]["reason"].startswith("societies/")
+    db.document(f"societies/{sid}").update({"settings.quorum": "lots"})
+    runtime.wait_until_idle(timeout=30)
+    fields = {(r["document"], r["field"]) for r in _errors(db, sid)}
+    assert (f"societies/{sid}", "settings.quorum") in fields
