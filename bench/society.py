@@ -82,7 +82,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         rt.wait_until_idle(timeout=120)
         days = [d for d in client.days(db, sid) if d.status == "closed"]
         summaries = client.summaries(db, sid)
-        agent_days = sum(len(d.acting) * (d.settings.actions_per_day if d.settings else 1) for d in days)
+        agent_days = sum(
+            len(d.acting) * (d.settings.actions_per_day if d.settings else 1) for d in days
+        )
         calls = sum(s.model_calls for s in summaries)
         tokens = sum(s.prompt_tokens for s in summaries)
         audit = client.audit(db, sid)

@@ -11,6 +11,7 @@ documents again.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -23,18 +24,24 @@ from shared.society.models import ActionRecord, Day, Intervention, SocietySettin
 from shared.society.rules import DayInput, DayOutcome, resolve
 
 log = logging.getLogger(__name__)
-CLAIM_TTL = timedelta(seconds=120)
+CLOSE_LEASE_ENV = "DLAB_SOCIETY_CLOSE_LEASE_S"
+DEFAULT_CLOSE_LEASE_S = 120.0
+"""A close whose invocation died is taken over by the watchdog after this."""
 
 
-def close(s: str, day: int, *, takeover: bool = False) -> bool:
-    """Close ``day`` if this call wins the claim (or takes over an expired one); True if this
-    call closed it."""
+def claim_ttl() -> timedelta:
+    return timedelta(seconds=float(os.environ.get(CLOSE_LEASE_ENV, DEFAULT_CLOSE_LEASE_S)))
+
+
+def close(s: str, day: int, *, takeover: bool = False) -> DayOutcome | None:
+    """Close ``day`` if this call wins the claim (or takes over an expired one); the outcome
+    if this call closed it."""
     claimed = _claim(s, day, takeover)
     if claimed is None:
-        return False
+        return None
     outcome = _resolve(s, claimed)
     _write(s, claimed, outcome)
-    return _finish(s, claimed, outcome)
+    return outcome if _finish(s, claimed, outcome) else None
 
 
 def _claim(s: str, day: int, takeover: bool) -> Day | None:
@@ -59,7 +66,7 @@ def _claim(s: str, day: int, takeover: bool) -> Day | None:
         update: dict[str, Any] = {
             "status": "closing",
             "closingToken": uuid.uuid4().hex,
-            "closingExpires": now() + CLAIM_TTL,
+            "closingExpires": now() + claim_ttl(),
         }
         if current.status == "open":  # the first claim fixes what the close resolves
             update["actionIds"] = action_ids

@@ -10,15 +10,17 @@ from typing import Any
 from functions.society import closing, docs
 from functions.society.wire import SocietyTurn, publish_turns
 from shared.models import now
-from shared.society.models import Day
+from shared.society.models import Day, Member
 
 log = logging.getLogger(__name__)
 
 
-def open_day(s: str, day: int) -> Day | None:
+def open_day(s: str, day: int, snapshots: dict[int, Member] | None = None) -> Day | None:
     """Open a ready day if the society runs and the day is within its last; then publish the
-    turns. None if the day was not opened by this call."""
-    snapshots = docs.read_snapshots(s, day)
+    turns. None if the day was not opened by this call. ``snapshots``: the members at the
+    start of the day, if the caller has them (the close that made them)."""
+    if snapshots is None:
+        snapshots = docs.read_snapshots(s, day)
     acting = sorted(i for i, m in snapshots.items() if m.status == "active")
     humans = sorted(i for i in acting if snapshots[i].human)
 
@@ -62,8 +64,8 @@ def publish(s: str, day: Day, agents: list[int]) -> None:
 def check(s: str, day: int) -> None:
     """Close the day if every expected action is in (or its deadline passed), then open the
     next one. Many deliveries may call this at once: the claim lets one close."""
-    current = docs.read_day(s, day)
-    if current is None or current.status != "open":
+    current = docs.open_day(s, day)
+    if current is None:
         return
     complete = docs.count_actions(s, day) >= current.expected
     late = current.deadline is not None and now() >= current.deadline
@@ -72,8 +74,9 @@ def check(s: str, day: int) -> None:
 
 
 def close_and_advance(s: str, day: int, *, takeover: bool = False) -> None:
-    if closing.close(s, day, takeover=takeover):
-        open_day(s, day + 1)
+    outcome = closing.close(s, day, takeover=takeover)
+    if outcome is not None:
+        open_day(s, day + 1, outcome.members)
 
 
 def resume(s: str) -> None:

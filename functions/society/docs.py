@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -150,3 +151,45 @@ def change_day(
             continue  # changed under us: decide again on what it is now
         return parse_document(Day, path, {**model_doc(current), **update})
     return None
+
+
+_cache: dict[tuple[str, ...], Any] = {}
+_cache_lock = threading.Lock()
+CACHE_SIZE = 512
+
+
+def cached(key: tuple[str, ...], read: Callable[[], M]) -> M:
+    """A document that does not change for the rest of a day (its context, the day once open,
+    its prompts), read once per instance and day."""
+    with _cache_lock:
+        if key in _cache:
+            return _cache[key]
+    value = read()
+    with _cache_lock:
+        if len(_cache) >= CACHE_SIZE:
+            _cache.clear()
+        _cache[key] = value
+    return value
+
+
+def open_day(s: str, day: int) -> Day | None:
+    """The day as it opened (acting members, settings, deadline: fixed once open), cached; None
+    if it is not open (not yet, or closed already: then nothing is cached)."""
+    key = ("day", s, str(day))
+    with _cache_lock:
+        if key in _cache:
+            return _cache[key]
+    current = read_day(s, day)
+    if current is None or current.status != "open":
+        return None
+    return cached(key, lambda: current)
+
+
+def day_context(s: str, day: int) -> DayContext:
+    return cached(("context", s, str(day)), lambda: read_context(s, day))
+
+
+def day_prompts(s: str, day: int) -> SocietyPrompts:
+    """The prompts as the day's first turn in this instance read them: an edit applies from the
+    next day on (or to a day's turns on instances that had not read them yet)."""
+    return cached(("prompts", s, str(day)), lambda: read_prompts(s))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from datetime import timedelta
 
 from google.api_core import exceptions as gexc
@@ -30,21 +31,27 @@ from shared.society.models import ActionRecord, Day, Member, SocietySettings
 from shared.society.prompts import render, variables
 
 log = logging.getLogger(__name__)
-TURN_LEASE_TTL = timedelta(seconds=240)
+TURN_LEASE_ENV = "DLAB_SOCIETY_TURN_LEASE_S"
+DEFAULT_TURN_LEASE_S = 150.0
+"""A turn whose invocation died holding its lease is run again (watchdog re-drive) after this."""
+
+
+def turn_lease_ttl() -> timedelta:
+    return timedelta(seconds=float(os.environ.get(TURN_LEASE_ENV, DEFAULT_TURN_LEASE_S)))
 
 
 def run(turn: SocietyTurn) -> None:
     lease = sp.sub(turn.society_id, sp.TURN_LEASE, leaseId=f"{turn.day}-{turn.action_id}")
-    leases.coalesce(lease, lambda: act(turn), ttl=TURN_LEASE_TTL)
+    leases.coalesce(lease, lambda: act(turn), ttl=turn_lease_ttl())
 
 
 def act(turn: SocietyTurn) -> None:
     s, path = turn.society_id, docs.action_path(turn.society_id, turn.day, turn.action_id)
     if store.snapshot_data(path) is not None:
         return  # acted already (a duplicate, or the holder ran for it)
-    day = docs.read_day(s, turn.day)
-    if day is None or day.status != "open" or turn.agent_id not in day.acting:
-        return  # a late turn: the day closed without it
+    day = docs.open_day(s, turn.day)
+    if day is None or turn.agent_id not in day.acting:
+        return  # a late turn (the day closed without it) or one for a member not acting
     settings = day.settings or SocietySettings()
     if turn.slot > settings.actions_per_day:
         return
@@ -111,8 +118,8 @@ def _decide(turn: SocietyTurn, day: Day, settings: SocietySettings, member: Memb
 
 def _prompt(turn: SocietyTurn, settings: SocietySettings, member: Member) -> str:
     s = turn.society_id
-    prompts = docs.read_prompts(s)
-    context = docs.read_context(s, turn.day)
+    prompts = docs.day_prompts(s, turn.day)
+    context = docs.day_context(s, turn.day)
     where = sp.sub(s, sp.PROMPTS, promptId="default")
     try:
         return render(prompts, variables(member, context, settings, turn.slot), where)

@@ -88,7 +88,7 @@ class SocietySettings(DocModel):
     """Materials a passed infrastructure proposal takes from the pool to be built."""
     infrastructure_bonus: float = Field(default=1.0, ge=0)
     """Extra units every work action yields per infrastructure built."""
-    day_deadline_s: float = Field(default=120.0, gt=0)
+    day_deadline_s: float = Field(default=300.0, gt=0)
     """A day closes when every acting member has acted, or this long after it opened."""
     redrive_s: float = Field(default=30.0, gt=0)
     """The watchdog re-publishes the turns of agents with no action this long after opening."""

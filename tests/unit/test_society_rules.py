@@ -11,7 +11,6 @@ from shared.society.actions import parse_action, reply_schema
 from shared.society.models import (
     RESOURCES,
     ActionRecord,
-    DayContext,
     DayVotes,
     Intervention,
     Member,
@@ -256,9 +255,9 @@ def test_a_later_vote_replaces_an_earlier_one_and_a_proposal_closes_once() -> No
 
 
 def test_an_out_of_bounds_reply_names_the_field_and_the_bound() -> None:
-    with pytest.raises(AnswerValidationError, match="field 'hours'.*less than or equal to 8"):
+    with pytest.raises(AnswerValidationError, match=r"field 'hours'.*less than or equal to 8"):
         parse_action({"action": "work", "work_type": "farm", "hours": 12}, agents=10)
-    with pytest.raises(AnswerValidationError, match="recipient_agent_id.*from 1 to 10"):
+    with pytest.raises(AnswerValidationError, match=r"recipient_agent_id.*from 1 to 10"):
         parse_action(
             {"action": "trade", "recipient_agent_id": 11, "resource_type": "food", "amount": 1},
             agents=10,
