@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from console.app import create_app
 from emulator.chaos import ChaosSettings
 from tools.society import client
 
@@ -21,29 +22,24 @@ def _run(db, runtime, settings=SMALL, timeout=60.0):
     return sid
 
 
-def test_a_small_society_runs_its_days_on_triggers(db, runtime):
-    sid = _run(db, runtime)
-    assert client.closed_days(db, sid) == 3
-    audit = client.audit(db, sid)
-    assert audit.ok, audit.problems
-    sums = client.summaries(db, sid)
-    assert [s.day for s in sums] == [1, 2, 3]
-    assert all(sum(s.actions.values()) == s.active or s.day for s in sums)
-    calls = sum(s.model_calls for s in sums)
-    agent_days = sum(len(d.acting) for d in client.days(db, sid) if d.status == "closed")
-    assert calls <= 1.05 * agent_days, (calls, agent_days)
-    kinds = {e.kind for e in client.events(db, sid)}
-    assert {"work", "vote"} & kinds
-
-
-def test_the_same_seed_gives_the_same_state_under_chaos(db, runtime):
+def test_days_run_on_triggers_and_the_same_seed_gives_the_same_state_under_chaos(db, runtime):
     calm = _run(db, runtime)
-    expected = client.state_hash(db, calm)
-    with runtime.chaos(ChaosSettings(seed=3, fault_rate=0.1, max_delay_s=0.1)):
+    assert client.closed_days(db, calm) == 3
+    audit = client.audit(db, calm)
+    assert audit.ok, audit.problems
+    sums = client.summaries(db, calm)
+    assert [s.day for s in sums] == [1, 2, 3]
+    calls = sum(s.model_calls for s in sums)
+    agent_days = sum(len(d.acting) for d in client.days(db, calm) if d.status == "closed")
+    assert calls <= 1.05 * agent_days, (calls, agent_days)
+    assert {"work", "vote", "forum_post"} <= {e.kind for e in client.events(db, calm)}
+    chaos = ChaosSettings(seed=3, fault_rate=0.15, max_delay_s=0.1)
+    with runtime.chaos(chaos) as run:
         wild = _run(db, runtime, timeout=120.0)
+    assert sum(run.faults.injected.values()) > 0  # the model failed now and then
     audit = client.audit(db, wild)
     assert audit.ok, audit.problems
-    assert client.state_hash(db, wild) == expected
+    assert client.state_hash(db, wild) == client.state_hash(db, calm)
 
 
 def _day(db, sid, n):
@@ -55,13 +51,24 @@ def _errors(db, sid):
 
 
 def test_humans_deadlines_interventions_pause_and_resume(db, runtime):
+    """Driven from the console's API and its document editor, as a researcher would."""
     settings = {**SMALL, "agents": 4, "humans": [2], "days": 3, "dayDeadlineS": 60}
     sid = _run(db, runtime, settings)
-    assert _day(db, sid, 1).status == "open"  # waiting for the human
-    client.set_status(db, sid, "paused")
+    api = create_app(runtime.project, db).test_client()
+    state = api.get(f"/api/societies/{sid}/state").get_json()
+    assert (state["day"], state["day_status"], state["acted"], state["expected"]) == (
+        1,
+        "open",
+        3,
+        4,
+    )
+    assert api.post(f"/api/societies/{sid}/pause").status_code == 200
+    bad = api.put(f"/api/docs/societies/{sid}", json={"settings": {"quorum": 7}})
+    assert bad.status_code == 422 and bad.get_json()["field"] == "settings.quorum"
     client.set_setting(db, sid, "dayDeadlineS", 1.5)
     client.set_setting(db, sid, "farmYield", 2.0)
-    client.intervene(db, sid, agent=3, resource="food", amount=5, note="test")
+    gift = {"agentId": 3, "resource": "food", "amount": 5, "note": "test"}
+    assert api.post(f"/api/societies/{sid}/give", json=gift).status_code == 200
     trade = {"action": "trade", "recipient_agent_id": 1, "resource_type": "food", "amount": 99}
     db.document(f"societies/{sid}/days/00001/actions/2-1").set(
         {"agentId": 2, "day": 1, "action": trade}
@@ -73,7 +80,7 @@ def test_humans_deadlines_interventions_pause_and_resume(db, runtime):
     ]
     assert day1.flow.interventions["food"] == 5
     assert _day(db, sid, 2).status == "ready"  # paused: the next day waits
-    client.set_status(db, sid, "running")
+    assert api.post(f"/api/societies/{sid}/resume").status_code == 200
     runtime.wait_until_idle(timeout=30)
     assert _day(db, sid, 2).settings.farm_yield == 2.0
     for _ in (2, 3):  # the human stays silent past each deadline; the watchdog closes the day
@@ -84,6 +91,10 @@ def test_humans_deadlines_interventions_pause_and_resume(db, runtime):
     assert all(2 in s.no_action for s in client.summaries(db, sid)[1:])
     audit = client.audit(db, sid)
     assert audit.ok, audit.problems
+    state = api.get(f"/api/societies/{sid}/state").get_json()
+    assert [d["day"] for d in state["days"]] == [1, 2, 3] and len(state["members"]) == 4
+    assert api.get(f"/societies/{sid}/live").status_code == 200
+    assert sid in api.get("/societies").get_data(as_text=True)
 
 
 def test_bad_input_is_recorded_with_document_and_field_and_nothing_sticks(db, runtime):

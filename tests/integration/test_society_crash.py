@@ -16,7 +16,7 @@ from functions.society.closing import CLOSE_LEASE_ENV
 from functions.society.turn import TURN_LEASE_ENV
 from tools.society import client
 
-SETTINGS = {"agents": 10, "days": 4, "seed": 9, "dayDeadlineS": 120, "redriveS": 2}
+SETTINGS = {"agents": 8, "days": 3, "seed": 9, "dayDeadlineS": 120, "redriveS": 2}
 
 
 def _wait_closed(db: firestore.Client, sid: str, days: int, timeout: float) -> None:
