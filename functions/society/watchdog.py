@@ -1,6 +1,7 @@
 """The society's watchdog (scheduled): nothing sleeps to keep a day's time, and an invocation
 may die anywhere, so on each tick every running society's unfinished day is looked at:
 
+- none yet: set it up (its creation's delivery died);
 - ready: open it (a close died before opening it, or the society was resumed);
 - open: past its deadline, close it (members that never acted idle); past ``redriveS``,
   re-publish the turns of members with no action yet (a lost publish or a dead turn);
@@ -12,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from functions import errors, store
-from functions.society import days, docs
+from functions.society import days, docs, setup
 from shared.models import DocumentError, now
 from shared.society.models import Day
 
@@ -33,8 +34,11 @@ def tick() -> dict[str, str]:
 
 def look_at(s: str) -> str:
     latest = docs.latest_day(s)
-    if latest is None:
-        return "not started"
+    if latest is None:  # its creation's event was lost (an invocation died setting it up)
+        society = docs.read_society(s)
+        setup.start(society)
+        days.resume(s)
+        return "started"
     if latest.status == "ready":
         return "opened" if days.open_day(s, latest.day) else "waiting"
     if latest.status == "closing":

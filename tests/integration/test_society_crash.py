@@ -16,7 +16,7 @@ from functions.society.closing import CLOSE_LEASE_ENV
 from functions.society.turn import TURN_LEASE_ENV
 from tools.society import client
 
-SETTINGS = {"agents": 8, "days": 3, "seed": 9, "dayDeadlineS": 120, "redriveS": 2}
+SETTINGS = {"agents": 6, "days": 3, "seed": 9, "dayDeadlineS": 120, "redriveS": 2}
 
 
 def _wait_closed(db: firestore.Client, sid: str, days: int, timeout: float) -> None:
@@ -26,7 +26,7 @@ def _wait_closed(db: firestore.Client, sid: str, days: int, timeout: float) -> N
 
 
 def test_killed_runtimes_lose_no_day_and_change_no_outcome(emulators, monkeypatch):  # noqa: F811
-    kills = int(os.environ.get("DLAB_CRASH_KILLS", "3"))
+    kills = int(os.environ.get("DLAB_CRASH_KILLS", "2"))
     rng = random.Random(int(os.environ.get("DLAB_CRASH_SEED", "7")))
     monkeypatch.setenv(CLOSE_LEASE_ENV, "3")
     monkeypatch.setenv(TURN_LEASE_ENV, "3")
