@@ -10,7 +10,6 @@ import dataclasses
 from typing import Literal
 
 from shared import paths
-from shared.society import paths as society_paths
 
 FirestoreEventKind = Literal["created", "updated", "deleted", "written"]
 
@@ -168,7 +167,7 @@ REGISTRY: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         name="onSocietyWritten",
-        trigger=FirestoreTrigger("written", society_paths.SOCIETY),
+        trigger=FirestoreTrigger("written", paths.SOCIETY),
         handler="functions.triggers.society:on_society_written",
         description=(
             "Agent society: create the members and day 1 of a new society; open the next day "
@@ -177,7 +176,7 @@ REGISTRY: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         name="onSocietyActionCreated",
-        trigger=FirestoreTrigger("created", society_paths.ACTION),
+        trigger=FirestoreTrigger("created", paths.SOCIETY_ACTION),
         handler="functions.triggers.society:on_society_action_created",
         description=(
             "Agent society: once every acting member has acted (a count, no shared counter), "

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-SOCIETY = "societies/{societyId}"
+from shared.paths import SOCIETY, SOCIETY_ACTION
+
 MEMBER = SOCIETY + "/members/{agentId}"
 DAY = SOCIETY + "/days/{day}"
 DAY_MEMBER = DAY + "/members/{agentId}"
 """A member's state at the start of the day: what its prompt is built from (never rewritten)."""
 DAY_STATE = DAY + "/state/{part}"
 """``context`` (what every agent sees) and ``votes`` (open proposals' votes, the closer's)."""
-ACTION = DAY + "/actions/{actionId}"
+ACTION = SOCIETY_ACTION
+"""``DAY + "/actions/{actionId}"``: one member's action on a day."""
 POST = SOCIETY + "/posts/{postId}"
 MESSAGE = SOCIETY + "/messages/{messageId}"
 PROPOSAL = SOCIETY + "/proposals/{proposalId}"
