@@ -61,14 +61,17 @@ def publish(s: str, day: Day, agents: list[int]) -> None:
     publish_turns(turns)
 
 
-def check(s: str, day: int) -> None:
+def check(s: str, day: int, *, hinted: bool = False) -> None:
     """Close the day if every expected action is in (or its deadline passed), then open the
-    next one. Many deliveries may call this at once: the claim lets one close."""
+    next one. Many deliveries may call this at once: the claim lets one close. ``hinted``: count
+    only once the sharded tally says the day may be complete (the watchdog counts anyway)."""
     current = docs.open_day(s, day)
     if current is None:
         return
-    complete = docs.count_actions(s, day) >= current.expected
     late = current.deadline is not None and now() >= current.deadline
+    if hinted and not late and docs.count_hint(s, day) < current.expected:
+        return
+    complete = docs.count_actions(s, day) >= current.expected
     if complete or late:
         close_and_advance(s, day)
 

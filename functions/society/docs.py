@@ -96,6 +96,21 @@ def count_actions(s: str, day: int) -> int:
     return int(result[0][0].value)
 
 
+def tally_ref(s: str, day: int, agent: int) -> firestore.DocumentReference:
+    shard = agent % sp.TALLY_SHARDS
+    return store.ref(sp.sub(s, sp.TALLY, day=sp.day_id(day), shard=shard))
+
+
+def count_hint(s: str, day: int) -> int:
+    """The sharded tally's sum: at most the actions created (an increment goes with its action's
+    creation in one batch), or more (a human's action is counted by its trigger, which may run
+    twice). Only a hint that the real count is worth making."""
+    refs = [
+        store.ref(sp.sub(s, sp.TALLY, day=sp.day_id(day), shard=k)) for k in range(sp.TALLY_SHARDS)
+    ]
+    return sum(int((snap.to_dict() or {}).get("count", 0)) for snap in store.db().get_all(refs))
+
+
 def write_all(writes: Iterable[tuple[str, dict[str, Any]]]) -> int:
     """Set every (path, data) in batches committed in parallel; the number written. Each set
     replaces the document, so writing the same outcome twice leaves the same documents."""

@@ -16,6 +16,7 @@ import os
 from datetime import timedelta
 
 from google.api_core import exceptions as gexc
+from google.cloud.firestore import Increment
 
 from functions import errors, leases, store
 from functions.agents.model_call import AnswerFailed, CallSite, CallStats, ask_counted
@@ -59,8 +60,11 @@ def act(turn: SocietyTurn) -> None:
     if member.human:
         return
     record = _decide(turn, day, settings, member)
+    batch = store.db().batch()  # the action and its tally increment, once, together
+    batch.create(store.ref(path), docs.model_doc(record))
+    batch.set(docs.tally_ref(s, turn.day, turn.agent_id), {"count": Increment(1)}, merge=True)
     with contextlib.suppress(gexc.AlreadyExists):
-        store.ref(path).create(docs.model_doc(record))
+        batch.commit()
 
 
 def _decide(turn: SocietyTurn, day: Day, settings: SocietySettings, member: Member) -> ActionRecord:

@@ -90,7 +90,7 @@ class SocietySettings(DocModel):
     """Extra units every work action yields per infrastructure built."""
     day_deadline_s: float = Field(default=300.0, gt=0)
     """A day closes when every acting member has acted, or this long after it opened."""
-    redrive_s: float = Field(default=30.0, gt=0)
+    redrive_s: float = Field(default=120.0, gt=0)
     """The watchdog re-publishes the turns of agents with no action this long after opening."""
     context_posts: int = Field(default=20, ge=0, le=100)
     post_chars: int = Field(default=300, ge=20, le=2000)

@@ -10,6 +10,10 @@ DAY_MEMBER = DAY + "/members/{agentId}"
 """A member's state at the start of the day: what its prompt is built from (never rewritten)."""
 DAY_STATE = DAY + "/state/{part}"
 """``context`` (what every agent sees) and ``votes`` (open proposals' votes, the closer's)."""
+TALLY = DAY + "/tally/{shard}"
+"""A day's action count hint, sharded: ``{count}`` incremented with each action (never read
+as the truth: it only saves the count query while a day is far from complete)."""
+TALLY_SHARDS = 16
 ACTION = SOCIETY_ACTION
 """``DAY + "/actions/{actionId}"``: one member's action on a day."""
 POST = SOCIETY + "/posts/{postId}"
