@@ -45,8 +45,11 @@ def close(s: str, day: int, *, takeover: bool = False) -> DayOutcome | None:
 
 
 def _claim(s: str, day: int, takeover: bool) -> Day | None:
-    """Read outside the transaction: a close starts once every expected action is in (no more
-    can come) or at the deadline (a later one is late); the transaction holds the day alone."""
+    """Read outside the conditional write: a close starts once every expected action is in (no
+    more can come) or at the deadline (a later one is late). A day already claimed (most action
+    deliveries of a busy day arrive after the last action was written) costs one read."""
+    if not _claimable(docs.read_day(s, day), takeover):
+        return None
     action_ids = sorted(ref.id for ref in docs.actions_collection(s, day).list_documents())
     interventions = store.db().collection(sp.collection(s, sp.INTERVENTION, interventionId="x"))
     pending = sorted(
@@ -56,12 +59,7 @@ def _claim(s: str, day: int, takeover: bool) -> Day | None:
     )
 
     def decide(current: Day | None) -> dict[str, Any] | None:
-        if current is None:
-            return None
-        expired = current.closing_expires is None or current.closing_expires <= now()
-        if not (current.status == "open" or (current.status == "closing" and expired)):
-            return None
-        if current.status == "open" and takeover:
+        if current is None or not _claimable(current, takeover):
             return None
         update: dict[str, Any] = {
             "status": "closing",
@@ -74,6 +72,16 @@ def _claim(s: str, day: int, takeover: bool) -> Day | None:
         return update
 
     return docs.change_day(s, day, decide)
+
+
+def _claimable(current: Day | None, takeover: bool) -> bool:
+    """Open (a first claim), or closing with an expired claim (a take-over)."""
+    if current is None:
+        return False
+    if current.status == "open":
+        return not takeover
+    expired = current.closing_expires is None or current.closing_expires <= now()
+    return current.status == "closing" and expired
 
 
 def _read_actions(s: str, day: Day) -> list[ActionRecord]:

@@ -23,7 +23,7 @@ from functions.agents.model_call import AnswerFailed, CallSite, CallStats, ask_c
 from functions.society import docs
 from functions.society.wire import SocietyTurn
 from shared.llm.base import ModelError
-from shared.models import DocumentError, now
+from shared.models import DocumentError, now, parse_document
 from shared.models.participant import ParticipantProfile, ProfileAgentConfig
 from shared.prompts.templating import PromptTemplateError
 from shared.society import paths as sp
@@ -48,15 +48,20 @@ def run(turn: SocietyTurn) -> None:
 
 def act(turn: SocietyTurn) -> None:
     s, path = turn.society_id, docs.action_path(turn.society_id, turn.day, turn.action_id)
-    if store.snapshot_data(path) is not None:
-        return  # acted already (a duplicate, or the holder ran for it)
     day = docs.open_day(s, turn.day)
     if day is None or turn.agent_id not in day.acting:
         return  # a late turn (the day closed without it) or one for a member not acting
     settings = day.settings or SocietySettings()
     if turn.slot > settings.actions_per_day:
         return
-    member = docs.read_snapshot(s, turn.day, turn.agent_id)
+    snapshot = docs.snapshot_path(s, turn.day, turn.agent_id)
+    snaps = {
+        s.reference.path: s for s in store.db().get_all([store.ref(path), store.ref(snapshot)])
+    }
+    acted, data = snaps[path], snaps[snapshot]
+    if acted.exists:
+        return  # acted already (a duplicate, or the holder ran for it)
+    member = parse_document(Member, snapshot, data.to_dict() if data.exists else None)
     if member.human:
         return
     record = _decide(turn, day, settings, member)
