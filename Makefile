@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
 
-.PHONY: demo up test lint table clean deploy bench browser
+.PHONY: demo up test lint table clean deploy bench browser society
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@echo "Creating $(VENV) and installing requirements ..."
@@ -15,6 +15,9 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 demo: $(STAMP)  ## run the local demo: emulators, runtime, 3 agents through the demo template
 	$(BIN)/python -m emulator demo
+
+society: $(STAMP)  ## a small agent society live on the scripted model: make society [ARGS="--agents 30 --days 8"]
+	$(BIN)/python -m tools.society demo $(ARGS)
 
 up: $(STAMP)  ## emulators, runtime, console and live log until Ctrl-C: make up [ARGS="--import data --export-on-exit data"]
 	$(BIN)/python -m emulator up $(ARGS)

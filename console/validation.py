@@ -28,6 +28,9 @@ from shared.models import (
     parse_document,
     parse_stage,
 )
+from shared.society import paths as society_paths
+from shared.society.models import ActionRecord, Intervention, Society
+from shared.society.prompts import SocietyPrompts
 
 Check = Callable[[str, dict[str, Any]], object]
 
@@ -63,6 +66,10 @@ CHECKS: dict[str, Check] = {
     paths.MODEL_LOG: _model(ModelLogEntry),
     paths.ERROR_RECORD: _model(ErrorRecord),
     paths.EXPERIMENTER_DATA: _model(ExperimenterData),
+    society_paths.SOCIETY: _model(Society),
+    society_paths.INTERVENTION: _model(Intervention),
+    society_paths.PROMPTS: _model(SocietyPrompts),
+    society_paths.ACTION: _model(ActionRecord),
 }
 """Path pattern → check; add a row when a new document kind gets a model."""
 

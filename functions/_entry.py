@@ -69,6 +69,8 @@ def _subject(event: Any) -> str:
         payload = event.json()
     except ValueError:
         payload = None
+    if isinstance(payload, dict) and isinstance(payload.get("societyId"), str):
+        return f"societies/{payload['societyId']}"
     if not isinstance(payload, dict) or not isinstance(payload.get("experimentId"), str):
         return event.path
     path = f"experiments/{payload['experimentId']}"

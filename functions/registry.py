@@ -56,6 +56,8 @@ class FunctionSpec:
 AGENT_WAKE_TOPIC = "agent-wake"
 AGENT_TURN_TOPIC = "agent-turn"
 WATCHDOG_TOPIC = "watchdog-tick"
+SOCIETY_TURN_TOPIC = "society-turn"
+SOCIETY_TICK_TOPIC = "society-tick"
 
 REGISTRY: tuple[FunctionSpec, ...] = (
     FunctionSpec(
@@ -164,6 +166,44 @@ REGISTRY: tuple[FunctionSpec, ...] = (
             "model provider still failing, retried until the provider recovers."
         ),
         retry=True,
+    ),
+    FunctionSpec(
+        name="onSocietyWritten",
+        trigger=FirestoreTrigger("written", paths.SOCIETY),
+        handler="functions.triggers.society:on_society_written",
+        description=(
+            "Agent society: create the members and day 1 of a new society; open the next day "
+            "when it is resumed or its last day raised."
+        ),
+    ),
+    FunctionSpec(
+        name="onSocietyActionCreated",
+        trigger=FirestoreTrigger("created", paths.SOCIETY_ACTION),
+        handler="functions.triggers.society:on_society_action_created",
+        description=(
+            "Agent society: once every acting member has acted (a count, no shared counter), "
+            "close the day exactly once (a claim in a transaction) and open the next."
+        ),
+    ),
+    FunctionSpec(
+        name="onSocietyTurn",
+        trigger=PubSubTrigger(SOCIETY_TURN_TOPIC),
+        handler="functions.triggers.society:on_society_turn",
+        description=(
+            "Agent society: one member's action for the day, from the day's start snapshot "
+            "(one model call, corrective re-prompts for an invalid action)."
+        ),
+        retry=True,
+    ),
+    FunctionSpec(
+        name="societyWatchdog",
+        trigger=ScheduleTrigger(SOCIETY_TICK_TOPIC, schedule="every 1 minutes"),
+        handler="functions.triggers.society:on_society_tick",
+        description=(
+            "Agent society: close days past their deadline (members that never acted idle), "
+            "re-publish lost turns, take over a close whose invocation died, open ready days."
+        ),
+        timeout_s=300,
     ),
 )
 

@@ -24,6 +24,9 @@ MODEL_LOG = EXPERIMENT + "/logs/{logId}"
 ERROR_RECORD = EXPERIMENT + "/errors/{errorId}"
 MOVE_LEASE = EXPERIMENT + "/moveLeases/{participantId}"
 EXPERIMENTER_DATA = "experimenterData/{experimenterId}"
+# The agent society (shared/society/paths.py has the rest of its documents).
+SOCIETY = "societies/{societyId}"
+SOCIETY_ACTION = SOCIETY + "/days/{day}/actions/{actionId}"
 
 
 def build(pattern: str, **params: str) -> str:

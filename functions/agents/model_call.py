@@ -58,6 +58,19 @@ class CallSite:
     """The agent that asks (a participant, or a mediator in a chat)."""
     stage_id: str
     description: str
+    log_collection: str = ""
+    """Where the call's log entries go; '' for the experiment's ``logs`` (a society keeps its
+    own)."""
+
+
+@dataclasses.dataclass
+class CallStats:
+    """What one ``ask`` cost: attempts (model calls, re-prompts and provider retries included)
+    and the tokens the providers reported."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 class AnswerFailed(Exception):
@@ -93,10 +106,14 @@ class _Call:
         self.credentials = credentials_for(settings.api_type, api_keys)
         self.attempts = 0
         self.policy = _policy()
+        self.stats = CallStats()
 
     def log(self, request: ModelRequest, started: float, **outcome: Any) -> None:
         reply: ModelReply | None = outcome.get("reply")
         usage = reply.usage if reply else None
+        self.stats.calls += 1
+        self.stats.prompt_tokens += usage.prompt_tokens if usage else 0
+        self.stats.completion_tokens += usage.completion_tokens if usage else 0
         p = self.site.participant
         log_id = uuid.uuid4().hex
         entry = ModelLogEntry(
@@ -128,7 +145,11 @@ class _Call:
                 ),
             ),
         )
-        path = paths.build(paths.MODEL_LOG, experimentId=self.site.experiment_id, logId=log_id)
+        path = (
+            f"{self.site.log_collection}/{log_id}"
+            if self.site.log_collection
+            else paths.build(paths.MODEL_LOG, experimentId=self.site.experiment_id, logId=log_id)
+        )
         store.ref(path).set(entry.to_firestore())
 
     def generate(self, request: ModelRequest) -> tuple[ModelReply, float]:
@@ -172,11 +193,40 @@ def ask(
     api_keys: dict[str, Any] | None = None,
     parse: Callable[[str], Any] = parse_json_reply,
 ) -> Any:
-    """Ask until ``validate(parsed_json)`` accepts a reply. ModelError (configuration, or
-    ProviderFailing at the deadline) propagates; when turns run out, AnswerFailed (the agent may
-    move on) or, with ``DLAB_MOVE_ON_WITHOUT_ANSWER=false``, a ModelError (it stays)."""
+    """Ask until ``validate(parsed_json)`` accepts a reply (``ask_counted`` without the stats)."""
+    return ask_counted(
+        site,
+        prompt,
+        schema,
+        validate,
+        retries=retries,
+        generation_config=generation_config,
+        api_keys=api_keys,
+        parse=parse,
+    )[0]
+
+
+def ask_counted(
+    site: CallSite,
+    prompt: str,
+    schema: dict[str, Any] | None,
+    validate: Callable[[Any], Any],
+    *,
+    retries: int | None = DEFAULT_RETRIES,
+    generation_config: dict[str, Any] | None = None,
+    api_keys: dict[str, Any] | None = None,
+    parse: Callable[[str], Any] = parse_json_reply,
+    stats: CallStats | None = None,
+) -> tuple[Any, CallStats]:
+    """Ask until ``validate(parsed_json)`` accepts a reply; the answer and what it cost (also
+    accumulated into ``stats`` as it goes, so a caller sees the cost of a failed ask).
+    ModelError (configuration, or ProviderFailing at the deadline) propagates; when turns run
+    out, AnswerFailed (the agent may move on) or, with ``DLAB_MOVE_ON_WITHOUT_ANSWER=false``,
+    a ModelError (it stays)."""
     check_prompt_size(prompt)
     call = _Call(site, api_keys)
+    if stats is not None:
+        call.stats = stats
     history: tuple[Message, ...] = ()
     last_error = ""
     turns = (retries if retries is not None else DEFAULT_RETRIES) + 1
@@ -206,7 +256,7 @@ def ask(
             )
             continue
         call.log(request, started, reply=reply, parsed=_loggable(parsed))
-        return answer
+        return answer, call.stats
     raise _no_answer(call, last_error)
 
 

@@ -12,6 +12,8 @@ import random
 from typing import Any
 
 from shared.llm.base import ModelReply, ModelRequest, Usage, estimate_tokens
+from shared.society import play
+from shared.society.actions import SCHEMA_TITLE as SOCIETY_SCHEMA_TITLE
 
 _FIRST_NAMES = ["Alex", "Sam", "Jordan", "Riley", "Casey", "Morgan", "Taylor", "Jamie", "Avery"]
 _EMOJIS = ["🐶", "🐱", "🦊", "🐼", "🐨", "🦁", "🐯", "🐸", "🐵", "🦉"]
@@ -109,6 +111,8 @@ class ScriptedModel:
         rng = random.Random(request.seed)
         if request.response_schema is None:
             text = _text(rng, {"minLength": 20, "maxLength": 160})
+        elif request.response_schema.get("title") == SOCIETY_SCHEMA_TITLE:
+            text = json.dumps(play.choose(request.prompt, request.seed), ensure_ascii=False)
         else:
             text = json.dumps(generate_value(rng, request.response_schema), ensure_ascii=False)
         usage = Usage(estimate_tokens(request.prompt), estimate_tokens(text))

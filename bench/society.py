@@ -1,0 +1,131 @@
+"""The agent society's benchmark: N agents x D days on the scripted model, on the emulators.
+
+    python -m bench.society                        # 100 agents x 10 days
+    python -m bench.society --agents 1000 --days 3
+    python -m bench.society --mode chaos           # the same under chaos delivery
+
+Reports wall time (creation to the last day closed), per day (open -> closed, and the close
+itself), model calls and prompt tokens per agent-day, the deliveries per function with their
+summed time (where the time goes), and the invariants and state hash; appends the run to
+``bench/society_results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from google.cloud import firestore
+
+from emulator.chaos import ChaosSettings
+from emulator.runtime import LocalRuntime
+from shared.llm.providers import MODEL_OVERRIDE_ENV
+from tools.society import client
+
+OUT = Path(__file__).resolve().parent / "society_results.json"
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.society", description=__doc__)
+    parser.add_argument("--agents", type=int, default=100)
+    parser.add_argument("--days", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--mode", choices=["concurrent", "chaos"], default="concurrent")
+    parser.add_argument("--timeout", type=float, default=1200.0)
+    parser.add_argument("--no-save", action="store_true")
+    return parser.parse_args(argv)
+
+
+def _wait(db: firestore.Client, sid: str, days: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while client.closed_days(db, sid) < days:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {client.closed_days(db, sid)} of {days} days closed")
+        time.sleep(0.5)
+
+
+def _where_time_goes(runtime: LocalRuntime, since: float) -> dict[str, dict[str, float]]:
+    by: dict[str, list[float]] = defaultdict(list)
+    for record in runtime.deliveries:
+        if record.started >= since:
+            by[record.function].append(record.duration_ms)
+    return {
+        name: {
+            "deliveries": len(ms),
+            "total_s": round(sum(ms) / 1000, 2),
+            "p50_ms": round(statistics.median(ms), 1),
+            "max_ms": round(max(ms), 1),
+        }
+        for name, ms in sorted(by.items())
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    os.environ.setdefault(MODEL_OVERRIDE_ENV, "SCRIPTED")
+    settings = {"agents": args.agents, "days": args.days, "seed": args.seed, "dayDeadlineS": 600}
+    chaos = ChaosSettings.from_env() if args.mode == "chaos" else None
+    with LocalRuntime(mode=args.mode, workers=args.workers, tick_s=5.0, chaos=chaos) as rt:
+        db = firestore.Client(project=rt.project)
+        since = time.time()
+        started = time.perf_counter()
+        sid = client.create(db, settings, name="bench")
+        _wait(db, sid, args.days, args.timeout)
+        wall = time.perf_counter() - started
+        rt.wait_until_idle(timeout=120)
+        days = [d for d in client.days(db, sid) if d.status == "closed"]
+        summaries = client.summaries(db, sid)
+        agent_days = sum(
+            len(d.acting) * (d.settings.actions_per_day if d.settings else 1) for d in days
+        )
+        calls = sum(s.model_calls for s in summaries)
+        tokens = sum(s.prompt_tokens for s in summaries)
+        audit = client.audit(db, sid)
+        result = {
+            "agents": args.agents,
+            "days": args.days,
+            "mode": args.mode,
+            "workers": args.workers,
+            "wall_s": round(wall, 1),
+            "per_day_s": [
+                round((d.closed_at - d.opened_at).total_seconds(), 2)
+                for d in days
+                if d.closed_at and d.opened_at
+            ],
+            "agent_days": agent_days,
+            "model_calls_per_agent_day": round(calls / max(agent_days, 1), 3),
+            "prompt_tokens_per_agent_day": round(tokens / max(agent_days, 1), 1),
+            "actions_per_s": round(agent_days / wall, 1),
+            "dormant_at_end": summaries[-1].dormant if summaries else None,
+            "laws_at_end": len(client.snapshot(db, sid, args.days + 1)[1].laws),
+            "invariants_ok": audit.ok,
+            "problems": audit.problems[:10],
+            "state_hash": client.state_hash(db, sid),
+            "functions": _where_time_goes(rt, since),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        }
+        if chaos is not None:
+            result["chaos"] = chaos.describe()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING)
+    args = _args(argv)
+    result = run(args)
+    print(json.dumps(result, indent=2))
+    if not args.no_save:
+        runs = json.loads(OUT.read_text()) if OUT.exists() else []
+        OUT.write_text(json.dumps([*runs, result], indent=2) + "\n")
+    return 0 if result["invariants_ok"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

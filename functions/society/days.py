@@ -1,0 +1,89 @@
+"""A day's life: opened (one turn per acting member over Pub/Sub), checked after each action,
+and closed once everyone acted or its deadline passed."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from functions.society import closing, docs
+from functions.society.wire import SocietyTurn, publish_turns
+from shared.models import now
+from shared.society.models import Day, Member
+
+log = logging.getLogger(__name__)
+
+
+def open_day(s: str, day: int, snapshots: dict[int, Member] | None = None) -> Day | None:
+    """Open a ready day if the society runs and the day is within its last; then publish the
+    turns. None if the day was not opened by this call. ``snapshots``: the members at the
+    start of the day, if the caller has them (the close that made them)."""
+    if snapshots is None:
+        snapshots = docs.read_snapshots(s, day)
+    acting = sorted(i for i, m in snapshots.items() if m.status == "active")
+    humans = sorted(i for i in acting if snapshots[i].human)
+
+    society = docs.read_society(s)
+
+    def decide(current: Day | None) -> dict[str, Any] | None:
+        if current is None or current.status != "ready":
+            return None
+        if society.status != "running" or day > society.settings.days:
+            return None
+        opened = now()
+        return {
+            "status": "open",
+            "acting": acting,
+            "humans": humans,
+            "settings": docs.model_doc(society.settings),
+            "openedAt": opened,
+            "deadline": opened + timedelta(seconds=society.settings.day_deadline_s),
+        }
+
+    opened = docs.change_day(s, day, decide)
+    if opened is None:
+        return None
+    log.info("society %s: day %d open, %d acting", s, day, len(acting))
+    publish(s, opened, [i for i in acting if i not in humans])
+    if opened.expected == 0:
+        check(s, day)  # nobody can act: the day closes at once
+    return opened
+
+
+def publish(s: str, day: Day, agents: list[int]) -> None:
+    per_day = day.settings.actions_per_day if day.settings else 1
+    turns = [
+        SocietyTurn(society_id=s, day=day.day, agent_id=a, slot=k)
+        for a in agents
+        for k in range(1, per_day + 1)
+    ]
+    publish_turns(turns)
+
+
+def check(s: str, day: int, *, hinted: bool = False) -> None:
+    """Close the day if every expected action is in (or its deadline passed), then open the
+    next one. Many deliveries may call this at once: the claim lets one close. ``hinted``: count
+    only once the sharded tally says the day may be complete (the watchdog counts anyway)."""
+    current = docs.open_day(s, day)
+    if current is None:
+        return
+    late = current.deadline is not None and now() >= current.deadline
+    if hinted and not late and docs.count_hint(s, day) < current.expected:
+        return
+    complete = docs.count_actions(s, day) >= current.expected
+    if complete or late:
+        close_and_advance(s, day)
+
+
+def close_and_advance(s: str, day: int, *, takeover: bool = False) -> None:
+    outcome = closing.close(s, day, takeover=takeover)
+    if outcome is not None:
+        open_day(s, day + 1, outcome.members)
+
+
+def resume(s: str) -> None:
+    """Open the society's latest day if it is ready (a resume, a raised last day)."""
+    latest = docs.latest_day(s)
+    if latest is not None and latest.status == "ready":
+        open_day(s, latest.day)

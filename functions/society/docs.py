@@ -1,0 +1,210 @@
+"""Typed reads and batched writes of a society's documents."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from google.api_core import exceptions as gexc
+from google.cloud import firestore
+from pydantic import BaseModel
+
+from functions import documents, store
+from shared.models import DocumentError, parse_document
+from shared.society import paths as sp
+from shared.society.models import Day, DayContext, DayVotes, Member, Society
+from shared.society.prompts import SocietyPrompts
+
+M = TypeVar("M", bound=BaseModel)
+BATCH = 400
+"""Writes per batch (Firestore allows 500)."""
+WRITERS = 4
+
+
+def society_path(s: str) -> str:
+    return sp.society(s)
+
+
+def day_path(s: str, day: int) -> str:
+    return sp.sub(s, sp.DAY, day=sp.day_id(day))
+
+
+def state_path(s: str, day: int, part: str) -> str:
+    return sp.sub(s, sp.DAY_STATE, day=sp.day_id(day), part=part)
+
+
+def snapshot_path(s: str, day: int, agent: int) -> str:
+    return sp.sub(s, sp.DAY_MEMBER, day=sp.day_id(day), agentId=agent)
+
+
+def action_path(s: str, day: int, action_id: str) -> str:
+    return sp.sub(s, sp.ACTION, day=sp.day_id(day), actionId=action_id)
+
+
+def actions_collection(s: str, day: int) -> firestore.CollectionReference:
+    return store.db().collection(sp.collection(s, sp.ACTION, day=sp.day_id(day)))
+
+
+def read_society(s: str, transaction: Any = None) -> Society:
+    return store.read(Society, society_path(s), transaction)
+
+
+def read_day(s: str, day: int, transaction: Any = None) -> Day | None:
+    path = day_path(s, day)
+    data = store.snapshot_data(path, transaction)
+    return None if data is None else parse_document(Day, path, data)
+
+
+def read_context(s: str, day: int) -> DayContext:
+    return store.read(DayContext, state_path(s, day, "context"))
+
+
+def read_votes(s: str, day: int) -> DayVotes:
+    path = state_path(s, day, "votes")
+    return parse_document(DayVotes, path, store.snapshot_data(path) or {})
+
+
+def read_snapshot(s: str, day: int, agent: int) -> Member:
+    return store.read(Member, snapshot_path(s, day, agent))
+
+
+def read_snapshots(s: str, day: int) -> dict[int, Member]:
+    """Every member's state at the start of ``day`` (a malformed one is recorded, left out)."""
+    ref = store.db().collection(sp.collection(s, sp.DAY_MEMBER, day=sp.day_id(day)))
+    members = documents.valid(ref.stream(), lambda path, data: parse_document(Member, path, data))
+    return {m.agent_id: m for m in members}
+
+
+def read_prompts(s: str) -> SocietyPrompts:
+    path = sp.sub(s, sp.PROMPTS, promptId="default")
+    data = store.snapshot_data(path)
+    return SocietyPrompts() if data is None else parse_document(SocietyPrompts, path, data)
+
+
+def latest_day(s: str) -> Day | None:
+    ref = store.db().collection(sp.collection(s, sp.DAY, day="x"))
+    query = ref.order_by("day", direction=firestore.Query.DESCENDING).limit(1)
+    for snap in query.stream():
+        return parse_document(Day, snap.reference.path, snap.to_dict() or {})
+    return None
+
+
+def count_actions(s: str, day: int) -> int:
+    result = actions_collection(s, day).count().get()
+    return int(result[0][0].value)
+
+
+def tally_ref(s: str, day: int, agent: int) -> firestore.DocumentReference:
+    shard = agent % sp.TALLY_SHARDS
+    return store.ref(sp.sub(s, sp.TALLY, day=sp.day_id(day), shard=shard))
+
+
+def count_hint(s: str, day: int) -> int:
+    """The sharded tally's sum: at most the actions created (an increment goes with its action's
+    creation in one batch), or more (a human's action is counted by its trigger, which may run
+    twice). Only a hint that the real count is worth making."""
+    refs = [
+        store.ref(sp.sub(s, sp.TALLY, day=sp.day_id(day), shard=k)) for k in range(sp.TALLY_SHARDS)
+    ]
+    return sum(int((snap.to_dict() or {}).get("count", 0)) for snap in store.db().get_all(refs))
+
+
+def write_all(writes: Iterable[tuple[str, dict[str, Any]]]) -> int:
+    """Set every (path, data) in batches committed in parallel; the number written. Each set
+    replaces the document, so writing the same outcome twice leaves the same documents."""
+    items = list(writes)
+    chunks = [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
+
+    def commit(chunk: list[tuple[str, dict[str, Any]]]) -> None:
+        batch = store.db().batch()
+        for path, data in chunk:
+            batch.set(store.ref(path), data)
+        batch.commit()
+
+    with concurrent.futures.ThreadPoolExecutor(WRITERS) as pool:
+        list(pool.map(commit, chunks))
+    return len(items)
+
+
+def model_doc(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(by_alias=True, mode="python")
+
+
+def require(value: M | None, path: str) -> M:
+    if value is None:
+        raise DocumentError(path, "(document)", "document does not exist")
+    return value
+
+
+Decide = Callable[[Day | None], dict[str, Any] | None]
+
+
+def change_day(
+    s: str, day: int, decide: Decide, also: Callable[[Any], None] | None = None
+) -> Day | None:
+    """Update the day document as ``decide`` says, on the condition that nobody changed it since
+    it was read (an optimistic write: no transaction holds it, so a hundred deliveries asking at
+    once do not queue on a lock). ``also`` adds writes to the same atomic batch. The updated day,
+    or None when ``decide`` declines or another delivery changed the day first."""
+    path = day_path(s, day)
+    ref = store.ref(path)
+    for _ in range(5):
+        snap = ref.get()
+        current = parse_document(Day, path, snap.to_dict()) if snap.exists else None
+        update = decide(current)
+        if update is None or current is None:
+            return None
+        batch = store.db().batch()
+        batch.update(ref, update, option=store.db().write_option(last_update_time=snap.update_time))
+        if also is not None:
+            also(batch)
+        try:
+            batch.commit()
+        except gexc.FailedPrecondition:
+            continue  # changed under us: decide again on what it is now
+        return parse_document(Day, path, {**model_doc(current), **update})
+    return None
+
+
+_cache: dict[tuple[str, ...], Any] = {}
+_cache_lock = threading.Lock()
+CACHE_SIZE = 512
+
+
+def cached(key: tuple[str, ...], read: Callable[[], M]) -> M:
+    """A document that does not change for the rest of a day (its context, the day once open,
+    its prompts), read once per instance and day."""
+    with _cache_lock:
+        if key in _cache:
+            return _cache[key]
+    value = read()
+    with _cache_lock:
+        if len(_cache) >= CACHE_SIZE:
+            _cache.clear()
+        _cache[key] = value
+    return value
+
+
+def open_day(s: str, day: int) -> Day | None:
+    """The day as it opened (acting members, settings, deadline: fixed once open), cached; None
+    if it is not open (not yet, or closed already: then nothing is cached)."""
+    key = ("day", s, str(day))
+    with _cache_lock:
+        if key in _cache:
+            return _cache[key]
+    current = read_day(s, day)
+    if current is None or current.status != "open":
+        return None
+    return cached(key, lambda: current)
+
+
+def day_context(s: str, day: int) -> DayContext:
+    return cached(("context", s, str(day)), lambda: read_context(s, day))
+
+
+def day_prompts(s: str, day: int) -> SocietyPrompts:
+    """The prompts as the day's first turn in this instance read them: an edit applies from the
+    next day on (or to a day's turns on instances that had not read them yet)."""
+    return cached(("prompts", s, str(day)), lambda: read_prompts(s))

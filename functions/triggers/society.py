@@ -1,0 +1,49 @@
+"""Agent society triggers: thin handlers over functions.society."""
+
+from __future__ import annotations
+
+import logging
+
+from google.cloud.firestore import Increment
+
+from functions._events import FirestoreEvent, PubSubEvent
+from functions.society import days, docs, setup, turn, watchdog
+from functions.society.wire import SocietyTurn
+from shared.models import DocumentError, parse_document
+from shared.society.models import Society
+
+log = logging.getLogger(__name__)
+
+
+def on_society_written(event: FirestoreEvent) -> None:
+    if event.after is None:
+        return  # deleted
+    society = parse_document(
+        Society, event.document, {"id": event.params["societyId"], **event.after}
+    )
+    setup.start(society)
+    days.resume(society.id)
+
+
+def on_society_action_created(event: FirestoreEvent) -> None:
+    try:
+        day = int(event.params["day"])
+    except ValueError:
+        raise DocumentError(
+            event.document, "(document)", "the day in the path is not a number"
+        ) from None
+    s = event.params["societyId"]
+    if (event.after or {}).get("source") not in ("model", "fallback"):  # tallied by its turn
+        agent = (event.after or {}).get("agentId")
+        docs.tally_ref(s, day, agent if isinstance(agent, int) else 0).set(
+            {"count": Increment(1)}, merge=True
+        )
+    days.check(s, day, hinted=True)
+
+
+def on_society_turn(event: PubSubEvent) -> None:
+    turn.run(event.message(SocietyTurn))
+
+
+def on_society_tick(event: PubSubEvent) -> None:
+    log.info("society watchdog: %s", watchdog.tick())

@@ -1,0 +1,267 @@
+"""The day's rules, as a pure function: conservation, bounds and order independence over many
+seeded random days (property style), and the single rules the seed leaves to us."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from shared.society.actions import parse_action, reply_schema
+from shared.society.models import (
+    RESOURCES,
+    ActionRecord,
+    DayVotes,
+    Intervention,
+    Member,
+    ProposalView,
+    Resources,
+    SocietySettings,
+)
+from shared.society.rules import DayInput, DayOutcome, first_day, resolve
+from shared.stages.base import AnswerValidationError
+
+KINDS = ["forum_post", "forum_reply", "direct_message", "create_proposal", "vote", "work", "trade"]
+
+
+def _members(n: int, rng: random.Random) -> dict[int, Member]:
+    return {
+        i: Member(
+            agent_id=i,
+            day=1,
+            display_name=f"Agent #{i}",
+            personality="neutral",
+            status="active" if rng.random() < 0.8 else "dormant",
+            resources=Resources(
+                food=rng.choice([0, 0.5, 1, 3, 10]),
+                energy=rng.choice([0, 1, 2, 10]),
+                materials=rng.choice([0, 5, 30]),
+            ),
+            land=1,
+        )
+        for i in range(1, n + 1)
+    }
+
+
+def _action(rng: random.Random, n: int) -> dict:
+    kind = rng.choice([*KINDS, "set_name", "idle", "bogus"])
+    other = rng.randint(0, n + 2)
+    return {
+        "forum_post": {"action": kind, "content": "hello"},
+        "forum_reply": {"action": kind, "parent_message_id": rng.randint(0, 5), "content": "re"},
+        "direct_message": {"action": kind, "recipient_agent_id": other, "content": "hi"},
+        "create_proposal": {
+            "action": kind,
+            "title": "t",
+            "description": "d",
+            "proposal_type": rng.choice(["law", "allocation", "infrastructure"]),
+        },
+        "vote": {
+            "action": kind,
+            "proposal_id": rng.randint(1, 4),
+            "vote": rng.choice(["yes", "no"]),
+        },
+        "work": {
+            "action": kind,
+            "work_type": rng.choice(["farm", "gather"]),
+            "hours": rng.randint(0, 9),
+        },
+        "trade": {
+            "action": kind,
+            "recipient_agent_id": other,
+            "resource_type": rng.choice(RESOURCES),
+            "amount": rng.choice([0.5, 2, 50]),
+        },
+        "set_name": {"action": kind, "display_name": "Zed"},
+        "idle": {"action": kind},
+        "bogus": {"action": kind},
+    }[kind]
+
+
+def _random_day(seed: int) -> DayInput:
+    rng = random.Random(seed)
+    n = rng.randint(2, 12)
+    settings = SocietySettings(agents=n, proposal_days=rng.randint(1, 2), infrastructure_cost=5)
+    members = _members(n, rng)
+    context = first_day(settings, members).model_copy(
+        update={
+            "pool": Resources(food=rng.choice([0, 4]), energy=2, materials=rng.choice([0, 12])),
+            "next_post_id": 3,
+            "next_proposal_id": 3,
+            "proposals": [
+                ProposalView(
+                    id=1,
+                    title="a",
+                    proposal_type="allocation",
+                    author_id=1,
+                    created_day=1,
+                    closes_day=1,
+                ),
+                ProposalView(
+                    id=2,
+                    title="b",
+                    proposal_type="infrastructure",
+                    author_id=2,
+                    created_day=1,
+                    closes_day=2,
+                ),
+            ],
+        }
+    )
+    acting = sorted(i for i, m in members.items() if m.status == "active")
+    actions = [
+        ActionRecord(agent_id=a, slot=rng.choice([1, 1, 1, 2]), day=1, action=_action(rng, n))
+        for a in rng.sample(range(1, n + 1), k=rng.randint(0, n))
+    ]
+    interventions = [
+        (
+            f"i{k}",
+            Intervention(
+                agent_id=rng.randint(0, n),
+                resource=rng.choice(RESOURCES),
+                amount=rng.choice([-5, 3]),
+            ),
+        )
+        for k in range(rng.randint(0, 2))
+    ]
+    return DayInput(
+        1,
+        settings,
+        members,
+        context,
+        DayVotes(votes={"1": {"3": "yes"}}),
+        acting,
+        actions,
+        interventions,
+    )
+
+
+def _wealth(members: dict[int, Member], pool: Resources) -> Resources:
+    total = pool
+    for m in members.values():
+        total = total.plus(m.resources)
+    return total
+
+
+def _same(a: DayOutcome, b: DayOutcome) -> bool:
+    return (
+        {i: m.model_dump() for i, m in a.members.items()}
+        == {i: m.model_dump() for i, m in b.members.items()}
+        and a.context == b.context
+        and [e.model_dump() for e in a.events] == [e.model_dump() for e in b.events]
+    )
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_a_random_day_conserves_resources_and_keeps_its_bounds(seed: int) -> None:
+    given = _random_day(seed)
+    out = resolve(given)
+    start, end = _wealth(given.members, given.context.pool), _wealth(out.members, out.context.pool)
+    flow = out.summary.flow
+    for r in RESOURCES:
+        expected = flow.production.get(r) - flow.consumption.get(r) + flow.interventions[r]
+        assert end.get(r) - start.get(r) == pytest.approx(expected, abs=1e-6), r
+    for m in out.members.values():
+        assert min(m.resources.get(r) for r in RESOURCES) >= 0
+    resolved = sum(out.summary.actions.values()) + len(out.summary.invalid)
+    assert resolved <= len(given.acting) * given.settings.actions_per_day
+    shuffled = DayInput(
+        **{
+            **given.__dict__,
+            "actions": random.Random(seed).sample(given.actions, len(given.actions)),
+        }
+    )
+    assert _same(resolve(shuffled), out), "the outcome depends on the order actions arrived in"
+
+
+def _member(i: int, **resources: float) -> Member:
+    return Member(
+        agent_id=i,
+        day=1,
+        display_name=f"Agent #{i}",
+        personality="neutral",
+        resources=Resources(**resources),
+        land=1,
+    )
+
+
+def _day(members: dict[int, Member], actions: list[dict], **settings) -> DayOutcome:
+    s = SocietySettings(agents=len(members), **settings)
+    records = [ActionRecord(agent_id=i, day=1, action=a) for i, a in enumerate(actions, start=1)]
+    return resolve(
+        DayInput(1, s, members, first_day(s, members), DayVotes(), sorted(members), records)
+    )
+
+
+def test_a_trade_beyond_stock_is_rejected_with_an_event_and_changes_nothing() -> None:
+    members = {1: _member(1, food=3, energy=3), 2: _member(2, food=3, energy=3)}
+    out = _day(
+        members,
+        [{"action": "trade", "recipient_agent_id": 2, "resource_type": "food", "amount": 5}],
+    )
+    assert out.summary.rejected[0]["reason"] == "has only 3 food, cannot give 5"
+    assert out.members[1].resources.food == 2 and out.members[2].resources.food == 2  # upkeep only
+
+
+def test_a_member_who_cannot_pay_goes_dormant_and_wakes_when_given_resources() -> None:
+    members = {1: _member(1, food=0.5, energy=3), 2: _member(2, food=5, energy=5)}
+    out = _day(members, [{"action": "idle"}, {"action": "idle"}])
+    assert out.members[1].status == "dormant" and out.summary.went_dormant == [1]
+    gift = {"action": "trade", "recipient_agent_id": 1, "resource_type": "food", "amount": 1}
+    s = SocietySettings(agents=2)
+    day2 = DayInput(
+        2,
+        s,
+        out.members,
+        out.context,
+        out.votes,
+        [2],
+        [ActionRecord(agent_id=2, day=2, action=gift)],
+    )
+    after = resolve(day2)
+    assert after.members[1].status == "active" and after.summary.woke == [1]
+    assert after.members[1].resources.food == 1.5  # woke without paying that day
+
+
+def test_a_later_vote_replaces_an_earlier_one_and_a_proposal_closes_once() -> None:
+    members = {i: _member(i, food=9, energy=9) for i in (1, 2, 3)}
+    out = _day(
+        members,
+        [
+            {
+                "action": "create_proposal",
+                "title": "Mill",
+                "description": "",
+                "proposal_type": "infrastructure",
+            },
+            {"action": "vote", "proposal_id": 1, "vote": "no"},
+            {"action": "vote", "proposal_id": 1, "vote": "yes"},
+        ],
+        proposal_days=2,
+    )
+    assert out.context.proposals[0].yes == 1 and out.context.proposals[0].no == 1
+    s = SocietySettings(agents=3, proposal_days=2)
+    change = [
+        ActionRecord(agent_id=2, day=2, action={"action": "vote", "proposal_id": 1, "vote": "yes"})
+    ]
+    day2 = resolve(DayInput(2, s, out.members, out.context, out.votes, [1, 2, 3], change))
+    assert day2.summary.proposals_passed == [1] and day2.context.proposals == []
+    assert [law.id for law in day2.context.laws] == [1] and day2.context.projects == [1]
+    late = [
+        ActionRecord(agent_id=3, day=3, action={"action": "vote", "proposal_id": 1, "vote": "no"})
+    ]
+    day3 = resolve(DayInput(3, s, day2.members, day2.context, day2.votes, [1, 2, 3], late))
+    assert day3.summary.rejected[0]["reason"] == "proposal #1 is unknown or closed"
+
+
+def test_an_out_of_bounds_reply_names_the_field_and_the_bound() -> None:
+    with pytest.raises(AnswerValidationError, match=r"field 'hours'.*less than or equal to 8"):
+        parse_action({"action": "work", "work_type": "farm", "hours": 12}, agents=10)
+    with pytest.raises(AnswerValidationError, match=r"recipient_agent_id.*from 1 to 10"):
+        parse_action(
+            {"action": "trade", "recipient_agent_id": 11, "resource_type": "food", "amount": 1},
+            agents=10,
+        )
+    with pytest.raises(AnswerValidationError, match="'action' must be one of"):
+        parse_action({"action": "fly"}, agents=10)
+    assert reply_schema(10)["properties"]["recipient_agent_id"]["maximum"] == 10
