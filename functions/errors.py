@@ -56,16 +56,28 @@ def experiment_of(document: str) -> str | None:
     return parts[1] if len(parts) >= 2 and parts[0] == "experiments" else None
 
 
+def _record_path(document: str, record_id: str) -> str | None:
+    """Where the record of an error about ``document`` goes: its experiment's or its debate's
+    ``errors`` collection."""
+    parts = document.split("/")
+    if len(parts) >= 2 and parts[0] == "debates" and parts[1]:
+        return paths.build(paths.DEBATE_ERROR, debateId=parts[1], errorId=record_id)
+    experiment_id = experiment_of(document)
+    if experiment_id is None:
+        return None
+    return paths.build(paths.ERROR_RECORD, experimentId=experiment_id, errorId=record_id)
+
+
 def record_error(
     function: str, error: DocumentError, event_id: str = "", severity: str = "error"
 ) -> str | None:
-    """Write or refresh the error record; its path, or None if no experiment to file it under."""
-    experiment_id = experiment_of(error.document)
+    """Write or refresh the error record; its path, or None if no experiment (or debate) to
+    file it under."""
     log.warning("%s: %s", function, cut_to_bytes(str(error), 20_000))  # a log entry has limits too
-    if experiment_id is None:
-        return None
     record_id = error_id(error)
-    path = paths.build(paths.ERROR_RECORD, experimentId=experiment_id, errorId=record_id)
+    path = _record_path(error.document, record_id)
+    if path is None:
+        return None
     stamp = now()
     record = ErrorRecord(
         id=record_id,

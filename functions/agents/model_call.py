@@ -50,6 +50,9 @@ class CallSite:
     """The agent that asks (a participant, or a mediator in a chat)."""
     stage_id: str
     description: str
+    log_parent: str = ""
+    """The document whose ``logs`` collection gets the attempts ('' for the experiment's);
+    a debate files its calls under ``debates/{d}``."""
 
 
 class AnswerFailed(Exception):
@@ -120,7 +123,10 @@ class _Call:
                 ),
             ),
         )
-        path = paths.build(paths.MODEL_LOG, experimentId=self.site.experiment_id, logId=log_id)
+        if self.site.log_parent:
+            path = f"{self.site.log_parent}/logs/{log_id}"
+        else:
+            path = paths.build(paths.MODEL_LOG, experimentId=self.site.experiment_id, logId=log_id)
         store.ref(path).set(entry.to_firestore())
 
     def generate(self, request: ModelRequest) -> tuple[ModelReply, float]:
