@@ -8,7 +8,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from functions import store, transactions
+from google.api_core import exceptions as gexc
+
+from functions import store
 from functions.debate import docs
 from shared.debate import clustering, kits, naming
 from shared.debate.kits import Kit
@@ -21,7 +23,7 @@ from shared.debate.models import (
     Statement,
     StatementKind,
 )
-from shared.models import now
+from shared.models import now, parse_document
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,32 +39,49 @@ class Next:
         return bool(self.cluster_update.get("complete"))
 
 
-def complete_round(d: str, round_id: str) -> Next | None:
-    """Complete the round if all its statements exist; what came next, or None."""
-    debate = docs.read_debate(d)
-    kit = kits.resolve(debate.user_functions, docs.debate(d))
+ATTEMPTS = 8
 
-    def body(transaction: Any) -> Next | None:
-        rnd = docs.read_round(d, round_id, transaction)
+
+def complete_round(d: str, round_id: str) -> Next | None:
+    """Complete the round if all its statements exist; what came next, or None.
+
+    Compare-and-set rather than a transaction: the statements of a round are made together, so
+    their checks run together, and the emulator's pessimistic transactions queued them for about
+    2 s each. The check reads the round, then commits ``complete`` and what comes next in one
+    atomic batch conditional on the round's update time; of concurrent checks one commits, the
+    others re-read and find the round complete."""
+    for _ in range(ATTEMPTS):
+        snap = store.ref(docs.round_(d, round_id)).get()
+        rnd = parse_document(
+            Round, docs.round_(d, round_id), snap.to_dict() if snap.exists else None
+        )
         if rnd.complete:
             return None
-        ids = [naming.statement_id(rnd.id, a) for a in rnd.agents]
-        made = docs.statements(d, ids, transaction)
+        made = docs.statements(d, [naming.statement_id(rnd.id, a) for a in rnd.agents])
         if any(s is None for s in made.values()):
-            return None
-        cluster = docs.read_cluster(d, rnd.cluster_id, transaction)
+            return None  # the missing statement's own trigger checks again
+        debate = docs.read_debate(d)
+        kit = kits.resolve(debate.user_functions, docs.debate(d))
+        cluster = docs.read_cluster(d, rnd.cluster_id)
         by_agent = {s.agent: s for s in made.values() if s is not None}
         step = _next(d, debate, kit, cluster, rnd, by_agent)
-        transaction.update(store.ref(docs.round_(d, rnd.id)), {"complete": True, "blocked": {}})
+        batch = store.db().batch()
+        option = store.db().write_option(last_update_time=snap.update_time)
+        batch.update(
+            store.ref(docs.round_(d, rnd.id)), {"complete": True, "blocked": {}}, option=option
+        )
         if step.round is not None:
-            transaction.create(store.ref(docs.round_(d, step.round.id)), step.round.to_firestore())
+            batch.create(store.ref(docs.round_(d, step.round.id)), step.round.to_firestore())
         if step.head is not None:
-            transaction.set(store.ref(docs.agent(d, step.head.name)), step.head.to_firestore())
+            batch.set(store.ref(docs.agent(d, step.head.name)), step.head.to_firestore())
         if step.cluster_update:
-            transaction.update(store.ref(docs.cluster(d, cluster.id)), step.cluster_update)
+            batch.update(store.ref(docs.cluster(d, cluster.id)), step.cluster_update)
+        try:
+            batch.commit()
+        except (gexc.FailedPrecondition, gexc.AlreadyExists, gexc.Aborted):
+            continue  # another check got there first (or the round changed): look again
         return step
-
-    return transactions.run(body)
+    raise RuntimeError(f"round {round_id} of debate {d}: still changing after {ATTEMPTS} checks")
 
 
 def _round(cluster: Cluster, index: int, kind: StatementKind, agents: list[str]) -> Round:

@@ -10,6 +10,8 @@ import os
 from datetime import timedelta
 from typing import Any
 
+from google.cloud import firestore
+
 from functions import store
 from functions.debate import docs, layers, progress, start
 from functions.debate.messages import publish_turns
@@ -19,6 +21,7 @@ from shared.debate.models import DebateStatus, Layer, Round
 from shared.models import now
 
 STALE_ENV = "DLAB_DEBATE_STALE_SECONDS"
+_OPEN = firestore.FieldFilter("complete", "==", False)
 
 
 def stale_after() -> timedelta:
@@ -34,12 +37,12 @@ def redrive(d: str, *, touched: bool) -> int:
         start.start(d)
         return 0
     published = 0
-    rounds = docs.collection(d, paths.DEBATE_ROUND).where("complete", "==", False).stream()
+    rounds = docs.collection(d, paths.DEBATE_ROUND).where(filter=_OPEN).stream()
     for snap in rounds:
         rnd = Round.model_validate(snap.to_dict())
         if touched or _stale(rnd):
             published += _redrive_round(d, rnd, touched)
-    for snap in docs.collection(d, paths.DEBATE_LAYER).where("complete", "==", False).stream():
+    for snap in docs.collection(d, paths.DEBATE_LAYER).where(filter=_OPEN).stream():
         layers.complete_layer(d, Layer.model_validate(snap.to_dict()).index)
     return published
 
@@ -67,4 +70,9 @@ def _redrive_round(d: str, rnd: Round, touched: bool) -> int:
 
 def running_debates() -> list[str]:
     col: Any = store.db().collection(paths.DEBATE.rsplit("/", 1)[0])
-    return [s.id for s in col.where("status", "==", DebateStatus.RUNNING.value).stream()]
+    return [
+        s.id
+        for s in col.where(
+            filter=firestore.FieldFilter("status", "==", DebateStatus.RUNNING.value)
+        ).stream()
+    ]

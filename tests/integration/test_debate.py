@@ -1,0 +1,132 @@
+"""The hierarchical clustered debate (issue 15) on the real emulators with the scripted model:
+a 3-category, 2-layer debate reaches a decision, every entry belongs to exactly one agent,
+every round has one statement per agent of its cluster, and chaos delivery (duplicated,
+delayed, retried, lost acknowledgements) reproduces the same statements, clusters and decision
+for the same seed. A model that keeps failing leaves an error record naming the agent and the
+round, and a touch of the debate document resumes it."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from experiment_state import settle
+
+from emulator.chaos import ChaosSettings
+from shared.llm import ModelError
+from tools.debate import state as debate_state
+from tools.debate.transcript import markdown
+
+pytestmark = pytest.mark.usefixtures("clean")
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "templates" / "debates" / "stock_trading.json"
+
+
+def _settings(**overrides: Any) -> dict[str, Any]:
+    return {**json.loads(EXAMPLE.read_text()), **overrides}
+
+
+def _run(runtime, db, debate_id: str, settings: dict[str, Any]) -> debate_state.DebateState:
+    db.document(f"debates/{debate_id}").set(settings)
+    done = lambda: debate_state.read(db, debate_id).done  # noqa: E731
+    settle(runtime, done, rounds=30)
+    return debate_state.read(db, debate_id)
+
+
+def _check_shape(s: debate_state.DebateState) -> None:
+    assert s.errors == []
+    decision = s.debate.decision or {}
+    assert decision["conclusion"] in {"Buy", "Short", "Wait"}, decision
+    # every data entry belongs to exactly one (dynamic, leaf) agent
+    owners = Counter(i for a in s.agents if a.dynamic and a.role == "leaf" for i in a.entry_indexes)
+    assert owners == Counter(range(len(s.debate.data))), owners
+    layer1 = [c for c in s.clusters if c.layer == 1]
+    assert sorted(c.name for c in layer1) == ["Company", "Macro", "Social"]
+    assert {c.layer for c in s.clusters} == {1, 2}
+    # statements per round = agents in its cluster (the head's synthesis: the head alone)
+    members = {c.id: c.members for c in s.clusters}
+    per_round = Counter(st.round_id for st in s.statements)
+    for rnd in s.rounds:
+        assert rnd.complete, rnd
+        expected = 1 if rnd.kind == "synthesis" else len(members[rnd.cluster_id])
+        assert per_round[rnd.id] == expected == len(rnd.agents), rnd.id
+        assert sorted(st.agent for st in s.statements if st.round_id == rnd.id) == sorted(
+            rnd.agents
+        )
+    # a debated cluster: numRounds argument rounds and a head; the heads go up a layer
+    debated = [c for c in layer1 if c.debates]
+    assert debated, [c.reason for c in layer1]
+    for c in debated:
+        assert c.head_agent.endswith(f"_{c.name}_HeadAgent")
+        rounds = [r for r in s.rounds if r.cluster_id == c.id]
+        assert [r.kind for r in rounds] == ["opening", "argument", "argument", "synthesis"]
+    layer2 = [a for c in s.clusters if c.layer == 2 for a in c.members]
+    assert sorted(layer2) == sorted(a for c in layer1 for a in c.outputs)
+
+
+_PLAIN: dict[str, Any] = {}
+"""The plain run's fingerprint, for the chaos run to compare with (saves running it twice)."""
+
+
+def _plain_fingerprint(runtime, db) -> dict[str, Any]:
+    if not _PLAIN:
+        _PLAIN.update(_run(runtime, db, "plain", _settings()).fingerprint())
+        runtime.reset()
+    return _PLAIN
+
+
+def test_three_category_two_layer_debate_reaches_a_decision(runtime, db) -> None:
+    s = _run(runtime, db, "d1", _settings())
+    _PLAIN.update(s.fingerprint())
+    _check_shape(s)
+    assert s.model_calls == 1 + sum(st.kind != "carried" for st in s.statements)
+    text = markdown(s)
+    assert "## Final decision" in text and s.debate.decision["conclusion"] in text
+
+
+def test_chaos_delivery_reproduces_statements_clusters_and_decision(runtime, db) -> None:
+    plain = _plain_fingerprint(runtime, db)
+    settings = ChaosSettings.from_env(duplicate_rate=0.5, fault_rate=0.0, seed=5)
+    with runtime.chaos(settings) as run:
+        chaotic = _run(runtime, db, "chaos", _settings())
+    print(run.describe())
+    _check_shape(chaotic)
+    assert chaotic.fingerprint() == plain
+    assert run.counts()["duplicated"] > 0
+
+
+def test_failed_model_call_is_recorded_and_a_touch_resumes(runtime, db, monkeypatch) -> None:
+    monkeypatch.setenv("DLAB_MODEL_MAX_ATTEMPTS", "1")
+    failing = "NVDA_Macro_Agent1"
+
+    class Outage:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def generate(self, request):
+            if f"You are {failing}," in request.prompt:
+                raise ModelError("PROVIDER_UNAVAILABLE_ERROR", "injected outage", retryable=True)
+            return self.inner.generate(request)
+
+    with runtime.model_wrapper(Outage):
+        db.document("debates/d3").set(_settings(numLayers=1, numRounds=0))
+        runtime.wait_until_idle(timeout=60)
+        runtime.tick()
+        runtime.wait_until_idle(timeout=60)
+    s = debate_state.read(db, "d3")
+    assert not s.done
+    [record] = s.errors
+    assert record["document"] == f"debates/d3/agents/{failing}"
+    assert record["field"] == "rounds.L1-C1-R0"
+    assert "injected outage" in record["reason"]
+    [blocked] = [r for r in s.rounds if r.blocked]
+    assert list(blocked.blocked) == [failing]
+
+    db.document("debates/d3").update({"touchedBy": "researcher"})  # the provider is back
+    settle(runtime, lambda: debate_state.read(db, "d3").done, rounds=20)
+    s = debate_state.read(db, "d3")
+    assert s.debate.decision["layer"] == 1
+    assert not any(r.blocked for r in s.rounds)
