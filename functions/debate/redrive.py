@@ -21,7 +21,6 @@ from shared.debate.models import DebateStatus, Layer, Round
 from shared.models import now
 
 STALE_ENV = "DLAB_DEBATE_STALE_SECONDS"
-_OPEN = firestore.FieldFilter("complete", "==", False)
 
 
 def stale_after() -> timedelta:
@@ -37,12 +36,20 @@ def redrive(d: str, *, touched: bool) -> int:
         start.start(d)
         return 0
     published = 0
-    rounds = docs.collection(d, paths.DEBATE_ROUND).where(filter=_OPEN).stream()
+    rounds = (
+        docs.collection(d, paths.DEBATE_ROUND)
+        .where(filter=firestore.FieldFilter("complete", "==", False))
+        .stream()
+    )
     for snap in rounds:
         rnd = Round.model_validate(snap.to_dict())
         if touched or _stale(rnd):
             published += _redrive_round(d, rnd, touched)
-    for snap in docs.collection(d, paths.DEBATE_LAYER).where(filter=_OPEN).stream():
+    for snap in (
+        docs.collection(d, paths.DEBATE_LAYER)
+        .where(filter=firestore.FieldFilter("complete", "==", False))
+        .stream()
+    ):
         layers.complete_layer(d, Layer.model_validate(snap.to_dict()).index)
     return published
 
