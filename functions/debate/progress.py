@@ -18,6 +18,7 @@ from shared.debate.models import (
     Cluster,
     Debate,
     DebateAgent,
+    DebateMode,
     Role,
     Round,
     Statement,
@@ -131,6 +132,9 @@ def _after_openings(
             first = (cluster.dynamic or cluster.members)[0]
             update = {**_outputs(by_agent, [first]), "debates": False, "reason": reason}
             return Next(cluster_update=update)
+    elif debate.mode == DebateMode.SELF_CONSISTENCY:
+        update = {**_outputs(by_agent, cluster.members), "debates": False}
+        return Next(cluster_update={**update, "reason": "self-consistency: samples only"})
     else:
         debates, reason = True, "baseline: every agent debates"
     decided = {"debates": debates, "reason": reason}
