@@ -4,6 +4,7 @@ python -m bench                   # full run (about 10 minutes on 2 cores)
 python -m bench --quick           # small sizes, for development (about 1 minute)
 python -m bench --only election   # one section (repeatable)
 python -m bench --only stress     # the chat stress script (not in the full run; 20+ minutes)
+python -m bench --only debate     # hierarchical vs all-to-all debate (not in the full run)
 python -m bench.report            # the summary of the last saved run again
 """
 
@@ -17,11 +18,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import election, latency, overhead, report, stress_chat, transitions
+from bench import debate, election, latency, overhead, report, stress_chat, transitions
 from bench.stack import Stack, machine, say
 
 SECTIONS = ("overhead", "latency", "transitions", "election")
-EXTRA_SECTIONS = ("stress",)
+EXTRA_SECTIONS = ("stress", "debate")
 """Run only when named with --only: the stress runs take longer than the rest together."""
 DEFAULT_OUT = Path(__file__).resolve().parent / "results.json"
 
@@ -61,6 +62,7 @@ def _sizes(quick: bool) -> dict[str, Any]:
                 "fake": [(10, "race", 10, 4)],
             },
             "stress": {"runs": 2, "chaos_runs": 1},
+            "debate": {"agents": (8,), "parallel_agents": 8},
         }
     return {
         "overhead": {"samples": 200, "burst": 500},
@@ -80,6 +82,7 @@ def _sizes(quick: bool) -> dict[str, Any]:
             "fake": [(30, "race", 32, 10), (30, "claim", 32, 30), (100, "race", 100, 5)],
         },
         "stress": {"runs": 10, "chaos_runs": 10},
+        "debate": {"agents": (8, 32, 128), "parallel_agents": 32},
     }
 
 
@@ -120,6 +123,11 @@ def main(argv: list[str] | None = None) -> int:
             results["sections"]["election"] = election.run(
                 stack, seed=args.seed, workers=args.workers, **sizes["election"]
             )
+        if "debate" in sections:
+            results["sections"]["debate"] = debate.run(
+                stack, seed=args.seed, workers=args.workers, **sizes["debate"]
+            )
+            print(debate.summary(results["sections"]["debate"]))
         if "stress" in sections:
             results["sections"]["stress"] = stress_chat.run(
                 stack, seed=args.seed, workers=args.workers, **sizes["stress"]
