@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from shared import paths
+from shared.debate.models import Debate
 from shared.models import (
     AgentPersona,
     ChatMessage,
@@ -63,6 +64,7 @@ CHECKS: dict[str, Check] = {
     paths.MODEL_LOG: _model(ModelLogEntry),
     paths.ERROR_RECORD: _model(ErrorRecord),
     paths.EXPERIMENTER_DATA: _model(ExperimenterData),
+    paths.DEBATE: _model(Debate),
 }
 """Path pattern → check; add a row when a new document kind gets a model."""
 

@@ -11,7 +11,7 @@ import dataclasses
 
 from flask import Blueprint
 
-from console import documents, experiments
+from console import debates, documents, experiments
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,5 +25,6 @@ class View:
 
 VIEWS: tuple[View, ...] = (
     View(experiments.blueprint, "Experiments", "experiments.index"),
+    View(debates.blueprint, "Debates", "debates.index"),
     View(documents.blueprint, "Documents", "documents.browse"),
 )

@@ -130,3 +130,69 @@ def test_failed_model_call_is_recorded_and_a_touch_resumes(runtime, db, monkeypa
     s = debate_state.read(db, "d3")
     assert s.debate.decision["layer"] == 1
     assert not any(r.blocked for r in s.rounds)
+
+
+GENERIC = EXAMPLE.with_name("generic.json")
+
+
+def test_console_creates_pauses_resumes_and_shows_a_generic_debate(runtime, db) -> None:
+    """The console's debate API and live view; the free-text example; created paused, nothing
+    runs until it is resumed."""
+    from console.app import create_app
+
+    api = create_app(runtime.project, db).test_client()
+    bad = api.post("/api/debates?id=g", json={"name": "bad name!", "data": [{}]})
+    assert bad.status_code == 422 and bad.json["field"] == "name"
+    settings = {**json.loads(GENERIC.read_text()), "numLayers": 1, "numRounds": 0, "paused": True}
+    assert api.post("/api/debates?id=g", json=settings).status_code == 201
+    runtime.wait_until_idle(timeout=60)
+    view = api.get("/api/debates/g/state").json
+    assert view["progress"]["statements"] == 0 and view["progress"]["paused"]
+
+    assert api.post("/api/debates/g/paused", json={"paused": False}).json == {"paused": False}
+    settle(runtime, lambda: debate_state.read(db, "g").done, rounds=20)
+    view = api.get("/api/debates/g/state").json
+    assert view["decision"]["conclusion"] and view["progress"]["errors"] == 0
+    assert [c["name"] for c in view["clusters"]] == ["Cost", "Safety", "Usage"]
+    assert all(s["text"] for s in view["statements"])
+    assert "## Final decision" in api.get("/debates/g/transcript.md").get_data(True)
+    assert "g" in api.get("/debates").get_data(True)
+    assert api.get("/debates/g/live").status_code == 200
+
+
+def test_lost_turns_and_completion_checks_are_redriven_by_the_watchdog(
+    runtime, db, monkeypatch
+) -> None:
+    """Events lost the way a killed runtime loses them (two turns, one statement's completion
+    check) and a dead statement lease: the debate watchdog drives the debate on."""
+    from datetime import timedelta
+
+    from delivery_policies import Losing
+
+    from functions.debate.redrive import STALE_ENV
+    from shared.models import now
+
+    lose = Counter()
+
+    def pick(delivery) -> bool:
+        if delivery.function in ("onDebateTurn", "onDebateStatementCreated"):
+            lose[delivery.function] += 1
+            return lose[delivery.function] <= (2 if delivery.function == "onDebateTurn" else 1)
+        return False
+
+    settings = {**json.loads(GENERIC.read_text()), "numLayers": 1, "numRounds": 0}
+    lease = "debates/w/leases/L1-C0-R0-CityBikes_Cost_Agent0"  # its holder died
+    db.document(lease).set({"token": "dead", "expiresAt": now() - timedelta(seconds=1)})
+    with runtime.delivery_policy(Losing(pick)):
+        db.document("debates/w").set(settings)
+        runtime.wait_until_idle(timeout=60)
+    assert not debate_state.read(db, "w").done
+    runtime.tick()  # rounds open for less than DLAB_DEBATE_STALE_SECONDS: left alone
+    runtime.wait_until_idle(timeout=60)
+    assert not debate_state.read(db, "w").done
+    monkeypatch.setenv(STALE_ENV, "0")
+    settle(runtime, lambda: debate_state.read(db, "w").done, rounds=20)
+    s = debate_state.read(db, "w")
+    assert s.errors == [] and all(r.complete for r in s.rounds)
+    assert not db.document(lease).get().exists  # taken over, then let go
+    assert Counter(st.round_id for st in s.statements) == {r.id: len(r.agents) for r in s.rounds}
