@@ -183,9 +183,15 @@ def test_lost_turns_and_completion_checks_are_redriven_by_the_watchdog(
     settings = {**json.loads(GENERIC.read_text()), "numLayers": 1, "numRounds": 0}
     lease = "debates/w/leases/L1-C0-R0-CityBikes_Cost_Agent0"  # its holder died
     db.document(lease).set({"token": "dead", "expiresAt": now() - timedelta(seconds=1)})
-    with runtime.delivery_policy(Losing(pick)):
+    losing = Losing(pick)
+    with runtime.delivery_policy(losing):
         db.document("debates/w").set(settings)
         runtime.wait_until_idle(timeout=60)
+    assert sorted(d.function for d in losing.lost) == [
+        "onDebateStatementCreated",
+        "onDebateTurn",
+        "onDebateTurn",
+    ]
     assert not debate_state.read(db, "w").done
     runtime.tick()  # rounds open for less than DLAB_DEBATE_STALE_SECONDS: left alone
     runtime.wait_until_idle(timeout=60)
