@@ -144,6 +144,11 @@ def test_console_creates_pauses_resumes_and_shows_a_generic_debate(runtime, db) 
     bad = api.post("/api/debates?id=g", json={"name": "bad name!", "data": [{}]})
     assert bad.status_code == 422 and bad.json["field"] == "name"
     settings = {**json.loads(GENERIC.read_text()), "numLayers": 1, "numRounds": 0, "paused": True}
+    # pre-categorized (kept as given): Usage gets a single entry, so one agent, no debate
+    for entry, category in zip(
+        settings["data"], ["Cost"] * 3 + ["Safety"] * 2 + ["Usage"], strict=True
+    ):
+        entry["category"] = category
     assert api.post("/api/debates?id=g", json=settings).status_code == 201
     runtime.wait_until_idle(timeout=60)
     view = api.get("/api/debates/g/state").json
@@ -155,6 +160,14 @@ def test_console_creates_pauses_resumes_and_shows_a_generic_debate(runtime, db) 
     assert view["decision"]["conclusion"] and view["progress"]["errors"] == 0
     assert [c["name"] for c in view["clusters"]] == ["Cost", "Safety", "Usage"]
     assert all(s["text"] for s in view["statements"])
+    usage = next(c for c in debate_state.read(db, "g").clusters if c.name == "Usage")
+    assert (usage.debates, usage.reason, usage.head_agent) == (
+        False,
+        "a single agent: nothing to debate",
+        "",
+    )
+    assert usage.outputs == {"CityBikes_Usage_Agent0": "L1-C2-R0-CityBikes_Usage_Agent0"}
+    assert "CityBikes_Usage_Agent0" in view["decision"]["votes"]
     assert "## Final decision" in api.get("/debates/g/transcript.md").get_data(True)
     assert "g" in api.get("/debates").get_data(True)
     assert api.get("/debates/g/live").status_code == 200
