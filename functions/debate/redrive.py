@@ -44,7 +44,7 @@ def redrive(d: str, *, touched: bool) -> int:
     for snap in rounds:
         rnd = Round.model_validate(snap.to_dict())
         if touched or _stale(rnd):
-            published += _redrive_round(d, rnd, touched)
+            published += _redrive_round(d, rnd)
     for snap in (
         docs.collection(d, paths.DEBATE_LAYER)
         .where(filter=firestore.FieldFilter("complete", "==", False))
@@ -60,7 +60,7 @@ def _stale(rnd: Round) -> bool:
     return rnd.created_at is None or rnd.created_at <= now() - stale_after()
 
 
-def _redrive_round(d: str, rnd: Round, touched: bool) -> int:
+def _redrive_round(d: str, rnd: Round) -> int:
     ids = {a: naming.statement_id(rnd.id, a) for a in rnd.agents}
     made = docs.statements(d, list(ids.values()))
     missing = [a for a, i in ids.items() if made[i] is None]
@@ -69,8 +69,6 @@ def _redrive_round(d: str, rnd: Round, touched: bool) -> int:
         if step is not None and step.cluster_complete:
             layers.complete_layer(d, rnd.layer)
         return 0
-    if touched and rnd.blocked:
-        store.ref(docs.round_(d, rnd.id)).update({"blocked": {}})
     publish_turns(d, rnd.id, missing)
     return len(missing)
 

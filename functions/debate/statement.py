@@ -12,11 +12,13 @@ from datetime import timedelta
 from typing import Any
 
 from google.api_core import exceptions as gexc
+from google.cloud import firestore
 
 from functions import errors, leases, store
 from functions.agents.model_call import AnswerFailed
 from functions.debate import asking, docs
 from functions.debate.messages import DebateTurn
+from shared import paths
 from shared.debate import compose, kits, naming, tokens
 from shared.debate.kits import Kit
 from shared.debate.models import (
@@ -66,6 +68,8 @@ def _make(turn: DebateTurn) -> None:
         return
     with contextlib.suppress(gexc.AlreadyExists):  # another delivery made it meanwhile
         store.ref(path).create(made.to_firestore())
+    if turn.agent in rnd.blocked:
+        _resolved(d, rnd, turn.agent)
 
 
 def _carry(d: str, rnd: Round, cluster: Cluster, agent: str) -> Statement:
@@ -165,3 +169,13 @@ def _blocked(d: str, rnd: Round, agent: DebateAgent, error: Exception) -> None:
     )
     store.ref(docs.round_(d, rnd.id)).set({"blocked": {agent.name: str(error)[:500]}}, merge=True)
     log.warning("%s", reason)
+
+
+def _resolved(d: str, rnd: Round, agent: str) -> None:
+    """The statement a failed call had stopped is made: its error records get ``resolvedAt``."""
+    records = docs.collection(d, paths.DEBATE_ERROR).where(
+        filter=firestore.FieldFilter("document", "==", docs.agent(d, agent))
+    )
+    for snap in records.stream():
+        if (snap.to_dict() or {}).get("field") == f"rounds.{rnd.id}":
+            snap.reference.update({"resolvedAt": now()})

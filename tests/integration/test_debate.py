@@ -130,6 +130,8 @@ def test_failed_model_call_is_recorded_and_a_touch_resumes(runtime, db, monkeypa
     s = debate_state.read(db, "d3")
     assert s.debate.decision["layer"] == 1
     assert not any(r.blocked for r in s.rounds)
+    [record] = s.errors
+    assert record["resolvedAt"] is not None  # the statement it stopped was made
 
 
 GENERIC = EXAMPLE.with_name("generic.json")
