@@ -56,10 +56,14 @@ def check_categories(
 
 
 def categorized(data: Sequence[Mapping[str, Any]], chosen: Mapping[str, str]) -> list[dict]:
-    """Every entry with its ``category``: its own, or the model's (``e{i}`` keys)."""
+    """Every entry with its ``category``: its own, or the model's (``e{i}`` keys). Categories
+    that differ only in case and punctuation (``company news``, ``Company-News``) are
+    one category, spelled as first seen."""
+    spelling: dict[str, str] = {}
     out = []
     for i, entry in enumerate(data):
         category = str(entry.get("category") or "").strip() or chosen[f"e{i}"]
+        category = spelling.setdefault(naming.slug(category).lower(), category)
         out.append({**entry, "category": category})
     return out
 

@@ -217,3 +217,11 @@ def test_lost_turns_and_completion_checks_are_redriven_by_the_watchdog(
     assert s.errors == [] and all(r.complete for r in s.rounds)
     assert not db.document(lease).get().exists  # taken over, then let go
     assert Counter(st.round_id for st in s.statements) == {r.id: len(r.agents) for r in s.rounds}
+
+
+def test_a_malformed_debate_document_is_an_error_record_naming_the_field(runtime, db) -> None:
+    db.document("debates/bad").set({"name": "has spaces", "data": [{"data": "x"}]})
+    runtime.wait_until_idle(timeout=60)
+    [record] = debate_state.read_errors(db, "bad")
+    assert (record["document"], record["field"]) == ("debates/bad", "name")
+    assert not list(db.collection("debates/bad/layers").stream())

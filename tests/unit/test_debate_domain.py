@@ -129,3 +129,9 @@ def test_an_unknown_user_function_names_the_field() -> None:
     with pytest.raises(DocumentError) as error:
         kits.resolve(UserFunctions(compare_responses="nope"), "debates/d")
     assert error.value.field == "userFunctions.compareResponses"
+
+
+def test_categories_that_name_the_same_agents_are_one() -> None:
+    data = [{"category": "company news"}, {"category": "Company-News"}, {}]
+    out = packing.categorized(data, {"e2": "COMPANY NEWS"})
+    assert [e["category"] for e in out] == ["company news"] * 3

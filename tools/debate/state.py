@@ -60,6 +60,11 @@ def _all(db: firestore.Client, path: str) -> list[dict[str, Any]]:
     return [s.to_dict() or {} for s in db.collection(path).stream()]
 
 
+def read_errors(db: firestore.Client, debate_id: str) -> list[dict[str, Any]]:
+    """The debate's error records (readable even when its document is not a valid debate)."""
+    return _all(db, f"debates/{debate_id}/errors")
+
+
 def read(db: firestore.Client, debate_id: str) -> DebateState:
     base = f"debates/{debate_id}"
     snap = db.document(base).get()
