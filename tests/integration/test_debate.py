@@ -26,7 +26,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "templates" / "debates" / "stock
 
 
 def _settings(**overrides: Any) -> dict[str, Any]:
-    return {**json.loads(EXAMPLE.read_text()), **overrides}
+    """The stock-trading example with one argument round (two would only add test time)."""
+    return {**json.loads(EXAMPLE.read_text()), "numRounds": 1, **overrides}
 
 
 def _run(runtime, db, debate_id: str, settings: dict[str, Any]) -> debate_state.DebateState:
@@ -62,7 +63,8 @@ def _check_shape(s: debate_state.DebateState) -> None:
     for c in debated:
         assert c.head_agent.endswith(f"_{c.name}_HeadAgent")
         rounds = [r for r in s.rounds if r.cluster_id == c.id]
-        assert [r.kind for r in rounds] == ["opening", "argument", "argument", "synthesis"]
+        arguments = ["argument"] * s.debate.num_rounds
+        assert [r.kind for r in rounds] == ["opening", *arguments, "synthesis"]
     layer2 = [a for c in s.clusters if c.layer == 2 for a in c.members]
     assert sorted(layer2) == sorted(a for c in layer1 for a in c.outputs)
 
