@@ -207,8 +207,8 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         trigger=ScheduleTrigger(DEBATE_WATCHDOG_TOPIC, schedule="every 1 minutes"),
         handler="functions.triggers.debate:on_debate_watchdog_tick",
         description=(
-            "Re-drives running debates: turns of rounds open too long (lost or killed), "
-            "completion checks an invocation died before."
+            "Re-drives unfinished debates: turns of rounds open too long (lost or killed), "
+            "completion checks an invocation died before, a start whose event was lost."
         ),
         timeout_s=120,
     ),

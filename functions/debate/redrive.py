@@ -1,8 +1,9 @@
 """Re-driving a debate: the turns of open rounds whose statements are missing (a lost publish,
 a killed invocation, a blocked model call), completion checks an invocation died before, and
 the start. A touch of the debate document (a user's write) re-drives everything, blocked rounds
-included; the watchdog re-drives running debates' rounds open for longer than
-``DLAB_DEBATE_STALE_SECONDS`` (default 60) that are not blocked."""
+included; the watchdog re-drives unfinished debates: rounds open for longer than
+``DLAB_DEBATE_STALE_SECONDS`` (default 60) that are not blocked, and a start whose event was
+lost."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def redrive(d: str, *, touched: bool) -> int:
     if debate.paused or debate.status == DebateStatus.DONE:
         return 0
     if not start.started(d):
-        start.start(d)
+        if touched or _lost_start(d):
+            start.start(d)
         return 0
     published = 0
     rounds = (
@@ -52,6 +54,15 @@ def redrive(d: str, *, touched: bool) -> int:
     ):
         layers.complete_layer(d, Layer.model_validate(snap.to_dict()).index)
     return published
+
+
+def _lost_start(d: str) -> bool:
+    """A debate whose creation event was lost: not started, older than the staleness limit,
+    and no error record (a recorded failure waits for a touch instead of retrying each tick)."""
+    created = store.ref(docs.debate(d)).get().create_time
+    if created is not None and created > now() - stale_after():
+        return False
+    return not list(docs.collection(d, paths.DEBATE_ERROR).limit(1).stream())
 
 
 def _stale(rnd: Round) -> bool:
@@ -73,11 +84,10 @@ def _redrive_round(d: str, rnd: Round) -> int:
     return len(missing)
 
 
-def running_debates() -> list[str]:
+def unfinished_debates() -> list[str]:
+    """Debates not done: running ones, and ones that never started (a lost creation event)."""
     col: Any = store.db().collection(paths.DEBATE.rsplit("/", 1)[0])
+    done = DebateStatus.DONE.value
     return [
-        s.id
-        for s in col.where(
-            filter=firestore.FieldFilter("status", "==", DebateStatus.RUNNING.value)
-        ).stream()
+        s.id for s in col.select(["status"]).stream() if (s.to_dict() or {}).get("status") != done
     ]

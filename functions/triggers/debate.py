@@ -1,6 +1,6 @@
 """Debate triggers: the document written (start, or a user's touch: re-drive), a round created
 (its turns), a turn (one statement), a statement created (round completion, then layer
-completion), and the watchdog tick (re-drive running debates)."""
+completion), and the watchdog tick (re-drive unfinished debates)."""
 
 from __future__ import annotations
 
@@ -59,8 +59,8 @@ def on_debate_statement_created(event: FirestoreEvent) -> None:
 
 
 def on_debate_watchdog_tick(event: PubSubEvent) -> None:
-    """Each running debate on its own: one that cannot be read is recorded, the others go on."""
-    for debate_id in redrive.running_debates():
+    """Each unfinished debate on its own: one that cannot be read is recorded, the others go on."""
+    for debate_id in redrive.unfinished_debates():
         try:
             redrive.redrive(debate_id, touched=False)
         except DocumentError as error:
