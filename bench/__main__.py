@@ -5,6 +5,7 @@ python -m bench --quick           # small sizes, for development (about 1 minute
 python -m bench --only election   # one section (repeatable)
 python -m bench --only stress     # the chat stress script (not in the full run; 20+ minutes)
 python -m bench --only cost       # the cost report (also python -m bench.cost)
+python -m bench --only debate     # hierarchical vs all-to-all debate (not in the full run)
 python -m bench.report            # the summary of the last saved run again
 """
 
@@ -18,11 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import cost, election, latency, overhead, report, stress_chat, transitions
+from bench import cost, debate, election, latency, overhead, report, stress_chat, transitions
 from bench.stack import Stack, machine, say
 
 SECTIONS = ("overhead", "latency", "transitions", "election")
-EXTRA_SECTIONS = ("stress", "cost")
+EXTRA_SECTIONS = ("stress", "cost", "debate")
 """Run only when named with --only: the stress runs take longer than the rest together; the cost
 report has its own command too (``python -m bench.cost``)."""
 DEFAULT_OUT = Path(__file__).resolve().parent / "results.json"
@@ -63,6 +64,7 @@ def _sizes(quick: bool) -> dict[str, Any]:
                 "fake": [(10, "race", 10, 4)],
             },
             "stress": {"runs": 2, "chaos_runs": 1},
+            "debate": {"agents": (8,), "parallel_agents": 8},
         }
     return {
         "overhead": {"samples": 200, "burst": 500},
@@ -82,6 +84,7 @@ def _sizes(quick: bool) -> dict[str, Any]:
             "fake": [(30, "race", 32, 10), (30, "claim", 32, 30), (100, "race", 100, 5)],
         },
         "stress": {"runs": 10, "chaos_runs": 10},
+        "debate": {"agents": (8, 32, 128), "parallel_agents": 32},
     }
 
 
@@ -126,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
             results["sections"]["cost"] = cost.run(
                 stack, seed=args.seed, workers=args.workers, quick=args.quick
             )
+        if "debate" in sections:
+            results["sections"]["debate"] = debate.run(
+                stack, seed=args.seed, workers=args.workers, **sizes["debate"]
+            )
+            print(debate.summary(results["sections"]["debate"]))
         if "stress" in sections:
             results["sections"]["stress"] = stress_chat.run(
                 stack, seed=args.seed, workers=args.workers, **sizes["stress"]

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from shared import paths
+from shared.debate.models import Debate
 from shared.models import (
     AgentPersona,
     ChatMessage,
@@ -70,6 +71,7 @@ CHECKS: dict[str, Check] = {
     society_paths.INTERVENTION: _model(Intervention),
     society_paths.PROMPTS: _model(SocietyPrompts),
     society_paths.ACTION: _model(ActionRecord),
+    paths.DEBATE: _model(Debate),
 }
 """Path pattern → check; add a row when a new document kind gets a model."""
 

@@ -11,7 +11,7 @@ import dataclasses
 
 from flask import Blueprint
 
-from console import documents, experiments, societies
+from console import debates, documents, experiments, societies
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,6 +25,7 @@ class View:
 
 VIEWS: tuple[View, ...] = (
     View(experiments.blueprint, "Experiments", "experiments.index"),
+    View(debates.blueprint, "Debates", "debates.index"),
     View(documents.blueprint, "Documents", "documents.browse"),
     View(societies.blueprint, "Societies", "societies.index"),
 )

@@ -71,6 +71,8 @@ def _subject(event: Any) -> str:
         payload = None
     if isinstance(payload, dict) and isinstance(payload.get("societyId"), str):
         return f"societies/{payload['societyId']}"
+    if isinstance(payload, dict) and isinstance(payload.get("debateId"), str):
+        return f"debates/{payload['debateId']}" if payload["debateId"] else event.path
     if not isinstance(payload, dict) or not isinstance(payload.get("experimentId"), str):
         return event.path
     path = f"experiments/{payload['experimentId']}"

@@ -56,15 +56,20 @@ def experiment_of(document: str) -> str | None:
     return parts[1] if len(parts) >= 2 and parts[0] == "experiments" else None
 
 
+OWN_ERROR_ROOTS = ("societies", "debates")
+"""Systems whose documents are not under an experiment keep their records under their root
+document: ``societies/{s}/errors``, ``debates/{d}/errors``."""
+
+
 def record_path(document: str, record_id: str) -> str | None:
     """Where the record of an error about ``document`` goes: its experiment's ``errors``, or its
-    society's (``societies/{s}/errors``); None when the document belongs to neither."""
+    society's or debate's; None when the document belongs to none."""
     experiment_id = experiment_of(document)
     if experiment_id is not None:
         return paths.build(paths.ERROR_RECORD, experimentId=experiment_id, errorId=record_id)
     parts = document.split("/")
-    if len(parts) >= 2 and parts[0] == "societies" and parts[1]:
-        return f"societies/{parts[1]}/errors/{record_id}"
+    if len(parts) >= 2 and parts[0] in OWN_ERROR_ROOTS and parts[1]:
+        return f"{parts[0]}/{parts[1]}/errors/{record_id}"
     return None
 
 

@@ -58,6 +58,8 @@ AGENT_TURN_TOPIC = "agent-turn"
 WATCHDOG_TOPIC = "watchdog-tick"
 SOCIETY_TURN_TOPIC = "society-turn"
 SOCIETY_TICK_TOPIC = "society-tick"
+DEBATE_TURN_TOPIC = "debate-turn"
+DEBATE_WATCHDOG_TOPIC = "debate-watchdog-tick"
 
 REGISTRY: tuple[FunctionSpec, ...] = (
     FunctionSpec(
@@ -196,6 +198,32 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         retry=True,
     ),
     FunctionSpec(
+        name="onDebateWritten",
+        trigger=FirestoreTrigger("written", paths.DEBATE),
+        handler="functions.triggers.debate:on_debate_written",
+        description=(
+            "Hierarchical debate: a new debate document is categorized, packed into agents "
+            "and its first layer created; a user's later write (resume, a fix) re-drives it."
+        ),
+    ),
+    FunctionSpec(
+        name="onDebateRoundCreated",
+        trigger=FirestoreTrigger("created", paths.DEBATE_ROUND),
+        handler="functions.triggers.debate:on_debate_round_created",
+        description="Publish one debate-turn message per agent of the new round.",
+        timeout_s=60,
+    ),
+    FunctionSpec(
+        name="onDebateTurn",
+        trigger=PubSubTrigger(DEBATE_TURN_TOPIC),
+        handler="functions.triggers.debate:on_debate_turn",
+        description=(
+            "One debate statement: the agent's prompt (its data, the cluster's memory), one "
+            "model call, the statement created under its deterministic id."
+        ),
+        retry=True,
+    ),
+    FunctionSpec(
         name="societyWatchdog",
         trigger=ScheduleTrigger(SOCIETY_TICK_TOPIC, schedule="every 1 minutes"),
         handler="functions.triggers.society:on_society_tick",
@@ -204,6 +232,27 @@ REGISTRY: tuple[FunctionSpec, ...] = (
             "re-publish lost turns, take over a close whose invocation died, open ready days."
         ),
         timeout_s=300,
+    ),
+    FunctionSpec(
+        name="onDebateStatementCreated",
+        trigger=FirestoreTrigger("created", paths.DEBATE_STATEMENT),
+        handler="functions.triggers.debate:on_debate_statement_created",
+        description=(
+            "Round completion (a transaction): the next round, the head agent's synthesis or "
+            "the cluster's outputs; the last cluster of a layer re-clusters or decides."
+        ),
+        timeout_s=120,
+        retry=True,
+    ),
+    FunctionSpec(
+        name="debateWatchdog",
+        trigger=ScheduleTrigger(DEBATE_WATCHDOG_TOPIC, schedule="every 1 minutes"),
+        handler="functions.triggers.debate:on_debate_watchdog_tick",
+        description=(
+            "Re-drives unfinished debates: turns of rounds open too long (lost or killed), "
+            "completion checks an invocation died before, a start whose event was lost."
+        ),
+        timeout_s=120,
     ),
 )
 

@@ -28,6 +28,16 @@ EXPERIMENTER_DATA = "experimenterData/{experimenterId}"
 SOCIETY = "societies/{societyId}"
 SOCIETY_ACTION = SOCIETY + "/days/{day}/actions/{actionId}"
 
+DEBATE = "debates/{debateId}"
+DEBATE_AGENT = DEBATE + "/agents/{agentId}"
+DEBATE_LAYER = DEBATE + "/layers/{layerId}"
+DEBATE_CLUSTER = DEBATE + "/clusters/{clusterId}"
+DEBATE_ROUND = DEBATE + "/rounds/{roundId}"
+DEBATE_STATEMENT = DEBATE + "/statements/{statementId}"
+DEBATE_LOG = DEBATE + "/logs/{logId}"
+DEBATE_ERROR = DEBATE + "/errors/{errorId}"
+DEBATE_LEASE = DEBATE + "/leases/{leaseId}"
+
 
 def build(pattern: str, **params: str) -> str:
     """Fill a pattern; every placeholder must be given a non-empty id without slashes."""

@@ -15,7 +15,7 @@ FUNCTIONS = REPO_ROOT / "functions"
 MAX_COMPLEXITY = 15
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"main", "_entry", "triggers"}),
-    frozenset({"chat", "society"}),
+    frozenset({"chat", "society", "debate"}),
     frozenset({"agents"}),
 )
 """Top to bottom; a part may import its own layer's parts and those below. Every other

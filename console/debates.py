@@ -1,0 +1,108 @@
+"""Debates: the list with a form to create one from JSON, and a live view of each (progress,
+clusters, latest statements, errors, decision) with pause/resume and the Markdown transcript."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+from flask import (
+    Blueprint,
+    Response,
+    current_app,
+    jsonify,
+    render_template,
+    request,
+    stream_with_context,
+)
+
+from console.context import db
+from console.debate_live import read_view
+from shared.debate.models import Debate
+from shared.models import DocumentError, parse_document
+from tools.debate import state as debate_state
+from tools.debate.transcript import markdown
+
+blueprint = Blueprint("debates", __name__)
+
+POLL_S = 0.5
+HEARTBEAT_S = 15.0
+
+
+@blueprint.get("/debates")
+def index() -> str:
+    debates = []
+    for snap in db().collection("debates").stream():
+        data = snap.to_dict() or {}
+        debates.append(
+            {
+                "id": snap.id,
+                "name": data.get("name", ""),
+                "mode": data.get("mode", "hierarchical"),
+                "status": data.get("status", ""),
+                "decision": (data.get("decision") or {}).get("conclusion", ""),
+            }
+        )
+    return render_template("debates.html", debates=debates)
+
+
+@blueprint.post("/api/debates")
+def create() -> tuple[Response, int]:
+    """Create a debate from the JSON body (checked against the Debate model first)."""
+    body = request.get_json(silent=True)
+    debate_id = request.args.get("id") or f"debate-{uuid.uuid4().hex[:8]}"
+    path = f"debates/{debate_id}"
+    try:
+        if not isinstance(body, dict):
+            raise DocumentError(path, "(document)", "a debate must be a JSON object")
+        parse_document(Debate, path, body)
+    except DocumentError as error:
+        return jsonify(document=error.document, field=error.field, reason=error.reason), 422
+    db().document(path).set(body)
+    return jsonify(id=debate_id), 201
+
+
+@blueprint.get("/debates/<debate_id>/live")
+def live(debate_id: str) -> str:
+    return render_template("debate_live.html", debate_id=debate_id)
+
+
+@blueprint.post("/api/debates/<debate_id>/paused")
+def pause(debate_id: str) -> Response:
+    paused = bool((request.get_json(silent=True) or {}).get("paused"))
+    db().document(f"debates/{debate_id}").update({"paused": paused})
+    return jsonify(paused=paused)
+
+
+@blueprint.get("/debates/<debate_id>/transcript.md")
+def transcript(debate_id: str) -> Response:
+    text = markdown(debate_state.read(db(), debate_id))
+    return Response(text, mimetype="text/markdown")
+
+
+@blueprint.get("/api/debates/<debate_id>/state")
+def state(debate_id: str) -> Response:
+    return Response(read_view(db(), debate_id).model_dump_json(), mimetype="application/json")
+
+
+@blueprint.get("/api/debates/<debate_id>/events")
+def events(debate_id: str) -> Response:
+    """One ``state`` event now and one per change (the pattern of the experiment live view)."""
+    client = db()
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+
+    def stream() -> Iterator[str]:
+        last, quiet_since = "", time.monotonic()
+        while not app.extensions.get("dlab_stopping"):
+            current = read_view(client, debate_id).model_dump_json()
+            if current != last:
+                last, quiet_since = current, time.monotonic()
+                yield f"event: state\ndata: {current}\n\n"
+            elif time.monotonic() - quiet_since > HEARTBEAT_S:
+                quiet_since = time.monotonic()
+                yield ": still here\n\n"
+            time.sleep(POLL_S)
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return Response(stream_with_context(stream()), mimetype="text/event-stream", headers=headers)

@@ -1,0 +1,85 @@
+"""Where a debate's documents live, and typed reads of them."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from functions import store
+from shared import paths
+from shared.debate.models import Cluster, Debate, DebateAgent, Layer, Round, Statement
+from shared.models import parse_document
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def debate(d: str) -> str:
+    return paths.build(paths.DEBATE, debateId=d)
+
+
+def agent(d: str, name: str) -> str:
+    return paths.build(paths.DEBATE_AGENT, debateId=d, agentId=name)
+
+
+def layer(d: str, layer_id: str) -> str:
+    return paths.build(paths.DEBATE_LAYER, debateId=d, layerId=layer_id)
+
+
+def cluster(d: str, cluster_id: str) -> str:
+    return paths.build(paths.DEBATE_CLUSTER, debateId=d, clusterId=cluster_id)
+
+
+def round_(d: str, round_id: str) -> str:
+    return paths.build(paths.DEBATE_ROUND, debateId=d, roundId=round_id)
+
+
+def statement(d: str, statement_id: str) -> str:
+    return paths.build(paths.DEBATE_STATEMENT, debateId=d, statementId=statement_id)
+
+
+def lease(d: str, lease_id: str) -> str:
+    return paths.build(paths.DEBATE_LEASE, debateId=d, leaseId=lease_id)
+
+
+def collection(d: str, pattern: str) -> Any:
+    return store.db().collection(paths.collection_of(pattern, debateId=d))
+
+
+def read_debate(d: str, transaction: Any = None) -> Debate:
+    return store.read(Debate, debate(d), transaction)
+
+
+def read_agent(d: str, name: str, transaction: Any = None) -> DebateAgent:
+    return store.read(DebateAgent, agent(d, name), transaction)
+
+
+def read_cluster(d: str, cluster_id: str, transaction: Any = None) -> Cluster:
+    return store.read(Cluster, cluster(d, cluster_id), transaction)
+
+
+def read_round(d: str, round_id: str, transaction: Any = None) -> Round:
+    return store.read(Round, round_(d, round_id), transaction)
+
+
+def read_layer(d: str, layer_id: str, transaction: Any = None) -> Layer:
+    return store.read(Layer, layer(d, layer_id), transaction)
+
+
+def read_many(model: type[M], refs: list[str], transaction: Any = None) -> dict[str, M | None]:
+    """Documents by path in one round trip (``None`` for a missing one)."""
+    if not refs:
+        return {}
+    snaps = store.db().get_all([store.ref(p) for p in refs], transaction=transaction)
+    found: dict[str, M | None] = dict.fromkeys(refs)
+    for snap in snaps:
+        path = snap.reference.path
+        if snap.exists:
+            found[path] = parse_document(model, path, snap.to_dict())
+    return found
+
+
+def statements(d: str, ids: list[str], transaction: Any = None) -> dict[str, Statement | None]:
+    """Statements by id (``None`` for one not made yet)."""
+    by_path = read_many(Statement, [statement(d, i) for i in ids], transaction)
+    return {i: by_path[statement(d, i)] for i in ids}

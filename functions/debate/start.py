@@ -1,0 +1,99 @@
+"""Starting a debate: categories (one model call for the entries without one), agents packed
+by the token budget, and the first layer (its clusters and their opening rounds), created once."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from google.cloud import firestore
+
+from functions import leases, store, transactions
+from functions.debate import asking, docs
+from shared.debate import kits, naming, packing
+from shared.debate.models import Debate, DebateStatus, Layer, Round, StatementKind
+from shared.models import now
+
+LEASE = timedelta(minutes=6)
+BATCH = 400
+
+
+def start(debate_id: str) -> None:
+    """Plan and create the first layer, unless it exists (a duplicate or a touch)."""
+    leases.coalesce(docs.lease(debate_id, "start"), lambda: _start(debate_id), ttl=LEASE)
+
+
+def started(debate_id: str) -> bool:
+    return bool(store.ref(docs.layer(debate_id, naming.layer_id(1))).get().exists)
+
+
+def _start(debate_id: str) -> None:
+    if started(debate_id):
+        return
+    debate = docs.read_debate(debate_id)
+    if debate.paused:
+        return
+    kit = kits.resolve(debate.user_functions, docs.debate(debate_id))
+    data = categorize(debate_id, debate, kit.prompts)
+    first = packing.first_layer(debate, data)
+    for i in range(0, len(first.agents), BATCH):  # immutable once written: plain sets
+        batch = store.db().batch()
+        for agent in first.agents[i : i + BATCH]:
+            batch.set(store.ref(docs.agent(debate_id, agent.name)), agent.to_firestore())
+        batch.commit()
+
+    layer = Layer(id=naming.layer_id(1), index=1, clusters=[c.id for c in first.clusters])
+    kind = StatementKind.OPENING
+
+    def body(transaction: Any) -> None:
+        layer_ref = store.ref(docs.layer(debate_id, layer.id))
+        if layer_ref.get(transaction=transaction).exists:
+            return
+        for cluster in first.clusters:
+            transaction.create(
+                store.ref(docs.cluster(debate_id, cluster.id)), cluster.to_firestore()
+            )
+            opening = Round(
+                id=naming.round_id(cluster.id, 0),
+                cluster_id=cluster.id,
+                layer=1,
+                index=0,
+                kind=kind,
+                agents=cluster.members,
+                created_at=now(),
+            )
+            transaction.create(
+                store.ref(docs.round_(debate_id, opening.id)), opening.to_firestore()
+            )
+        transaction.create(layer_ref, layer.to_firestore())
+        transaction.update(
+            store.ref(docs.debate(debate_id)),
+            {"status": DebateStatus.RUNNING.value, "startedAt": firestore.SERVER_TIMESTAMP},
+        )
+
+    transactions.run(body)
+
+
+def categorize(debate_id: str, debate: Debate, prompts: Any) -> list[dict[str, Any]]:
+    """Every entry with a category; one model call for those without (validated: no entry lost
+    or invented, only allowed categories)."""
+    todo = packing.uncategorized(debate.data)
+    if not todo:
+        return packing.categorized(debate.data, {})
+    keys = [f"e{i}" for i in todo]
+    schema = packing.category_schema(keys, debate.categories)
+    prompt = prompts.categorize(
+        {f"e{i}": debate.data[i] for i in todo}, debate.categories, debate.max_categories
+    )
+    chosen = asking.ask(
+        debate_id,
+        debate,
+        f"{debate.name}_Categorizer",
+        "categories",
+        prompt,
+        schema,
+        lambda reply: packing.check_categories(
+            reply, keys, debate.categories, debate.max_categories
+        ),
+    )
+    return packing.categorized(debate.data, chosen)

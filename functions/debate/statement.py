@@ -1,0 +1,181 @@
+"""One statement: a Pub/Sub turn of one agent in one round. The statement's id is
+deterministic (round and agent) and it is created, never overwritten; a lease per statement
+keeps duplicate deliveries from asking the model twice."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from datetime import timedelta
+from typing import Any
+
+from google.api_core import exceptions as gexc
+from google.cloud import firestore
+
+from functions import errors, leases, store
+from functions.agents.model_call import AnswerFailed
+from functions.debate import asking, docs
+from functions.debate.messages import DebateTurn
+from shared import paths
+from shared.debate import compose, kits, naming, tokens
+from shared.debate.kits import Kit
+from shared.debate.models import (
+    Cluster,
+    Debate,
+    DebateAgent,
+    Round,
+    Statement,
+    StatementKind,
+)
+from shared.debate.prompts import Memory
+from shared.llm import ModelError
+from shared.models import DocumentError, now
+
+log = logging.getLogger(__name__)
+LEASE_ENV = "DLAB_DEBATE_TURN_LEASE_SECONDS"
+
+
+def _lease() -> timedelta:
+    return timedelta(seconds=float(os.environ.get(LEASE_ENV, "360")))
+
+
+def take_turn(turn: DebateTurn) -> None:
+    leases.coalesce(
+        docs.lease(turn.debate_id, turn.statement_id), lambda: _make(turn), ttl=_lease()
+    )
+
+
+def _make(turn: DebateTurn) -> None:
+    d = turn.debate_id
+    path = docs.statement(d, turn.statement_id)
+    if store.ref(path).get().exists:
+        return
+    debate = docs.read_debate(d)
+    if debate.paused:
+        return  # resuming re-drives the missing statements
+    rnd = docs.read_round(d, turn.round_id)
+    if turn.agent not in rnd.agents:
+        raise DocumentError(docs.round_(d, rnd.id), "agents", f"{turn.agent} is not in the round")
+    cluster = docs.read_cluster(d, rnd.cluster_id)
+    made: Statement | None
+    if rnd.kind == StatementKind.CARRIED:
+        made = _carry(d, rnd, cluster, turn.agent)
+    else:
+        made = _speak(d, debate, rnd, cluster, turn.agent)
+    if made is None:
+        return
+    with contextlib.suppress(gexc.AlreadyExists):  # another delivery made it meanwhile
+        store.ref(path).create(made.to_firestore())
+    if turn.agent in rnd.blocked:
+        _resolved(d, rnd, turn.agent)
+
+
+def _carry(d: str, rnd: Round, cluster: Cluster, agent: str) -> Statement:
+    source_id = cluster.carried.get(agent)
+    if not source_id:
+        raise DocumentError(docs.cluster(d, cluster.id), f"carried.{agent}", "missing")
+    source = docs.statements(d, [source_id])[source_id]
+    if source is None:
+        raise DocumentError(docs.statement(d, source_id), "(document)", "document does not exist")
+    return Statement(
+        id=naming.statement_id(rnd.id, agent),
+        round_id=rnd.id,
+        cluster_id=cluster.id,
+        layer=rnd.layer,
+        round=rnd.index,
+        agent=agent,
+        kind=StatementKind.CARRIED,
+        text=source.text,
+        response=source.response,
+        conclusion=source.conclusion,
+        source=source.id,
+        created_at=now(),
+    )
+
+
+def memory(d: str, cluster: Cluster, rounds: int) -> Memory:
+    """The seed's debate memory: rounds 0..rounds-1 of the cluster, agent → statement text."""
+    ids = [
+        naming.statement_id(naming.round_id(cluster.id, i), a)
+        for i in range(rounds)
+        for a in cluster.members
+    ]
+    found = docs.statements(d, ids)
+    out: list[dict[str, str]] = []
+    for i in range(rounds):
+        texts: dict[str, str] = {}
+        for agent in cluster.members:
+            statement_id = naming.statement_id(naming.round_id(cluster.id, i), agent)
+            made = found[statement_id]
+            if made is None:
+                raise DocumentError(docs.statement(d, statement_id), "(document)", "not made yet")
+            texts[agent] = made.text
+        out.append(texts)
+    return out
+
+
+def _speak(d: str, debate: Debate, rnd: Round, cluster: Cluster, name: str) -> Statement | None:
+    kit = kits.resolve(debate.user_functions, docs.debate(d))
+    agent = docs.read_agent(d, name)
+    prompt = compose.statement_prompt(
+        kit.prompts, agent, StatementKind(rnd.kind), memory(d, cluster, rnd.index), debate.data
+    )
+    try:
+        formatted = asking.ask(
+            d,
+            debate,
+            name,
+            rnd.id,
+            prompt,
+            kit.prompts.response_schema,
+            kit.format_agent_response,
+        )
+    except (AnswerFailed, ModelError) as error:
+        _blocked(d, rnd, agent, error)
+        return None
+    return _statement(kit, rnd, agent, prompt, formatted)
+
+
+def _statement(
+    kit: Kit, rnd: Round, agent: DebateAgent, prompt: str, formatted: dict[str, Any]
+) -> Statement:
+    reply = formatted.get("text") if set(formatted) == {"text"} else json.dumps(formatted)
+    return Statement(
+        id=naming.statement_id(rnd.id, agent.name),
+        round_id=rnd.id,
+        cluster_id=rnd.cluster_id,
+        layer=rnd.layer,
+        round=rnd.index,
+        agent=agent.name,
+        kind=rnd.kind,
+        text=kit.prompts.render(formatted),
+        response=formatted,
+        conclusion=kit.draw_final_conclusion(formatted),
+        prompt_tokens=tokens.count(prompt),
+        completion_tokens=tokens.count(str(reply)),
+        created_at=now(),
+    )
+
+
+def _blocked(d: str, rnd: Round, agent: DebateAgent, error: Exception) -> None:
+    """An error record naming the agent and the round; the round keeps the reason until a touch
+    of the debate document retries it."""
+    reason = f"round {rnd.id}: no statement from {agent.name}: {error}"
+    errors.record_error(
+        errors.current_function(),
+        DocumentError(docs.agent(d, agent.name), f"rounds.{rnd.id}", reason),
+    )
+    store.ref(docs.round_(d, rnd.id)).set({"blocked": {agent.name: str(error)[:500]}}, merge=True)
+    log.warning("%s", reason)
+
+
+def _resolved(d: str, rnd: Round, agent: str) -> None:
+    """The statement a failed call had stopped is made: its error records get ``resolvedAt``."""
+    records = docs.collection(d, paths.DEBATE_ERROR).where(
+        filter=firestore.FieldFilter("document", "==", docs.agent(d, agent))
+    )
+    for snap in records.stream():
+        if (snap.to_dict() or {}).get("field") == f"rounds.{rnd.id}":
+            snap.reference.update({"resolvedAt": now()})
