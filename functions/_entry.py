@@ -61,6 +61,8 @@ def _subject(event: Any) -> str:
         payload = event.json()
     except ValueError:
         payload = None
+    if isinstance(payload, dict) and isinstance(payload.get("conversationId"), str):
+        return f"conversations/{payload['conversationId']}"  # a conductor step
     if not isinstance(payload, dict) or not isinstance(payload.get("experimentId"), str):
         return event.path
     path = f"experiments/{payload['experimentId']}"

@@ -56,16 +56,31 @@ def experiment_of(document: str) -> str | None:
     return parts[1] if len(parts) >= 2 and parts[0] == "experiments" else None
 
 
+OWN_ERRORS = frozenset({"conversations", "workflows"})
+"""Top-level collections whose documents keep their own ``errors`` (conductor workflows)."""
+
+
+def record_path(document: str, record_id: str) -> str | None:
+    """Where the record of an error about ``document`` goes: its experiment's ``errors``, or a
+    conversation's or workflow's own; None when there is no such place."""
+    experiment_id = experiment_of(document)
+    if experiment_id is not None:
+        return paths.build(paths.ERROR_RECORD, experimentId=experiment_id, errorId=record_id)
+    parts = document.split("/")
+    if len(parts) >= 2 and parts[0] in OWN_ERRORS and parts[1]:
+        return f"{parts[0]}/{parts[1]}/errors/{record_id}"
+    return None
+
+
 def record_error(
     function: str, error: DocumentError, event_id: str = "", severity: str = "error"
 ) -> str | None:
     """Write or refresh the error record; its path, or None if no experiment to file it under."""
-    experiment_id = experiment_of(error.document)
     log.warning("%s: %s", function, cut_to_bytes(str(error), 20_000))  # a log entry has limits too
-    if experiment_id is None:
-        return None
     record_id = error_id(error)
-    path = paths.build(paths.ERROR_RECORD, experimentId=experiment_id, errorId=record_id)
+    path = record_path(error.document, record_id)
+    if path is None:
+        return None
     stamp = now()
     record = ErrorRecord(
         id=record_id,

@@ -10,6 +10,7 @@ import dataclasses
 from typing import Literal
 
 from shared import paths
+from shared.conductor.documents import CONVERSATION
 
 FirestoreEventKind = Literal["created", "updated", "deleted", "written"]
 
@@ -56,6 +57,8 @@ class FunctionSpec:
 AGENT_WAKE_TOPIC = "agent-wake"
 AGENT_TURN_TOPIC = "agent-turn"
 WATCHDOG_TOPIC = "watchdog-tick"
+CONDUCTOR_STEP_TOPIC = "conductor-step"
+CONDUCTOR_TICK_TOPIC = "conductor-tick"
 
 REGISTRY: tuple[FunctionSpec, ...] = (
     FunctionSpec(
@@ -162,6 +165,30 @@ REGISTRY: tuple[FunctionSpec, ...] = (
             "model provider still failing, retried until the provider recovers."
         ),
         retry=True,
+    ),
+    FunctionSpec(
+        name="onConversationCreated",
+        trigger=FirestoreTrigger("created", CONVERSATION),
+        handler="functions.triggers.conductor:on_conversation_created",
+        description="Conductor workflows: start a conversation (its first step, the conductor).",
+        timeout_s=60,
+    ),
+    FunctionSpec(
+        name="onConductorStep",
+        trigger=PubSubTrigger(CONDUCTOR_STEP_TOPIC),
+        handler="functions.triggers.conductor:on_conductor_step",
+        description=(
+            "One step of a conductor workflow (the conductor's routing or an agent's model turn "
+            "with validation); its transaction creates the next step exactly once."
+        ),
+        retry=True,
+    ),
+    FunctionSpec(
+        name="conductorWatchdog",
+        trigger=ScheduleTrigger(CONDUCTOR_TICK_TOPIC, schedule="every 1 minutes"),
+        handler="functions.triggers.conductor:on_conductor_tick",
+        description="Re-drives conductor steps whose invocation died (pending too long).",
+        timeout_s=120,
     ),
 )
 

@@ -50,6 +50,9 @@ class CallSite:
     """The agent that asks (a participant, or a mediator in a chat)."""
     stage_id: str
     description: str
+    log_collection: str = ""
+    """Where the attempts are logged; '' for the experiment's ``logs`` (a conductor step keeps
+    its attempts under the step)."""
 
 
 class AnswerFailed(Exception):
@@ -120,7 +123,11 @@ class _Call:
                 ),
             ),
         )
-        path = paths.build(paths.MODEL_LOG, experimentId=self.site.experiment_id, logId=log_id)
+        path = (
+            f"{self.site.log_collection}/{log_id}"
+            if self.site.log_collection
+            else paths.build(paths.MODEL_LOG, experimentId=self.site.experiment_id, logId=log_id)
+        )
         store.ref(path).set(entry.to_firestore())
 
     def generate(self, request: ModelRequest) -> tuple[ModelReply, float]:

@@ -1,0 +1,193 @@
+"""Conductor workflows on the real emulators: the example runs to an answer, a validator's
+error goes back to the model, is_final hands back, the memory merges by field name, the
+dispatch cap ends a loop, and chaos delivery never creates a step twice."""
+
+from __future__ import annotations
+
+import pytest
+from conductor_state import (
+    Scripted,
+    attempts,
+    conversation,
+    errors,
+    finished,
+    load_example,
+    start,
+    steps,
+)
+from experiment_state import settle
+
+from emulator.chaos import ChaosSettings
+from shared.conductor.documents import Status
+
+pytestmark = pytest.mark.usefixtures("clean")
+
+QUERY = "Hi, I'm Dana. My firewall drops every packet to port 443; what should I check?"
+
+
+def test_the_example_workflow_answers(runtime, db):
+    load_example(db)
+    start(db, "c1", QUERY)
+    settle(runtime, finished(db, "c1"), rounds=5)
+    conv = conversation(db, "c1")
+    assert conv.status == Status.DONE, conv.error
+    assert len(conv.answer) > 10
+    kinds = [(s.kind, s.agent, s.agent_step) for s in steps(db, "c1")]
+    assert kinds == [
+        ("conductor", "conductor", 0),
+        ("agent", "extractor", 1),
+        ("conductor", "conductor", 0),
+        ("agent", "answerer", 1),
+        ("conductor", "conductor", 0),
+    ]
+    assert conv.dispatches == 2
+    # memory merged by field name, each value with the agent and turn that set it
+    assert {k: (v.agent, v.turn) for k, v in conv.memory.items()} == {
+        "name": ("answerer", 2),
+        "topic": ("answerer", 2),
+        "user_question": ("answerer", 2),
+        "answer": ("answerer", 2),
+    }
+    assert conv.answer == conv.memory["answer"].value
+    extractor = steps(db, "c1")[1]
+    assert extractor.is_final and extractor.output["topic"] in ("firewall", "proxy", "connectivity")
+    assert [a["response"]["status"] for a in attempts(db, "c1", "0001")] == ["OK"]
+
+
+def test_a_validator_error_is_a_corrective_turn(runtime, db):
+    load_example(db)
+    model = Scripted()
+    wrong = {"name": "Dana", "topic": "weather", "user_question": "why is it raining"}
+    model.reply("Extract all the following entities", wrong)
+    with runtime.model_wrapper(model.wrap):
+        start(db, "c2", QUERY)
+        settle(runtime, finished(db, "c2"), rounds=5)
+    assert conversation(db, "c2").status == Status.DONE
+    tries = attempts(db, "c2", "0001")
+    assert [a["response"]["status"] for a in tries] == ["INVALID_RESPONSE", "OK"]
+    assert "Please assign a valid topic" in tries[0]["response"]["errorMessage"]
+    second = next(r for r in model.prompts if r.history)
+    assert "Please assign a valid topic. Valid topics are" in second.history[-1].text
+    assert steps(db, "c2")[1].output["topic"] != "weather"
+
+
+def test_attempts_running_out_stop_the_conversation_with_the_reason(runtime, db):
+    load_example(db)
+    model = Scripted()
+    model.reply("Extract all the following entities", {"topic": "proxy"}, times=-1)
+    with runtime.model_wrapper(model.wrap):
+        start(db, "c3", QUERY)
+        settle(runtime, finished(db, "c3"), rounds=5)
+    conv = conversation(db, "c3")
+    assert conv.status == Status.FAILED
+    assert conv.error.document == "conversations/c3/steps/0001"
+    assert conv.error.field == "output"
+    assert "no valid reply after 3 attempt(s)" in conv.error.reason
+    assert "concise description of the user's question" in conv.error.reason
+    assert len(attempts(db, "c3", "0001")) == 3
+    assert [e["field"] for e in errors(db, "c3")] == ["output"]
+
+
+def test_an_agent_keeps_going_until_is_final(runtime, db):
+    load_example(db)
+    model = Scripted()
+    # the extractor's first reply lacks the name: not final, so it takes another step
+    model.reply("Extract all the following entities", {"topic": "proxy", "user_question": "q?"})
+    with runtime.model_wrapper(model.wrap):
+        start(db, "c4", QUERY)
+        settle(runtime, finished(db, "c4"), rounds=5)
+    got = [(s.agent, s.agent_step, s.is_final) for s in steps(db, "c4")][:4]
+    assert got == [
+        ("conductor", 0, False),
+        ("extractor", 1, False),
+        ("extractor", 2, True),
+        ("conductor", 0, False),
+    ]
+    second = steps(db, "c4")[2]
+    assert second.input["topic"] == "proxy"  # the step goes on from the previous arguments
+    assert conversation(db, "c4").status == Status.DONE
+
+
+def _looping_workflow(db, workflow_id: str) -> None:
+    load_example(db, workflow_id)
+    db.document(f"workflows/{workflow_id}").update(
+        {"conductor.rules": [{"then": "extractor"}], "conductor.maxDispatches": 3}
+    )
+
+
+def test_the_dispatch_cap_ends_a_loop(runtime, db):
+    _looping_workflow(db, "loop")
+    start(db, "c5", QUERY, workflow_id="loop")
+    settle(runtime, finished(db, "c5"), rounds=5)
+    conv = conversation(db, "c5")
+    assert conv.status == Status.FAILED
+    assert conv.dispatches == 3
+    assert conv.error.field == "dispatches" and "dispatch cap reached" in conv.error.reason
+    assert [s.agent for s in steps(db, "c5")] == ["conductor", "extractor"] * 3 + ["conductor"]
+
+
+def test_the_conductor_model_routes_without_rules(runtime, db):
+    load_example(db, "free")
+    db.document("workflows/free").update({"conductor.rules": []})
+    model = Scripted()
+    model.reply("The agents are:", {"next_agent": "extractor"})
+    model.reply("The agents are:", {"next_agent": "FINISH"})  # no answer yet: corrected
+    model.reply("The agents are:", {"next_agent": "FINISH", "answer": "Check the proxy rules."})
+    with runtime.model_wrapper(model.wrap):
+        start(db, "c6", QUERY, workflow_id="free")
+        settle(runtime, finished(db, "c6"), rounds=5)
+    conv = conversation(db, "c6")
+    assert conv.status == Status.DONE and conv.answer == "Check the proxy rules."
+    first = next(r.prompt for r in model.prompts if "The agents are:" in r.prompt)
+    assert "- extractor: Extracts the user's name" in first
+    assert "- answerer: Answers the user's question" in first
+    last = [s for s in steps(db, "c6")][-1]
+    assert last.decision.by == "model"
+    assert [a["response"]["status"] for a in attempts(db, "c6", f"{last.index:04d}")] == [
+        "INVALID_RESPONSE",
+        "OK",
+    ]
+
+
+def test_a_console_memory_edit_steers_and_cancel_stops(runtime, db):
+    _looping_workflow(db, "steer")
+    db.document("workflows/steer").update(
+        {"conductor.rules": [{"whenPresent": ["answer"], "then": "FINISH"}, {"then": "extractor"}]}
+    )
+    start(db, "c7", QUERY, workflow_id="steer")
+    db.document("conversations/c7").update(
+        {"memory.answer": {"value": "Restart the router.", "agent": "", "turn": 0}}
+    )
+    settle(runtime, finished(db, "c7"), rounds=5)
+    conv = conversation(db, "c7")
+    assert conv.status == Status.DONE and conv.answer == "Restart the router."
+    start(db, "c8", QUERY, workflow_id="loop-missing")
+    settle(runtime, finished(db, "c8"), rounds=5)
+    conv = conversation(db, "c8")
+    assert conv.status == Status.FAILED and conv.error.document == "workflows/loop-missing"
+
+
+def test_under_chaos_no_step_is_created_twice(runtime, db):
+    load_example(db)
+    ids = [f"x{i}" for i in range(4)]
+    created: list[str] = []
+
+    def audit(delivery) -> None:
+        if delivery.function == "onConductorStep":
+            created.append(delivery.body.decode(errors="replace"))
+
+    settings = ChaosSettings(duplicate_rate=0.6, fault_rate=0.15, seed=5)
+    with runtime.observing(audit), runtime.chaos(settings) as run:
+        for cid in ids:
+            start(db, cid, QUERY)
+        settle(runtime, finished(db, *ids), rounds=30)
+    print(run.describe())
+    for cid in ids:
+        conv = conversation(db, cid)
+        assert conv.status == Status.DONE, (cid, conv.error)
+        got = steps(db, cid)
+        assert [s.index for s in got] == list(range(5)), cid
+        assert [s.agent for s in got] == [
+            "conductor", "extractor", "conductor", "answerer", "conductor"
+        ]
+    assert run.counts()["duplicated"] > 0
