@@ -10,7 +10,6 @@ import dataclasses
 from typing import Literal
 
 from shared import paths
-from shared.conductor.documents import CONVERSATION
 
 FirestoreEventKind = Literal["created", "updated", "deleted", "written"]
 
@@ -168,7 +167,7 @@ REGISTRY: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         name="onConversationCreated",
-        trigger=FirestoreTrigger("created", CONVERSATION),
+        trigger=FirestoreTrigger("created", paths.CONVERSATION),
         handler="functions.triggers.conductor:on_conversation_created",
         description="Conductor workflows: start a conversation (its first step, the conductor).",
         timeout_s=60,

@@ -24,6 +24,11 @@ MODEL_LOG = EXPERIMENT + "/logs/{logId}"
 ERROR_RECORD = EXPERIMENT + "/errors/{errorId}"
 MOVE_LEASE = EXPERIMENT + "/moveLeases/{participantId}"
 EXPERIMENTER_DATA = "experimenterData/{experimenterId}"
+# Conductor workflows (shared/conductor)
+WORKFLOW = "workflows/{workflowId}"
+WORKFLOW_AGENT = WORKFLOW + "/agents/{agentName}"
+CONVERSATION = "conversations/{conversationId}"
+CONVERSATION_STEP = CONVERSATION + "/steps/{stepId}"
 
 
 def build(pattern: str, **params: str) -> str:

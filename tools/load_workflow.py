@@ -85,9 +85,9 @@ def _check_code(agent: AgentDoc) -> None:
         raise WorkflowError(f"{agent.module}: {error}") from None
     for attr in (agent.user_prompt_argument, agent.system_prompt_argument):
         found = getattr(module, attr, None)
-        if attr == agent.user_prompt_argument or found is not None:
-            if not (isinstance(found, type) and issubclass(found, PromptArgument)):
-                raise WorkflowError(f"{agent.module}: no PromptArgument class {attr!r}")
+        required = attr == agent.user_prompt_argument or found is not None
+        if required and not (isinstance(found, type) and issubclass(found, PromptArgument)):
+            raise WorkflowError(f"{agent.module}: no PromptArgument class {attr!r}")
 
 
 def read_workflow(folder: Path) -> tuple[WorkflowDoc, list[AgentDoc]]:
@@ -122,8 +122,9 @@ def load(client: firestore.Client, folder: Path, workflow_id: str | None = None)
     workflow, agents = read_workflow(folder)
     workflow_id = workflow_id or workflow.name or folder.name
     batch = client.batch()
-    batch.set(client.document(paths.build(WORKFLOW, workflowId=workflow_id)),
-              workflow.to_firestore())
+    batch.set(
+        client.document(paths.build(WORKFLOW, workflowId=workflow_id)), workflow.to_firestore()
+    )
     for agent in agents:
         path = paths.build(AGENT, workflowId=workflow_id, agentName=agent.name)
         batch.set(client.document(path), agent.to_firestore())

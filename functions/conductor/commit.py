@@ -30,8 +30,14 @@ def _pending(conversation_id: str, index: int, transaction: Any) -> Conversation
 def _conversation_update(conv: Conversation, step: Step, done: Completion) -> dict[str, Any]:
     update: dict[str, Any] = {"status": done.status.value, "updatedAt": now()}
     if done.hand_back is not None:
-        merged = memory.merge(conv.memory, done.memory_fields, done.hand_back, agent=step.agent,
-                              turn=step.turn, step=step.index)
+        merged = memory.merge(
+            conv.memory,
+            done.memory_fields,
+            done.hand_back,
+            agent=step.agent,
+            turn=step.turn,
+            step=step.index,
+        )
         update["memory"] = {k: v.to_firestore() for k, v in merged.items()}
     if done.next_step is not None:
         update["currentStep"] = done.next_step.index
@@ -63,12 +69,12 @@ def commit(conversation_id: str, step: Step, done: Completion) -> bool:
             "completedAt": stamp,
         }
         transaction.update(store.ref(step_path(conversation_id, step.index)), step_update)
-        transaction.update(store.ref(conversation_path(conversation_id)),
-                           _conversation_update(conv, step, done))
+        transaction.update(
+            store.ref(conversation_path(conversation_id)), _conversation_update(conv, step, done)
+        )
         if done.next_step is not None:
             nxt = done.next_step.model_copy(update={"created_at": stamp})
-            transaction.create(store.ref(step_path(conversation_id, nxt.index)),
-                               nxt.to_firestore())
+            transaction.create(store.ref(step_path(conversation_id, nxt.index)), nxt.to_firestore())
         return True
 
     return transactions.run(body, settled=lambda: _settled(conversation_id, step.index))

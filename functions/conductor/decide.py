@@ -106,8 +106,9 @@ def _conductor(cid: str, conv: Conversation, step: Step, wf: WorkflowDoc) -> Com
         decision = _ask_conductor(cid, conv, step, wf)
     if decision.next_agent == FINISH:
         answer = decision.answer or str(values.get(cfg.finish_field) or "")
-        return Completion(decision=decision, output=decision.to_firestore(), status=Status.DONE,
-                          answer=answer)
+        return Completion(
+            decision=decision, output=decision.to_firestore(), status=Status.DONE, answer=answer
+        )
     if decision.next_agent not in wf.agents:
         where = workflow.workflow_path(conv.workflow_id)
         reason = f"a routing rule names {decision.next_agent!r}, which is not one of {wf.agents}"
@@ -120,8 +121,10 @@ def _conductor(cid: str, conv: Conversation, step: Step, wf: WorkflowDoc) -> Com
 
 
 def _describe(rule: Any) -> str:
-    parts = [f"missing {rule.when_missing}" if rule.when_missing else "",
-             f"present {rule.when_present}" if rule.when_present else ""]
+    parts = [
+        f"missing {rule.when_missing}" if rule.when_missing else "",
+        f"present {rule.when_present}" if rule.when_present else "",
+    ]
     return "rule: " + (" and ".join(p for p in parts if p) or "always")
 
 
@@ -150,8 +153,7 @@ def _ask_conductor(cid: str, conv: Conversation, step: Step, wf: WorkflowDoc) ->
         "history": rendering.history_lines(finished_steps(cid, step.index)),
     }
     base = workflow.workflow_path(conv.workflow_id) + ".conductor"
-    prompt = rendering.conductor_prompt(cfg.system_prompt, cfg.user_prompt, variables, base,
-                                        schema)
+    prompt = rendering.conductor_prompt(cfg.system_prompt, cfg.user_prompt, variables, base, schema)
     finish_value = conv.memory_values().get(cfg.finish_field)
 
     def validate(parsed: Any) -> Decision:
@@ -163,8 +165,9 @@ def _ask_conductor(cid: str, conv: Conversation, step: Step, wf: WorkflowDoc) ->
         return Decision(next_agent=parsed["next_agent"], by="model", answer=answer)
 
     settings = cfg.model_settings or wf.model_settings
-    return calling.ask_step(cid, step_id(step.index), CONDUCTOR, settings, prompt, schema,
-                            validate, cfg.max_attempts)
+    return calling.ask_step(
+        cid, step_id(step.index), CONDUCTOR, settings, prompt, schema, validate, cfg.max_attempts
+    )
 
 
 # --- a multi-step agent ------------------------------------------------------------------------
@@ -186,15 +189,28 @@ def _agent(cid: str, conv: Conversation, step: Step, wf: WorkflowDoc) -> Complet
         return arg
 
     settings = agent.model_settings or wf.model_settings
-    reply = calling.ask_step(cid, step_id(step.index), agent.name, settings, prompt, schema,
-                             validate, agent.max_attempts)
+    reply = calling.ask_step(
+        cid, step_id(step.index), agent.name, settings, prompt, schema, validate, agent.max_attempts
+    )
     output = reply.model_dump(mode="json")
     final = bool(code.is_final(reply))
     if final or step.agent_step >= wf.max_agent_steps:
-        conductor = Step(index=step.index + 1, kind=StepKind.CONDUCTOR, agent=CONDUCTOR,
-                         turn=step.turn)
-        return Completion(output=output, is_final=final, next_step=conductor, hand_back=output,
-                          memory_fields=tuple(wf.conductor.memory_fields))
-    again = Step(index=step.index + 1, kind=StepKind.AGENT, agent=agent.name, turn=step.turn,
-                 agent_step=step.agent_step + 1, input=output)
+        conductor = Step(
+            index=step.index + 1, kind=StepKind.CONDUCTOR, agent=CONDUCTOR, turn=step.turn
+        )
+        return Completion(
+            output=output,
+            is_final=final,
+            next_step=conductor,
+            hand_back=output,
+            memory_fields=tuple(wf.conductor.memory_fields),
+        )
+    again = Step(
+        index=step.index + 1,
+        kind=StepKind.AGENT,
+        agent=agent.name,
+        turn=step.turn,
+        agent_step=step.agent_step + 1,
+        input=output,
+    )
     return Completion(output=output, next_step=again)

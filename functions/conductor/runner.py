@@ -58,8 +58,13 @@ def start(conversation_id: str) -> bool:
         stamp = now()
         first = Step(index=0, kind=StepKind.CONDUCTOR, agent=CONDUCTOR, created_at=stamp)
         transaction.create(store.ref(step_path(conversation_id, 0)), first.to_firestore())
-        update = {"status": Status.RUNNING.value, "currentStep": 0, "activeAgent": CONDUCTOR,
-                  "createdAt": conv.created_at or stamp, "updatedAt": stamp}
+        update = {
+            "status": Status.RUNNING.value,
+            "currentStep": 0,
+            "activeAgent": CONDUCTOR,
+            "createdAt": conv.created_at or stamp,
+            "updatedAt": stamp,
+        }
         transaction.update(store.ref(path), update)
         return True
 
@@ -71,8 +76,9 @@ def start(conversation_id: str) -> bool:
 
 def run_step(message: ConductorStep) -> None:
     """Run the step under the conversation's step lease (duplicates coalesce on it)."""
-    lease = paths.build(STEP_LEASE, conversationId=message.conversation_id,
-                        stepId=step_id(message.index))
+    lease = paths.build(
+        STEP_LEASE, conversationId=message.conversation_id, stepId=step_id(message.index)
+    )
     ttl = timedelta(seconds=_seconds(LEASE_ENV, DEFAULT_LEASE_S))
     leases.coalesce(lease, lambda: _run_once(message.conversation_id, message.index), ttl=ttl)
 
@@ -90,8 +96,13 @@ def _run_once(conversation_id: str, index: int) -> None:
     if done.problem is not None:
         _record(done)
     if done.next_step is not None:
-        publish_steps(ConductorStep(conversation_id=conversation_id, index=done.next_step.index,
-                                    reason=f"after step {index}"))
+        publish_steps(
+            ConductorStep(
+                conversation_id=conversation_id,
+                index=done.next_step.index,
+                reason=f"after step {index}",
+            )
+        )
 
 
 def _record(done: Completion) -> None:
@@ -124,4 +135,3 @@ def redrive(limit: int = 200) -> int:
             again.append(ConductorStep(conversation_id=snap.id, index=index, reason="re-drive"))
     publish_steps(*again)
     return len(again)
-

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
+from shared import paths
 from shared.models import AgentModelSettings, ApiType, DocModel, Timestamp
 from shared.models._base import Count, Positive
 
@@ -27,10 +28,10 @@ CONDUCTOR = "conductor"
 """The conductor's name in steps and memory provenance."""
 MAX_ATTEMPTS_LIMIT = 10
 
-WORKFLOW = "workflows/{workflowId}"
-AGENT = WORKFLOW + "/agents/{agentName}"
-CONVERSATION = "conversations/{conversationId}"
-STEP = CONVERSATION + "/steps/{stepId}"
+WORKFLOW = paths.WORKFLOW
+AGENT = paths.WORKFLOW_AGENT
+CONVERSATION = paths.CONVERSATION
+STEP = paths.CONVERSATION_STEP
 ATTEMPTS = STEP + "/attempts"
 STEP_LEASE = CONVERSATION + "/leases/{stepId}"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared.stages import AnswerValidationError
 
@@ -28,6 +28,13 @@ class PromptArgument(BaseModel):
             for name, prop in schema.get("properties", {}).items()
         }
         return {"type": "object", "properties": properties, "required": sorted(properties)}
+
+
+def hinted(default: Any = "", **schema: Any) -> Any:
+    """A field whose reply schema carries more than its type (``enum``, ``minLength``, ...): a
+    hint for the model (and the scripted model honours it); ``is_valid`` still decides."""
+    extra: dict[str, Any] = dict(schema)
+    return Field(default, json_schema_extra=extra)
 
 
 class PromptValidationError(AnswerValidationError):

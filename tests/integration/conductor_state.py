@@ -34,7 +34,9 @@ def conversation(db: firestore.Client, cid: str) -> Conversation:
 
 
 def steps(db: firestore.Client, cid: str) -> list[Step]:
-    found = [Step.model_validate(s.to_dict()) for s in db.collection(f"conversations/{cid}/steps").get()]
+    found = [
+        Step.model_validate(s.to_dict()) for s in db.collection(f"conversations/{cid}/steps").get()
+    ]
     return sorted(found, key=lambda s: s.index)
 
 

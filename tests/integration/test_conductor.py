@@ -92,7 +92,8 @@ def test_an_agent_keeps_going_until_is_final(runtime, db):
     load_example(db)
     model = Scripted()
     # the extractor's first reply lacks the name: not final, so it takes another step
-    model.reply("Extract all the following entities", {"topic": "proxy", "user_question": "q?"})
+    first = {"name": "", "topic": "proxy", "user_question": "Which proxy port?"}
+    model.reply("Extract all the following entities", first)
     with runtime.model_wrapper(model.wrap):
         start(db, "c4", QUERY)
         settle(runtime, finished(db, "c4"), rounds=5)
@@ -141,7 +142,7 @@ def test_the_conductor_model_routes_without_rules(runtime, db):
     first = next(r.prompt for r in model.prompts if "The agents are:" in r.prompt)
     assert "- extractor: Extracts the user's name" in first
     assert "- answerer: Answers the user's question" in first
-    last = [s for s in steps(db, "c6")][-1]
+    last = steps(db, "c6")[-1]
     assert last.decision.by == "model"
     assert [a["response"]["status"] for a in attempts(db, "c6", f"{last.index:04d}")] == [
         "INVALID_RESPONSE",
@@ -188,6 +189,10 @@ def test_under_chaos_no_step_is_created_twice(runtime, db):
         got = steps(db, cid)
         assert [s.index for s in got] == list(range(5)), cid
         assert [s.agent for s in got] == [
-            "conductor", "extractor", "conductor", "answerer", "conductor"
+            "conductor",
+            "extractor",
+            "conductor",
+            "answerer",
+            "conductor",
         ]
     assert run.counts()["duplicated"] > 0

@@ -3,10 +3,7 @@ characters on a topic."""
 
 from __future__ import annotations
 
-from pydantic import Field
-
-from shared.conductor.prompt_args import PromptArgument, PromptValidationError
-
+from shared.conductor.prompt_args import PromptArgument, PromptValidationError, hinted
 from workflows.example.extractor.prompt import valid_topics
 
 
@@ -17,9 +14,9 @@ class AnswererSystemPromptArgument(PromptArgument):
 
 class AnswererUserPromptArgument(PromptArgument):
     name: str = ""
-    topic: str = Field("", json_schema_extra={"enum": valid_topics})
+    topic: str = hinted("", enum=valid_topics)
     user_question: str = ""
-    answer: str = Field("", json_schema_extra={"minLength": 11})
+    answer: str = hinted("", minLength=11)
 
 
 def is_valid(arg: AnswererUserPromptArgument) -> bool:

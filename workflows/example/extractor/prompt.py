@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
-
-from shared.conductor.prompt_args import PromptArgument, PromptValidationError
+from shared.conductor.prompt_args import PromptArgument, PromptValidationError, hinted
 
 valid_topics = ["firewall", "proxy", "connectivity"]
 
@@ -16,7 +14,7 @@ class ExtractorSystemPromptArgument(PromptArgument):
 
 class ExtractorUserPromptArgument(PromptArgument):
     name: str = ""
-    topic: str = Field("", json_schema_extra={"enum": valid_topics})
+    topic: str = hinted("", enum=valid_topics)
     user_question: str = ""
 
 
