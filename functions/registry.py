@@ -58,6 +58,7 @@ AGENT_TURN_TOPIC = "agent-turn"
 WATCHDOG_TOPIC = "watchdog-tick"
 CONDUCTOR_STEP_TOPIC = "conductor-step"
 CONDUCTOR_TICK_TOPIC = "conductor-tick"
+CHAT_CONDUCTOR_TOPIC = "chat-conductor"
 
 REGISTRY: tuple[FunctionSpec, ...] = (
     FunctionSpec(
@@ -179,6 +180,16 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         description=(
             "One step of a conductor workflow (the conductor's routing or an agent's model turn "
             "with validation); its transaction creates the next step exactly once."
+        ),
+        retry=True,
+    ),
+    FunctionSpec(
+        name="onChatConductor",
+        trigger=PubSubTrigger(CHAT_CONDUCTOR_TOPIC),
+        handler="functions.triggers.chat_conductor:on_chat_conductor",
+        description=(
+            "Conductor election policy: one conductor call picks the agent that answers a chat "
+            "message (again, bounded, when the picked agent declines)."
         ),
         retry=True,
     ),
