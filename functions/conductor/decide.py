@@ -125,7 +125,7 @@ def _describe(rule: Any) -> str:
         f"missing {rule.when_missing}" if rule.when_missing else "",
         f"present {rule.when_present}" if rule.when_present else "",
     ]
-    return "rule: " + (" and ".join(p for p in parts if p) or "always")
+    return " and ".join(p for p in parts if p) or "always"
 
 
 def _first_agent_step(conv: Conversation, step: Step, wf: WorkflowDoc, name: str) -> Step:
@@ -178,7 +178,7 @@ def _agent(cid: str, conv: Conversation, step: Step, wf: WorkflowDoc) -> Complet
     code = workflow.agent_code(conv.workflow_id, agent)
     doc = workflow.agent_path(conv.workflow_id, agent.name)
     user_args = code.user.model_validate(step.input).model_dump(mode="json")
-    schema = code.user.reply_schema()
+    schema = code.user.reply_schema(known=user_args)
     prompt = rendering.agent_prompt(
         agent, doc, workflow.system_arguments(agent, code, doc), user_args, conv.query, schema
     )

@@ -18,11 +18,12 @@ def merge(
     turn: int,
     step: int,
 ) -> dict[str, Remembered]:
-    """``memory`` updated with the arguments named like a memory field and not empty."""
+    """``memory`` updated with the arguments named like a memory field and not empty; a value
+    that did not change keeps the agent and turn that first set it."""
     merged = dict(memory)
     for name in fields:
         value = arguments.get(name)
-        if value in (None, "", [], {}):
+        if value in (None, "", [], {}) or (name in merged and merged[name].value == value):
             continue
         merged[name] = Remembered(value=value, agent=agent, turn=turn, step=step)
     return merged

@@ -20,13 +20,18 @@ class PromptArgument(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     @classmethod
-    def reply_schema(cls) -> dict[str, Any]:
-        """The JSON Schema a reply must fill: every field, without pydantic's titles."""
+    def reply_schema(cls, known: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The JSON Schema a reply must fill: every field, without pydantic's titles; a value
+        already ``known`` (the step's arguments) is the field's default, so the model sees what
+        to keep (and the scripted model keeps it)."""
         schema = cls.model_json_schema()
         properties = {
             name: {k: v for k, v in prop.items() if k != "title"}
             for name, prop in schema.get("properties", {}).items()
         }
+        for name, value in (known or {}).items():
+            if name in properties and value not in (None, "", [], {}):
+                properties[name]["default"] = value
         return {"type": "object", "properties": properties, "required": sorted(properties)}
 
 

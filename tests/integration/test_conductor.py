@@ -18,6 +18,7 @@ from conductor_state import (
 from experiment_state import settle
 
 from emulator.chaos import ChaosSettings
+from functions.conductor.runner import STALLED_ENV
 from shared.conductor.documents import Status
 
 pytestmark = pytest.mark.usefixtures("clean")
@@ -43,11 +44,13 @@ def test_the_example_workflow_answers(runtime, db):
     assert conv.dispatches == 2
     # memory merged by field name, each value with the agent and turn that set it
     assert {k: (v.agent, v.turn) for k, v in conv.memory.items()} == {
-        "name": ("answerer", 2),
-        "topic": ("answerer", 2),
-        "user_question": ("answerer", 2),
+        "name": ("extractor", 1),
+        "topic": ("extractor", 1),
+        "user_question": ("extractor", 1),
         "answer": ("answerer", 2),
     }
+    answerer = steps(db, "c1")[3]
+    assert answerer.input["name"] == conv.memory["name"].value  # from memory, by field name
     assert conv.answer == conv.memory["answer"].value
     extractor = steps(db, "c1")[1]
     assert extractor.is_final and extractor.output["topic"] in ("firewall", "proxy", "connectivity")
@@ -195,4 +198,26 @@ def test_under_chaos_no_step_is_created_twice(runtime, db):
             "answerer",
             "conductor",
         ]
-    assert run.counts()["duplicated"] > 0
+        for step_id in ("0001", "0003"):  # each agent step's model call was answered once
+            ok = [a for a in attempts(db, cid, step_id) if a["response"]["status"] == "OK"]
+            assert len(ok) == 1, (cid, step_id, attempts(db, cid, step_id))
+    counts = run.counts()
+    assert counts["duplicated"] > 0, counts
+    assert sum(n for k, n in counts.items() if k.startswith("fault:")) > 0, counts
+
+
+def test_a_step_whose_invocation_died_is_redriven(runtime, db, monkeypatch):
+    """Step 0 committed but its message never published (the instance died between the two):
+    the scheduled watchdog publishes it again once it is older than the stall limit."""
+    monkeypatch.setenv(STALLED_ENV, "0")
+    load_example(db)
+    db.document("conversations/c9/steps/0000").set(
+        {"index": 0, "kind": "conductor", "agent": "conductor", "status": "pending"}
+    )
+    db.document("conversations/c9").set(
+        {"query": QUERY, "workflowId": "example", "status": "RUNNING", "currentStep": 0}
+    )
+    runtime.wait_until_idle(timeout=60)
+    assert conversation(db, "c9").status == Status.RUNNING  # nothing runs it by itself
+    settle(runtime, finished(db, "c9"), rounds=3)
+    assert conversation(db, "c9").status == Status.DONE

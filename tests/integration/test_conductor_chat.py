@@ -22,8 +22,8 @@ def test_conductor_policy_asks_one_agent_per_message(runtime, db, monkeypatch):
     monkeypatch.setenv(MAX_PICKS_ENV, "2")
     monkeypatch.setenv(IDLE_ENV, "0")  # each watchdog tick stands for time passing
     e = chat_experiment(db, electionPolicy="conductor")
-    config = persona_prompt(db, e, max_responses=3)
-    ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(10)]
+    config = persona_prompt(db, e, max_responses=2)
+    ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(5)]
     settle(runtime, all_done(db, e, ids), timeout=240)
 
     messages = chat_messages(db, e)
