@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import election, latency, overhead, report, stress_chat, transitions
+from bench import conductor, election, latency, overhead, report, stress_chat, transitions
 from bench.stack import Stack, machine, say
 
-SECTIONS = ("overhead", "latency", "transitions", "election")
+SECTIONS = ("overhead", "latency", "transitions", "election", "conductor")
 EXTRA_SECTIONS = ("stress",)
 """Run only when named with --only: the stress runs take longer than the rest together."""
 DEFAULT_OUT = Path(__file__).resolve().parent / "results.json"
@@ -61,6 +61,11 @@ def _sizes(quick: bool) -> dict[str, Any]:
                 "fake": [(10, "race", 10, 4)],
             },
             "stress": {"runs": 2, "chaos_runs": 1},
+            "conductor": {
+                "agents": 10,
+                "messages": {"race": 6, "claim": 10, "conductor": 10},
+                "conversations": 5,
+            },
         }
     return {
         "overhead": {"samples": 200, "burst": 500},
@@ -80,6 +85,11 @@ def _sizes(quick: bool) -> dict[str, Any]:
             "fake": [(30, "race", 32, 10), (30, "claim", 32, 30), (100, "race", 100, 5)],
         },
         "stress": {"runs": 10, "chaos_runs": 10},
+        "conductor": {
+            "agents": 10,
+            "messages": {"race": 15, "claim": 60, "conductor": 60},
+            "conversations": 40,
+        },
     }
 
 
@@ -119,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         if "election" in sections:
             results["sections"]["election"] = election.run(
                 stack, seed=args.seed, workers=args.workers, **sizes["election"]
+            )
+        if "conductor" in sections:
+            results["sections"]["conductor"] = conductor.run(
+                stack, seed=args.seed, workers=args.workers, **sizes["conductor"]
             )
         if "stress" in sections:
             results["sections"]["stress"] = stress_chat.run(
