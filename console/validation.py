@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from shared import paths
+from shared.conductor.documents import AgentDoc, Conversation, Step, WorkflowDoc
 from shared.models import (
     AgentPersona,
     ChatMessage,
@@ -63,6 +64,10 @@ CHECKS: dict[str, Check] = {
     paths.MODEL_LOG: _model(ModelLogEntry),
     paths.ERROR_RECORD: _model(ErrorRecord),
     paths.EXPERIMENTER_DATA: _model(ExperimenterData),
+    paths.WORKFLOW: _model(WorkflowDoc),
+    paths.WORKFLOW_AGENT: _model(AgentDoc),
+    paths.CONVERSATION: _model(Conversation),
+    paths.CONVERSATION_STEP: _model(Step),
 }
 """Path pattern → check; add a row when a new document kind gets a model."""
 

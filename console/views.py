@@ -11,7 +11,7 @@ import dataclasses
 
 from flask import Blueprint
 
-from console import documents, experiments
+from console import conductor, documents, experiments
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,4 +26,5 @@ class View:
 VIEWS: tuple[View, ...] = (
     View(experiments.blueprint, "Experiments", "experiments.index"),
     View(documents.blueprint, "Documents", "documents.browse"),
+    View(conductor.blueprint, "Conductor", "conductor.index"),
 )

@@ -17,8 +17,10 @@ from conductor_state import (
 )
 from experiment_state import settle
 
+from console.app import create_app
 from emulator.chaos import ChaosSettings
 from functions.conductor.runner import STALLED_ENV
+from functions.conductor.wire import ConductorStep, publish_steps
 from shared.conductor.documents import Status
 
 pytestmark = pytest.mark.usefixtures("clean")
@@ -153,22 +155,51 @@ def test_the_conductor_model_routes_without_rules(runtime, db):
     ]
 
 
-def test_a_console_memory_edit_steers_and_cancel_stops(runtime, db):
+def test_the_console_creates_steers_reads_and_cancels(runtime, db):
+    api = create_app(runtime.project, db).test_client()
     _looping_workflow(db, "steer")
     db.document("workflows/steer").update(
         {"conductor.rules": [{"whenPresent": ["answer"], "then": "FINISH"}, {"then": "extractor"}]}
     )
-    start(db, "c7", QUERY, workflow_id="steer")
-    db.document("conversations/c7").update(
-        {"memory.answer": {"value": "Restart the router.", "agent": "", "turn": 0}}
+    assert api.post("/api/conductor/conversations", json={"query": ""}).status_code == 422
+    bad = api.post("/api/conductor/conversations", json={"query": "q", "workflowId": "nope"})
+    assert bad.status_code == 422 and bad.json["field"] == "workflowId"
+    made = api.post("/api/conductor/conversations", json={"query": QUERY, "workflowId": "steer"})
+    assert made.status_code == 201
+    cid = made.json["id"]
+    steer = api.put(f"/api/conductor/{cid}/memory/answer", json={"value": "Restart the router."})
+    assert steer.status_code == 200
+    assert api.put(f"/api/conductor/{cid}/memory/a.b", json={"value": 1}).status_code == 422
+    settle(runtime, finished(db, cid), rounds=5)
+    state = api.get(f"/api/conductor/{cid}/state").json
+    assert state["status"] == "DONE" and state["answer"] == "Restart the router."
+    assert {m["field"]: m["agent"] for m in state["memory"]}["answer"] == "console"
+    assert state["steps"][-1]["summary"] == "→ FINISH (rule: present ['answer'])"
+    assert api.get("/conductor").status_code == 200
+    assert api.get(f"/conductor/{cid}").status_code == 200
+    # cancel: a running conversation stops; its pending step, delivered later, does nothing
+    db.document("conversations/cx/steps/0000").set(
+        {"index": 0, "kind": "conductor", "agent": "conductor", "status": "pending"}
     )
-    settle(runtime, finished(db, "c7"), rounds=5)
-    conv = conversation(db, "c7")
-    assert conv.status == Status.DONE and conv.answer == "Restart the router."
+    db.document("conversations/cx").set(
+        {"query": QUERY, "workflowId": "steer", "status": "RUNNING", "currentStep": 0}
+    )
+    assert api.post("/api/conductor/cx/cancel").json == {"status": "CANCELLED"}
+    publish_steps(ConductorStep(conversation_id="cx", index=0))
+    runtime.wait_until_idle(timeout=60)
+    assert conversation(db, "cx").status == Status.CANCELLED
+    assert steps(db, "cx")[0].status == "pending"
+    assert api.post("/api/conductor/cx/cancel").json == {"status": "CANCELLED"}
+
+
+def test_a_missing_workflow_is_a_recorded_error(runtime, db):
     start(db, "c8", QUERY, workflow_id="loop-missing")
     settle(runtime, finished(db, "c8"), rounds=5)
     conv = conversation(db, "c8")
     assert conv.status == Status.FAILED and conv.error.document == "workflows/loop-missing"
+    assert [e["document"] for e in errors(db, "c8")] == []  # filed under the workflow
+    records = db.collection("workflows/loop-missing/errors").get()
+    assert [r.to_dict()["field"] for r in records] == ["(document)"]
 
 
 def test_under_chaos_no_step_is_created_twice(runtime, db):
