@@ -2,8 +2,9 @@
 conductor call picks which agent (participant or mediator) speaks next, from their personas and
 the recent chat, and only that agent is asked. It may still decline; then the conductor is told
 and picks again among the others, at most ``DLAB_CHAT_CONDUCTOR_MAX_PICKS`` times per message.
-When nobody (more) may be asked, the agent participants present are asked whether they are
-ready to end instead (``quiet``), so the chat never waits for the idle watchdog.
+When nobody may be asked (all gated: responses used up, the author), the agent participants
+present are asked whether they are ready to end instead (``quiet``, as under race); when the
+picks are used up by declines, the chat waits like a race chat whose agents all declined.
 
 Once per message and round: the pick takes ``triggerLogs/conductor-{message}-{round}`` by
 atomic create, and records the agent it picked in ``triggerLogs/conductor-{message}``; a turn
@@ -132,8 +133,10 @@ def pick(request: ConductorPick) -> str:
     message = next((m for m in history if m.id == request.trigger_chat_id), None)
     if history and history[-1].id != request.trigger_chat_id:
         return "the chat has moved on"  # a newer message gets its own pick
-    members = [] if round_ >= max_picks() else _members(room, stage, history, message, request)
-    if not members:  # nobody (more) to ask: those present say whether they are ready instead
+    if round_ >= max_picks():
+        return "picks used up"  # they all declined: as under race, the idle watchdog nudges
+    members = _members(room, stage, history, message, request)
+    if not members:  # nobody may answer: those present say whether they are ready instead
         public = rooms.state(room, history)
         asked = quiet.ask_who_is_ready(room, stage, public, history, request.trigger_chat_id)
         return f"nobody to pick; {asked} asked whether ready"
