@@ -4,6 +4,8 @@ dispatch cap ends a loop, and chaos delivery never creates a step twice."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from conductor_state import (
     Scripted,
@@ -237,11 +239,21 @@ def test_under_chaos_no_step_is_created_twice(runtime, db):
     assert sum(n for k, n in counts.items() if k.startswith("fault:")) > 0, counts
 
 
-def test_a_step_whose_invocation_died_is_redriven(runtime, db, monkeypatch):
-    """Step 0 committed but its message never published (the instance died between the two):
-    the scheduled watchdog publishes it again once it is older than the stall limit."""
+@pytest.mark.parametrize("dead_holder", [False, True])
+def test_a_step_whose_invocation_died_is_redriven(runtime, db, monkeypatch, dead_holder):
+    """Step 0 committed but its message never published (the instance died between the two),
+    or its invocation died holding the step's lease: the scheduled watchdog publishes it again
+    once it is older than the stall limit, and the delivery takes the expired lease over."""
     monkeypatch.setenv(STALLED_ENV, "0")
     load_example(db)
+    if dead_holder:
+        db.document("conversations/c9/leases/0000").set(
+            {
+                "token": "dead",
+                "expiresAt": datetime.now(UTC) - timedelta(seconds=1),
+                "pending": True,
+            }
+        )
     db.document("conversations/c9/steps/0000").set(
         {"index": 0, "kind": "conductor", "agent": "conductor", "status": "pending"}
     )
