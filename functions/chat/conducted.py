@@ -122,10 +122,19 @@ def still_picked(turn: AgentTurn) -> bool:
 
 
 def pick(request: ConductorPick) -> str:
-    """Pick once per message and round; publish the picked agent's turn. Returns what it did."""
+    """Pick once per message and round; publish the picked agent's turn. Returns what it did.
+    The round's lock is kept once done, and released if the pick fails (the retry picks)."""
+    lock_id = f"{pick_record(request.trigger_chat_id)}-{len(request.declined)}"
+    with messages.lock(request.room, lock_id, {}) as held:
+        if not held.taken:
+            return "already picked"
+        outcome = _pick(request)
+        held.keep()
+    return outcome
+
+
+def _pick(request: ConductorPick) -> str:
     room, round_ = request.room, len(request.declined)
-    if not messages.take_lock(room, f"{pick_record(request.trigger_chat_id)}-{round_}", {}):
-        return "already picked"
     stage = store.read_stage(room.experiment_id, room.stage_id)
     if not isinstance(stage, ChatStage):
         return "not a group chat"
