@@ -194,6 +194,25 @@ def test_the_console_creates_steers_reads_and_cancels(runtime, db):
     assert api.post("/api/conductor/cx/cancel").json == {"status": "CANCELLED"}
 
 
+def test_a_template_error_names_the_document_and_field(runtime, db):
+    api = create_app(runtime.project, db).test_client()
+    load_example(db, "typo")
+    bad = api.put("/api/docs/workflows/typo", json={"agents": ["FINISH"]})
+    assert bad.status_code == 422 and bad.json["field"] == "agents"  # refused, nothing written
+    db.document("workflows/typo/agents/extractor").update({"userPrompt": "Hello {{ nmae }}"})
+    start(db, "c10", QUERY, workflow_id="typo")
+    settle(runtime, finished(db, "c10"), rounds=5)
+    conv = conversation(db, "c10")
+    assert conv.status == Status.FAILED
+    assert (conv.error.document, conv.error.field) == (
+        "workflows/typo/agents/extractor",
+        "userPrompt",
+    )
+    assert "undefined variable 'nmae'" in conv.error.reason
+    records = [r.to_dict() for r in db.collection("workflows/typo/errors").get()]
+    assert [r["field"] for r in records] == ["userPrompt"]
+
+
 def test_a_missing_workflow_is_a_recorded_error(runtime, db):
     start(db, "c8", QUERY, workflow_id="loop-missing")
     settle(runtime, finished(db, "c8"), rounds=5)
