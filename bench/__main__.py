@@ -19,10 +19,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import cost, debate, election, latency, overhead, report, stress_chat, transitions
+from bench import (
+    conductor,
+    cost,
+    debate,
+    election,
+    latency,
+    overhead,
+    report,
+    stress_chat,
+    transitions,
+)
 from bench.stack import Stack, machine, say
 
-SECTIONS = ("overhead", "latency", "transitions", "election")
+SECTIONS = ("overhead", "latency", "transitions", "election", "conductor")
 EXTRA_SECTIONS = ("stress", "cost", "debate")
 """Run only when named with --only: the stress runs take longer than the rest together; the cost
 report has its own command too (``python -m bench.cost``)."""
@@ -65,6 +75,11 @@ def _sizes(quick: bool) -> dict[str, Any]:
             },
             "stress": {"runs": 2, "chaos_runs": 1},
             "debate": {"agents": (8,), "parallel_agents": 8},
+            "conductor": {
+                "agents": 10,
+                "messages": {"race": 6, "claim": 10, "conductor": 10},
+                "conversations": 5,
+            },
         }
     return {
         "overhead": {"samples": 200, "burst": 500},
@@ -85,6 +100,11 @@ def _sizes(quick: bool) -> dict[str, Any]:
         },
         "stress": {"runs": 10, "chaos_runs": 10},
         "debate": {"agents": (8, 32, 128), "parallel_agents": 32},
+        "conductor": {
+            "agents": 10,
+            "messages": {"race": 15, "claim": 60, "conductor": 60},
+            "conversations": 40,
+        },
     }
 
 
@@ -134,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
                 stack, seed=args.seed, workers=args.workers, **sizes["debate"]
             )
             print(debate.summary(results["sections"]["debate"]))
+        if "conductor" in sections:
+            results["sections"]["conductor"] = conductor.run(
+                stack, seed=args.seed, workers=args.workers, **sizes["conductor"]
+            )
         if "stress" in sections:
             results["sections"]["stress"] = stress_chat.run(
                 stack, seed=args.seed, workers=args.workers, **sizes["stress"]

@@ -27,8 +27,9 @@ from bench.fake_model import API_TYPE, fake_model, scripted_model
 from bench.profile import delivery_profile
 from bench.stack import Stack, dist, say
 from emulator.runtime import LocalRuntime
+from functions.chat.conducted import CONDUCTOR_ID
 
-NOT_ELECTIONS = ("initial-", "ready-", "quota-", "left-", "turn-")
+NOT_ELECTIONS = ("initial-", "ready-", "quota-", "left-", "turn-", "conductor-")
 STALL_S = 1.5
 FAKE_LATENCY_S = 0.2
 
@@ -172,6 +173,26 @@ def _analyse(db: firestore.Client, room: chat.ChatRoom, rt: LocalRuntime) -> dic
     }
 
 
+def conductor_stats(db: firestore.Client, experiment_id: str) -> dict[str, Any]:
+    """Conductor policy: its calls, and how often the agent it picked declined to answer."""
+    calls = chat.reply_calls(chat.model_calls(db, experiment_id))
+    per_message, answers, declines = [], 0, 0
+    for message_calls in calls.values():
+        per_message.append(sum(1 for c in message_calls if c.participant_id == CONDUCTOR_ID))
+        for c in message_calls:
+            if c.participant_id != CONDUCTOR_ID and c.status == "OK":
+                answers += 1
+                declines += isinstance(c.parsed, dict) and c.parsed.get("shouldRespond") is False
+    return {
+        "conductorCallsPerMessage": round(statistics.fmean(per_message), 3)
+        if per_message
+        else None,
+        "pickedAgentAnswers": answers,
+        "pickedAgentDeclines": declines,
+        "declineRate": round(declines / answers, 3) if answers else None,
+    }
+
+
 def _one(
     stack: Stack,
     agents: int,
@@ -208,6 +229,7 @@ def _one(
                 **run,
                 "wallSeconds": round(wall, 2),
                 **_analyse(db, room, rt),
+                **(conductor_stats(db, room.experiment_id) if policy == "conductor" else {}),
             }
         rt.reset()
         db.close()

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from shared import paths
+from shared.conductor.documents import AgentDoc, Conversation, Step, WorkflowDoc
 from shared.debate.models import Debate
 from shared.models import (
     AgentPersona,
@@ -72,6 +73,10 @@ CHECKS: dict[str, Check] = {
     society_paths.PROMPTS: _model(SocietyPrompts),
     society_paths.ACTION: _model(ActionRecord),
     paths.DEBATE: _model(Debate),
+    paths.WORKFLOW: _model(WorkflowDoc),
+    paths.WORKFLOW_AGENT: _model(AgentDoc),
+    paths.CONVERSATION: _model(Conversation),
+    paths.CONVERSATION_STEP: _model(Step),
 }
 """Path pattern → check; add a row when a new document kind gets a model."""
 

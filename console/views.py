@@ -11,7 +11,7 @@ import dataclasses
 
 from flask import Blueprint
 
-from console import debates, documents, experiments, societies
+from console import conductor, debates, documents, experiments, societies
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,4 +28,5 @@ VIEWS: tuple[View, ...] = (
     View(debates.blueprint, "Debates", "debates.index"),
     View(documents.blueprint, "Documents", "documents.browse"),
     View(societies.blueprint, "Societies", "societies.index"),
+    View(conductor.blueprint, "Conductor", "conductor.index"),
 )

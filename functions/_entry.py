@@ -60,20 +60,26 @@ def _run(spec: FunctionSpec, event: Any) -> None:
         raise
 
 
+OWN_ROOTS = {"societyId": "societies", "debateId": "debates", "conversationId": "conversations"}
+"""A Pub/Sub message naming one of these belongs to that root document (the systems whose
+documents are not under an experiment)."""
+
+
 def _subject(event: Any) -> str:
     """The document an unexpected failure is filed under: the event's document, or for a
-    Pub/Sub message the experiment (and participant) it names."""
+    Pub/Sub message the society, debate, conversation or experiment (and participant) it names."""
     if isinstance(event, _events.FirestoreEvent):
         return event.document
     try:
         payload = event.json()
     except ValueError:
         payload = None
-    if isinstance(payload, dict) and isinstance(payload.get("societyId"), str):
-        return f"societies/{payload['societyId']}"
-    if isinstance(payload, dict) and isinstance(payload.get("debateId"), str):
-        return f"debates/{payload['debateId']}" if payload["debateId"] else event.path
-    if not isinstance(payload, dict) or not isinstance(payload.get("experimentId"), str):
+    if not isinstance(payload, dict):
+        return event.path
+    for key, root in OWN_ROOTS.items():
+        if isinstance(payload.get(key), str):
+            return f"{root}/{payload[key]}" if payload[key] else event.path
+    if not isinstance(payload.get("experimentId"), str):
         return event.path
     path = f"experiments/{payload['experimentId']}"
     participant = payload.get("participantId") or payload.get("agentId")

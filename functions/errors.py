@@ -56,14 +56,14 @@ def experiment_of(document: str) -> str | None:
     return parts[1] if len(parts) >= 2 and parts[0] == "experiments" else None
 
 
-OWN_ERROR_ROOTS = ("societies", "debates")
+OWN_ERROR_ROOTS = frozenset({"societies", "debates", "conversations", "workflows"})
 """Systems whose documents are not under an experiment keep their records under their root
-document: ``societies/{s}/errors``, ``debates/{d}/errors``."""
+document: ``societies/{s}/errors``, ``debates/{d}/errors``, ``conversations/{c}/errors``..."""
 
 
 def record_path(document: str, record_id: str) -> str | None:
     """Where the record of an error about ``document`` goes: its experiment's ``errors``, or its
-    society's or debate's; None when the document belongs to none."""
+    society's, debate's, conversation's or workflow's; None when it belongs to none."""
     experiment_id = experiment_of(document)
     if experiment_id is not None:
         return paths.build(paths.ERROR_RECORD, experimentId=experiment_id, errorId=record_id)

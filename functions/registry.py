@@ -60,6 +60,9 @@ SOCIETY_TURN_TOPIC = "society-turn"
 SOCIETY_TICK_TOPIC = "society-tick"
 DEBATE_TURN_TOPIC = "debate-turn"
 DEBATE_WATCHDOG_TOPIC = "debate-watchdog-tick"
+CONDUCTOR_STEP_TOPIC = "conductor-step"
+CONDUCTOR_TICK_TOPIC = "conductor-tick"
+CHAT_CONDUCTOR_TOPIC = "chat-conductor"
 
 REGISTRY: tuple[FunctionSpec, ...] = (
     FunctionSpec(
@@ -224,6 +227,23 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         retry=True,
     ),
     FunctionSpec(
+        name="onConversationCreated",
+        trigger=FirestoreTrigger("created", paths.CONVERSATION),
+        handler="functions.triggers.conductor:on_conversation_created",
+        description="Conductor workflows: start a conversation (its first step, the conductor).",
+        timeout_s=60,
+    ),
+    FunctionSpec(
+        name="onConductorStep",
+        trigger=PubSubTrigger(CONDUCTOR_STEP_TOPIC),
+        handler="functions.triggers.conductor:on_conductor_step",
+        description=(
+            "One step of a conductor workflow (the conductor's routing or an agent's model turn "
+            "with validation); its transaction creates the next step exactly once."
+        ),
+        retry=True,
+    ),
+    FunctionSpec(
         name="societyWatchdog",
         trigger=ScheduleTrigger(SOCIETY_TICK_TOPIC, schedule="every 1 minutes"),
         handler="functions.triggers.society:on_society_tick",
@@ -252,6 +272,23 @@ REGISTRY: tuple[FunctionSpec, ...] = (
             "Re-drives unfinished debates: turns of rounds open too long (lost or killed), "
             "completion checks an invocation died before, a start whose event was lost."
         ),
+        timeout_s=120,
+    ),
+    FunctionSpec(
+        name="onChatConductor",
+        trigger=PubSubTrigger(CHAT_CONDUCTOR_TOPIC),
+        handler="functions.triggers.chat_conductor:on_chat_conductor",
+        description=(
+            "Conductor election policy: one conductor call picks the agent that answers a chat "
+            "message (again, bounded, when the picked agent declines)."
+        ),
+        retry=True,
+    ),
+    FunctionSpec(
+        name="conductorWatchdog",
+        trigger=ScheduleTrigger(CONDUCTOR_TICK_TOPIC, schedule="every 1 minutes"),
+        handler="functions.triggers.conductor:on_conductor_tick",
+        description="Re-drives conductor steps whose invocation died (pending too long).",
         timeout_s=120,
     ),
 )

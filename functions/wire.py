@@ -43,6 +43,10 @@ class AgentTurn(WireMessage):
     nudge: bool = False
     """A private chat that went quiet (a declined or failed reply, or the watchdog): the agent
     participant may speak again after its own message."""
+    conducted: bool = False
+    """Conductor policy: picked by the chat's conductor; a decline asks it to pick again."""
+    declined: tuple[str, ...] = ()
+    """Conductor policy: the agents (``type:privateId``) that declined this message before."""
 
     @classmethod
     def in_room(cls, room: Room, agent_type: str, agent_id: str, **rest: object) -> AgentTurn:

@@ -38,6 +38,12 @@ DEBATE_LOG = DEBATE + "/logs/{logId}"
 DEBATE_ERROR = DEBATE + "/errors/{errorId}"
 DEBATE_LEASE = DEBATE + "/leases/{leaseId}"
 
+# Conductor workflows (shared/conductor)
+WORKFLOW = "workflows/{workflowId}"
+WORKFLOW_AGENT = WORKFLOW + "/agents/{agentName}"
+CONVERSATION = "conversations/{conversationId}"
+CONVERSATION_STEP = CONVERSATION + "/steps/{stepId}"
+
 
 def build(pattern: str, **params: str) -> str:
     """Fill a pattern; every placeholder must be given a non-empty id without slashes."""

@@ -59,8 +59,8 @@ class CallSite:
     stage_id: str
     description: str
     log_collection: str = ""
-    """Where the call's log entries go; '' for the experiment's ``logs`` (a society keeps its
-    own)."""
+    """Where the call's log entries go; '' for the experiment's ``logs`` (a society, a debate
+    and a conductor step keep their own)."""
 
 
 @dataclasses.dataclass

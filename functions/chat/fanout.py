@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from functions import rooms, store
-from functions.chat import active, agents, messages, turn_order
+from functions.chat import active, agents, conducted, messages, turn_order
 from functions.rooms import Room
 from functions.wire import AgentTurn, publish_turns
 from shared.models import (
@@ -32,6 +32,8 @@ def fan_out(experiment_id: str, cohort_id: str, stage: ChatStage, message: ChatM
     room = Room(experiment_id, cohort_id, stage.id)
     if stage.is_turn_based:
         return _turn_based(room, stage, message)
+    if stage.election_policy == "conductor":
+        return conducted.request(room, message)  # the conductor picks the one agent to ask
     groups = {
         "participant": agents.participants_at(experiment_id, cohort_id, stage.id),
         "mediator": agents.mediators_of(experiment_id, cohort_id, stage),

@@ -21,7 +21,7 @@ from functions import rooms, store
 from functions.agents import cohort_lock
 from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
 from functions.agents.prompting import build_context, creator_api_keys, render
-from functions.chat import agents, gates, messages, quiet, readiness, turn_order
+from functions.chat import agents, conducted, gates, messages, quiet, readiness, turn_order
 from functions.chat.agents import ChatAgent
 from functions.chat.gates import Refusal
 from functions.chat.readiness import Readiness
@@ -67,6 +67,8 @@ READINESS_SCHEMA = {
     "required": ["explanation", "readyToEndChat"],
 }
 DECLINED = "{name} has nothing to add right now."
+CLAIMING = ("claim", "conductor")
+"""Election policies under which only the asked agent answers, claiming the message first."""
 log = logging.getLogger(__name__)
 
 
@@ -136,7 +138,7 @@ class Scene:
         model call per message, not one per agent)."""
         if self.turn.is_opening or self.turn_based:
             return True  # turn-based: an opening and a message's turn may reach the holder at once
-        return isinstance(self.stage, ChatStage) and self.stage.election_policy == "claim"
+        return isinstance(self.stage, ChatStage) and self.stage.election_policy in CLAIMING
 
     def must_respond(self, history: list[ChatMessage]) -> bool:
         """No choosing silence: in a turn-based chat (DL), and for a participant who owes a
@@ -178,6 +180,8 @@ class Scene:
 
 def run(turn: AgentTurn) -> TurnResult:
     """Take the turn; a turn that does not answer hands the message on (claim policy)."""
+    if turn.conducted and not conducted.still_picked(turn):
+        return TurnResult(TurnOutcome.NOT_ELECTED)  # the conductor has picked another since
     scene = _load(turn)
     if isinstance(scene, TurnOutcome):
         return _pass_on(turn, TurnResult(scene))  # e.g. it left since the fan-out
@@ -378,6 +382,8 @@ def _pass_on(turn: AgentTurn, result: TurnResult) -> TurnResult:
     following = turn.next_in_order()
     if following is not None:
         publish_turns(following)
+    if turn.conducted:
+        conducted.after_decline(turn)  # conductor policy: it picks again (bounded)
     return result
 
 

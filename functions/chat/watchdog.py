@@ -13,6 +13,7 @@ from google.cloud import firestore
 
 from functions import documents, errors, rooms, store, transactions
 from functions.chat import active, agents, fanout, messages, readiness
+from functions.chat.turn import CLAIMING
 from functions.rooms import Room
 from functions.wire import AgentTurn, publish_turns, publish_wakes
 from shared import paths
@@ -257,14 +258,14 @@ def _reopen(
 def _redrive_dead_claim(
     room: Room, stage: ConversationStage, history: list[ChatMessage], dead: datetime
 ) -> bool:
-    """A chat gone quiet after a message whose claim died with its invocation (claim policy,
-    turn-based): nobody answered it, and nobody else was asked, since the claim held the
+    """A chat gone quiet after a message whose claim died with its invocation (claim or conductor
+    policy, turn-based): nobody answered it, and nobody else was asked, since the claim held the
     message. The dead claim (and a turn-based chat's dead turn change) is released and the
     message fanned out again; each step is taken once more by its lock, so duplicate ticks
     re-drive once."""
     if not isinstance(stage, ChatStage) or not history:
         return False
-    if not (stage.is_turn_based or stage.election_policy == "claim"):
+    if not (stage.is_turn_based or stage.election_policy in CLAIMING):
         return False
     message = history[-1]
     if not messages.release_unfinished(

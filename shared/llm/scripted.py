@@ -75,7 +75,10 @@ def _text(rng: random.Random, schema: dict[str, Any]) -> str:
 
 
 def generate_value(rng: random.Random, schema: dict[str, Any], name: str = "") -> Any:
-    """A value that satisfies ``schema`` (the subset of JSON Schema our stages produce)."""
+    """A value that satisfies ``schema`` (the subset of JSON Schema our stages produce). A
+    non-empty ``default`` is kept (a conductor agent's argument already known)."""
+    if schema.get("default") not in (None, "", [], {}):
+        return schema["default"]
     if "enum" in schema:
         return rng.choice(schema["enum"])
     kind = schema.get("type", "string")

@@ -188,9 +188,10 @@ class ChatStage(_ChatBase):
     discussions: list[ChatDiscussion] = []
     is_turn_based: bool = False
     enable_reactions_and_replies: bool = False
-    election_policy: Literal["race", "claim"] = "race"
+    election_policy: Literal["race", "claim", "conductor"] = "race"
     """Ours: who answers a message. race (DL): every eligible agent calls its model, the first
-    to post wins; claim: agents are asked one at a time in a seeded order."""
+    to post wins; claim: agents are asked one at a time in a seeded order; conductor: one
+    conductor call picks the agent to ask (functions/chat/conducted.py)."""
 
 
 class PrivateChatStage(_ChatBase):

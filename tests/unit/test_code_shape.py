@@ -16,6 +16,7 @@ MAX_COMPLEXITY = 15
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"main", "_entry", "triggers"}),
     frozenset({"chat", "society", "debate"}),
+    frozenset({"conductor"}),
     frozenset({"agents"}),
 )
 """Top to bottom; a part may import its own layer's parts and those below. Every other

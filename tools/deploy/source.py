@@ -16,7 +16,8 @@ from pathlib import Path
 from functions.registry import REGISTRY, FunctionSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("functions", "shared")
+PACKAGES = ("functions", "shared", "workflows")
+"""Deployed: the functions, their domain code, and the conductor workflows' prompt.py code."""
 MARKER = ".dlab-deploy-source"
 """Marks a directory this tool wrote, so a re-run may replace it and nothing else."""
 

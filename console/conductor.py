@@ -1,0 +1,100 @@
+"""Conductor workflows: create a conversation, watch its steps and attempts live, steer it by
+editing a memory field, cancel it."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Iterator
+
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    current_app,
+    jsonify,
+    render_template,
+    request,
+    stream_with_context,
+)
+
+from console import conductor_state as state
+from console.context import db
+
+blueprint = Blueprint("conductor", __name__)
+
+POLL_S = 0.5
+_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+@blueprint.get("/conductor")
+def index() -> str:
+    return render_template(
+        "conductor.html",
+        conversations=state.list_conversations(db()),
+        workflows=state.workflows(db()),
+    )
+
+
+@blueprint.get("/conductor/<conversation_id>")
+def conversation(conversation_id: str) -> str:
+    return render_template("conversation.html", conversation_id=conversation_id)
+
+
+@blueprint.post("/api/conductor/conversations")
+def create() -> tuple[Response, int]:
+    body = request.get_json(silent=True) or {}
+    query, workflow = str(body.get("query") or "").strip(), str(body.get("workflowId") or "")
+    if not query or not workflow:
+        return jsonify({"field": "query" if not query else "workflowId", "reason": "required"}), 422
+    if workflow not in state.workflows(db()):
+        return jsonify({"field": "workflowId", "reason": f"no workflow {workflow!r}"}), 422
+    conversation_id = str(body.get("id") or uuid.uuid4().hex[:12])
+    db().document(f"conversations/{conversation_id}").create(
+        {"query": query, "workflowId": workflow, "status": "PENDING"}
+    )
+    return jsonify({"id": conversation_id}), 201
+
+
+@blueprint.get("/api/conductor/<conversation_id>/state")
+def read(conversation_id: str) -> Response:
+    found = state.read_conversation(db(), conversation_id)
+    if found is None:
+        abort(404)
+    return Response(found.model_dump_json(), mimetype="application/json")
+
+
+@blueprint.post("/api/conductor/<conversation_id>/cancel")
+def cancel(conversation_id: str) -> Response:
+    return jsonify({"status": state.cancel(db(), conversation_id)})
+
+
+@blueprint.put("/api/conductor/<conversation_id>/memory/<field>")
+def set_memory(conversation_id: str, field: str) -> tuple[Response, int]:
+    body = request.get_json(silent=True)
+    if not _FIELD.match(field):
+        return jsonify({"field": f"memory.{field}", "reason": "not a field name"}), 422
+    if not isinstance(body, dict) or "value" not in body:
+        return jsonify({"field": f"memory.{field}", "reason": 'send {"value": ...}'}), 422
+    state.set_memory(db(), conversation_id, field, body["value"])
+    return jsonify({"field": field}), 200
+
+
+@blueprint.get("/api/conductor/<conversation_id>/events")
+def events(conversation_id: str) -> Response:
+    client = db()
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+
+    def stream() -> Iterator[str]:
+        last = ""
+        while not app.extensions.get("dlab_stopping"):
+            found = state.read_conversation(client, conversation_id)
+            current = found.model_dump_json() if found else "null"
+            if current != last:
+                last = current
+                yield f"event: state\ndata: {current}\n\n"
+            time.sleep(POLL_S)
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return Response(stream_with_context(stream()), mimetype="text/event-stream", headers=headers)

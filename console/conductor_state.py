@@ -1,0 +1,184 @@
+"""The conductor view's data: conversations, and one conversation with its steps, attempts,
+memory and error records, as pydantic models built from Firestore (testable without a
+browser)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from google.cloud import firestore
+from pydantic import BaseModel
+
+from shared.conductor.documents import ACTIVE, Conversation, Status, Step
+
+
+class ConversationRow(BaseModel):
+    id: str
+    workflow: str
+    status: str
+    query: str
+    dispatches: int
+    answer: str
+
+
+class AttemptView(BaseModel):
+    attempt: int
+    status: str
+    error: str
+    reply: str
+
+
+class StepView(BaseModel):
+    index: int
+    kind: str
+    agent: str
+    turn: int
+    agent_step: int
+    status: str
+    summary: str
+    is_final: bool
+    error: str
+    attempts: list[AttemptView]
+
+
+class MemoryView(BaseModel):
+    field: str
+    value: str
+    agent: str
+    turn: int
+
+
+class ConversationState(BaseModel):
+    id: str
+    workflow: str
+    status: str
+    active: bool
+    query: str
+    answer: str
+    dispatches: int
+    error: str
+    memory: list[MemoryView]
+    memory_fields: list[str]
+    steps: list[StepView]
+    errors: list[str]
+
+
+def list_conversations(db: firestore.Client, limit: int = 200) -> list[ConversationRow]:
+    rows = []
+    for snap in db.collection("conversations").limit(limit).get():
+        d = snap.to_dict() or {}
+        rows.append(
+            ConversationRow(
+                id=snap.id,
+                workflow=str(d.get("workflowId", "")),
+                status=str(d.get("status", "")),
+                query=str(d.get("query", ""))[:120],
+                dispatches=int(d.get("dispatches") or 0),
+                answer=str(d.get("answer", ""))[:120],
+            )
+        )
+    return sorted(rows, key=lambda r: r.id)
+
+
+def workflows(db: firestore.Client) -> list[str]:
+    return sorted(s.id for s in db.collection("workflows").list_documents())
+
+
+def _summary(step: Step) -> str:
+    if step.decision is not None:
+        d = step.decision
+        return f"→ {d.next_agent} ({d.by}{': ' + d.reason if d.reason else ''})"
+    if step.output is not None:
+        return json.dumps(step.output, ensure_ascii=False, default=str)
+    return json.dumps(step.input, ensure_ascii=False, default=str) if step.input else ""
+
+
+def _attempts(ref: Any) -> list[AttemptView]:
+    out = []
+    for snap in ref.collection("attempts").get():
+        d = snap.to_dict() or {}
+        response = d.get("response") or {}
+        out.append(
+            AttemptView(
+                attempt=int(d.get("attempt") or 0),
+                status=str(response.get("status", "")),
+                error=str(response.get("errorMessage") or ""),
+                reply=str(response.get("text") or "")[:400],
+            )
+        )
+    return sorted(out, key=lambda a: a.attempt)
+
+
+def read_conversation(db: firestore.Client, conversation_id: str) -> ConversationState | None:
+    snap = db.document(f"conversations/{conversation_id}").get()
+    if not snap.exists:
+        return None
+    conv = Conversation.model_validate(snap.to_dict())
+    steps = []
+    for step_snap in snap.reference.collection("steps").get():
+        step = Step.model_validate(step_snap.to_dict())
+        steps.append(
+            StepView(
+                index=step.index,
+                kind=step.kind,
+                agent=step.agent,
+                turn=step.turn,
+                agent_step=step.agent_step,
+                status=step.status,
+                summary=_summary(step),
+                is_final=step.is_final,
+                error=step.error,
+                attempts=_attempts(step_snap.reference),
+            )
+        )
+    workflow = db.document(f"workflows/{conv.workflow_id}").get().to_dict() or {}
+    fields = list((workflow.get("conductor") or {}).get("memoryFields") or [])
+    errors = [
+        f"{e.get('document')} · {e.get('field')}: {e.get('reason')}"
+        for e in (s.to_dict() or {} for s in snap.reference.collection("errors").get())
+    ]
+    return ConversationState(
+        id=conversation_id,
+        workflow=conv.workflow_id,
+        status=conv.status,
+        active=conv.status in ACTIVE,
+        query=conv.query,
+        answer=conv.answer,
+        dispatches=conv.dispatches,
+        error=f"{conv.error.document} · {conv.error.field}: {conv.error.reason}"
+        if conv.error
+        else "",
+        memory=[
+            MemoryView(
+                field=k, value=json.dumps(v.value, ensure_ascii=False), agent=v.agent, turn=v.turn
+            )
+            for k, v in conv.memory.items()
+        ],
+        memory_fields=fields,
+        steps=sorted(steps, key=lambda s: s.index),
+        errors=errors,
+    )
+
+
+def cancel(db: firestore.Client, conversation_id: str) -> str:
+    """CANCELLED if still running (a transaction: a conversation that just finished stays)."""
+    ref = db.document(f"conversations/{conversation_id}")
+
+    @firestore.transactional
+    def body(transaction: Any) -> str:
+        data = ref.get(transaction=transaction).to_dict() or {}
+        status = data.get("status", "")
+        if status in ACTIVE:
+            transaction.update(ref, {"status": Status.CANCELLED.value})
+            return Status.CANCELLED.value
+        return str(status)
+
+    return body(db.transaction())
+
+
+def set_memory(db: firestore.Client, conversation_id: str, field: str, value: Any) -> None:
+    """Steer: set one memory field (the next conductor step reads it), marked as the console's.
+    ``field`` is a plain identifier (the route checks it)."""
+    kept = {"value": value, "agent": "console", "turn": 0, "step": 0}
+    db.document(f"conversations/{conversation_id}").update({f"memory.{field}": kept})

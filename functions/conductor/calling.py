@@ -1,0 +1,42 @@
+"""A step's model call: the backbone's ``model_call.ask`` (provider retries, corrective turns,
+every attempt logged), with the attempts logged under the step document."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from functions.agents.model_call import CallSite, ask
+from shared import paths
+from shared.conductor.documents import ATTEMPTS, CONDUCTOR
+from shared.models import AgentModelSettings, MediatorProfile, ProfileAgentConfig
+
+
+def ask_step(
+    conversation_id: str,
+    step_id: str,
+    agent: str,
+    settings: AgentModelSettings,
+    prompt: str,
+    schema: dict[str, Any],
+    validate: Callable[[Any], Any],
+    max_attempts: int,
+) -> Any:
+    """Ask until ``validate`` accepts a reply (at most ``max_attempts`` replies). Raises as
+    ``ask`` does: AnswerFailed when the attempts ran out, ProviderFailing in an outage, a
+    ModelError for a configuration the provider refuses."""
+    speaker = MediatorProfile(
+        private_id=f"{conversation_id}.{agent}",
+        public_id=agent,
+        name=agent,
+        type=CONDUCTOR if agent == CONDUCTOR else "agent",
+        agent_config=ProfileAgentConfig(agent_id=agent, model_settings=settings),
+    )
+    site = CallSite(
+        experiment_id=conversation_id,
+        participant=speaker,
+        stage_id=step_id,
+        description=f"{agent} step {step_id}",
+        log_collection=paths.build(ATTEMPTS, conversationId=conversation_id, stepId=step_id),
+    )
+    return ask(site, prompt, schema, validate, retries=max_attempts - 1)

@@ -1,0 +1,86 @@
+"""The transaction that completes step n: it re-reads the conversation and the step, and only
+if step n is still pending (and the conversation running) marks it done, applies the memory
+merge and the conversation's new state, and creates step n+1. So step n+1 is created exactly
+once, however often step n is delivered, retried or raced."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.cloud import firestore
+
+from functions import store, transactions
+from functions.conductor.decide import Completion, conversation_path, step_path
+from shared.conductor import memory
+from shared.conductor.documents import Conversation, Status, Step, StepStatus
+from shared.models import now, parse_document
+
+
+def _pending(conversation_id: str, index: int, transaction: Any) -> Conversation | None:
+    """The conversation, if it is running at step ``index`` and that step is still pending."""
+    conv_path = conversation_path(conversation_id)
+    conv = parse_document(Conversation, conv_path, store.snapshot_data(conv_path, transaction))
+    if conv.status != Status.RUNNING or conv.current_step != index:
+        return None
+    path = step_path(conversation_id, index)
+    step = parse_document(Step, path, store.snapshot_data(path, transaction))
+    return conv if step.status == StepStatus.PENDING else None
+
+
+def _conversation_update(conv: Conversation, step: Step, done: Completion) -> dict[str, Any]:
+    update: dict[str, Any] = {"status": done.status.value, "updatedAt": now()}
+    if done.hand_back is not None:
+        merged = memory.merge(
+            conv.memory,
+            done.memory_fields,
+            done.hand_back,
+            agent=step.agent,
+            turn=step.turn,
+            step=step.index,
+        )
+        update["memory"] = {k: v.to_firestore() for k, v in merged.items()}
+    if done.next_step is not None:
+        update["currentStep"] = done.next_step.index
+        update["activeAgent"] = done.next_step.agent
+        if done.next_step.agent_step == 1:
+            update["dispatches"] = firestore.Increment(1)
+    if done.answer:
+        update["answer"] = done.answer
+    if done.problem is not None:
+        update["error"] = done.problem.to_firestore()
+    return update
+
+
+def commit(conversation_id: str, step: Step, done: Completion) -> bool:
+    """Apply ``done`` to step ``step.index``; False if another delivery already did (or the
+    conversation was cancelled meanwhile)."""
+
+    def body(transaction: Any) -> bool:
+        conv = _pending(conversation_id, step.index, transaction)
+        if conv is None:
+            return False
+        stamp = now()
+        step_update: dict[str, Any] = {
+            "status": (StepStatus.FAILED if done.problem else StepStatus.DONE).value,
+            "output": done.output,
+            "isFinal": done.is_final,
+            "decision": done.decision.to_firestore() if done.decision else None,
+            "error": done.problem.reason if done.problem else "",
+            "completedAt": stamp,
+        }
+        transaction.update(store.ref(step_path(conversation_id, step.index)), step_update)
+        transaction.update(
+            store.ref(conversation_path(conversation_id)), _conversation_update(conv, step, done)
+        )
+        if done.next_step is not None:
+            nxt = done.next_step.model_copy(update={"created_at": stamp})
+            transaction.create(store.ref(step_path(conversation_id, nxt.index)), nxt.to_firestore())
+        return True
+
+    return transactions.run(body, settled=lambda: _settled(conversation_id, step.index))
+
+
+def _settled(conversation_id: str, index: int) -> bool | None:
+    """Before a retry: another delivery completed the step already (False: nothing to do)."""
+    data = store.snapshot_data(step_path(conversation_id, index)) or {}
+    return False if data.get("status") != StepStatus.PENDING.value else None

@@ -1,0 +1,24 @@
+"""Conductor workflows: a conversation document starts one; each step is one Pub/Sub turn; the
+scheduled tick re-drives steps whose invocation died."""
+
+from __future__ import annotations
+
+import logging
+
+from functions._events import FirestoreEvent, PubSubEvent
+from functions.conductor import runner
+from functions.conductor.wire import ConductorStep
+
+log = logging.getLogger(__name__)
+
+
+def on_conversation_created(event: FirestoreEvent) -> None:
+    runner.start(event.params["conversationId"])
+
+
+def on_conductor_step(event: PubSubEvent) -> None:
+    runner.run_step(event.message(ConductorStep))
+
+
+def on_conductor_tick(event: PubSubEvent) -> None:
+    log.info("conductor watchdog: %d step(s) re-driven", runner.redrive())

@@ -1,0 +1,204 @@
+"""The conductor's Firestore documents: workflows (loaded from ``config.yml`` and the agent
+folders, editable in the console), conversations, their steps and long-term memory.
+
+Layout::
+
+    workflows/{workflowId}                      WorkflowDoc (conductor, model, caps)
+    workflows/{workflowId}/agents/{agent}       AgentDoc (description, templates, arguments)
+    conversations/{conversationId}              Conversation (query, status, memory, answer)
+    conversations/{c}/steps/{0000}              Step (one model turn or routing decision)
+    conversations/{c}/steps/{n}/attempts/{id}   one model attempt with its error (model log)
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator
+
+from shared import paths
+from shared.models import AgentModelSettings, ApiType, DocModel, Timestamp
+from shared.models._base import Count, Positive
+
+FINISH = "FINISH"
+"""The conductor's choice that ends a conversation with an answer."""
+CONDUCTOR = "conductor"
+"""The conductor's name in steps and memory provenance."""
+MAX_ATTEMPTS_LIMIT = 10
+
+WORKFLOW = paths.WORKFLOW
+AGENT = paths.WORKFLOW_AGENT
+CONVERSATION = paths.CONVERSATION
+STEP = paths.CONVERSATION_STEP
+ATTEMPTS = STEP + "/attempts"
+STEP_LEASE = CONVERSATION + "/leases/{stepId}"
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+_MODULE = re.compile(r"^workflows(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+
+Attempts = Annotated[int, Field(ge=1, le=MAX_ATTEMPTS_LIMIT)]
+
+
+def step_id(index: int) -> str:
+    """Zero-padded, so the console lists steps in order."""
+    return f"{index:04d}"
+
+
+def _settings() -> AgentModelSettings:
+    return AgentModelSettings(api_type=ApiType.SCRIPTED, model_name="scripted")
+
+
+class RoutingRule(DocModel):
+    """Rule-based routing before the model: the first rule whose memory fields match decides."""
+
+    when_missing: list[str] = []
+    """Memory fields that must all be empty (or absent)."""
+    when_present: list[str] = []
+    """Memory fields that must all be set."""
+    then: str
+    """An agent's name, or FINISH."""
+
+    def matches(self, memory: dict[str, Any]) -> bool:
+        missing = all(not memory.get(f) for f in self.when_missing)
+        present = all(bool(memory.get(f)) for f in self.when_present)
+        return missing and present
+
+
+class ConductorConfig(DocModel):
+    system_prompt: str = ""
+    """Jinja2; '' uses the default conductor prompt (the agents and their descriptions)."""
+    user_prompt: str = ""
+    """Jinja2; '' uses the default (analyse the conversation, pick the next agent)."""
+    memory_fields: list[str] = []
+    """The long-term memory: agents' prompt arguments with these names are kept."""
+    rules: list[RoutingRule] = []
+    max_dispatches: Positive = 8
+    """Dispatches to agents per conversation; the next one ends it (a loop stops here)."""
+    finish_field: str = "answer"
+    """The memory field that is the conversation's answer when the conductor finishes."""
+    max_attempts: Attempts = 3
+    model_settings: AgentModelSettings | None = None
+
+
+class WorkflowDoc(DocModel):
+    name: str = ""
+    description: str = ""
+    agents: list[str]
+    """The agents' names, in the order the conductor's prompt lists them."""
+    conductor: ConductorConfig = Field(default_factory=ConductorConfig)
+    model_settings: AgentModelSettings = Field(default_factory=_settings)
+    max_agent_steps: Positive = 4
+    """Steps of one agent's turn before it hands back even if not final."""
+
+    @field_validator("agents")
+    @classmethod
+    def _names(cls, names: list[str]) -> list[str]:
+        bad = [n for n in names if not _NAME.match(n) or n in (FINISH, CONDUCTOR)]
+        if bad or not names:
+            raise ValueError(f"agent names must be simple identifiers (not {FINISH}): {bad}")
+        return names
+
+
+class AgentDoc(DocModel):
+    name: str
+    description: str = ""
+    system_prompt: str = ""
+    user_prompt: str
+    module: str
+    """The agent's deployed ``prompt.py`` (e.g. ``workflows.example.extractor.prompt``)."""
+    system_prompt_argument: str = "SystemPromptArgument"
+    user_prompt_argument: str = "UserPromptArgument"
+    system_arguments: dict[str, Any] = {}
+    """Values of the system prompt arguments (central configuration, as Diskurs recommends)."""
+    max_attempts: Attempts = 3
+    model_settings: AgentModelSettings | None = None
+
+    @field_validator("module")
+    @classmethod
+    def _module(cls, module: str) -> str:
+        if not _MODULE.match(module):
+            raise ValueError(f"must be a module under workflows/ (got {module!r})")
+        return module
+
+
+class Status(StrEnum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    DONE = "DONE"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+ACTIVE = (Status.PENDING, Status.RUNNING)
+
+
+class Remembered(DocModel):
+    """One long-term memory value and where it came from."""
+
+    value: Any = None
+    agent: str = ""
+    turn: Count = 0
+    """The dispatch (1, 2, ...) whose hand-back set it; 0 for a console edit."""
+    step: Count = 0
+
+
+class Problem(DocModel):
+    document: str
+    field: str
+    reason: str
+
+
+class Conversation(DocModel):
+    query: str
+    workflow_id: str = "example"
+    status: Status = Status.PENDING
+    answer: str = ""
+    memory: dict[str, Remembered] = {}
+    dispatches: Count = 0
+    current_step: int = -1
+    active_agent: str = ""
+    error: Problem | None = None
+    created_at: Timestamp | None = None
+    updated_at: Timestamp | None = None
+
+    def memory_values(self) -> dict[str, Any]:
+        return {name: kept.value for name, kept in self.memory.items()}
+
+
+class StepKind(StrEnum):
+    CONDUCTOR = "conductor"
+    AGENT = "agent"
+
+
+class StepStatus(StrEnum):
+    PENDING = "pending"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class Decision(DocModel):
+    next_agent: str
+    by: str = "model"
+    """'rule', 'model' or 'cap'."""
+    answer: str = ""
+    reason: str = ""
+
+
+class Step(DocModel):
+    index: Count
+    kind: StepKind
+    agent: str
+    turn: Count = 0
+    """The dispatch this step belongs to (0: the first conductor step)."""
+    agent_step: Count = 0
+    """1, 2, ... within an agent's turn; 0 for a conductor step."""
+    status: StepStatus = StepStatus.PENDING
+    input: dict[str, Any] = {}
+    output: dict[str, Any] | None = None
+    is_final: bool = False
+    decision: Decision | None = None
+    error: str = ""
+    created_at: Timestamp | None = None
+    completed_at: Timestamp | None = None

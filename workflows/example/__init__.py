@@ -1,0 +1,1 @@
+"""The example workflow: extract the user's name, topic and question, then answer it."""

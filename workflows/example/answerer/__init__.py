@@ -1,0 +1,1 @@
+"""Answers the extracted question."""

@@ -1,0 +1,1 @@
+"""Extracts the name, topic and question from the user's query."""
