@@ -79,6 +79,18 @@ def read_many(model: type[M], refs: list[str], transaction: Any = None) -> dict[
     return found
 
 
+def fetch(*wanted: tuple[type[BaseModel] | None, str]) -> list[Any]:
+    """Several documents in one round trip, each parsed as its model (a DocumentError names a
+    missing or malformed one); ``None`` for a model asks only whether the document exists."""
+    snaps = {s.reference.path: s for s in store.db().get_all([store.ref(p) for _, p in wanted])}
+    out: list[Any] = []
+    for model, path in wanted:
+        snap = snaps.get(path)
+        data = snap.to_dict() if snap is not None and snap.exists else None
+        out.append(data is not None if model is None else parse_document(model, path, data))
+    return out
+
+
 def statements(d: str, ids: list[str], transaction: Any = None) -> dict[str, Statement | None]:
     """Statements by id (``None`` for one not made yet)."""
     by_path = read_many(Statement, [statement(d, i) for i in ids], transaction)

@@ -30,12 +30,12 @@ def stale_after() -> timedelta:
 
 def redrive(d: str, *, touched: bool) -> int:
     """Turns published again; ``touched``: a user's write (blocked rounds too, no staleness)."""
-    debate = docs.read_debate(d)
-    if debate.paused or debate.status == DebateStatus.DONE:
-        return 0
     if not start.started(d):
         if touched or _lost_start(d):
             start.start(d)
+        return 0
+    debate = docs.read_debate(d)
+    if debate.paused or debate.status == DebateStatus.DONE:
         return 0
     published = 0
     rounds = (

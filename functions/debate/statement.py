@@ -50,20 +50,21 @@ def take_turn(turn: DebateTurn) -> None:
 def _make(turn: DebateTurn) -> None:
     d = turn.debate_id
     path = docs.statement(d, turn.statement_id)
-    if store.ref(path).get().exists:
-        return
-    debate = docs.read_debate(d)
-    if debate.paused:
-        return  # resuming re-drives the missing statements
-    rnd = docs.read_round(d, turn.round_id)
+    exists, debate, rnd = docs.fetch(
+        (None, path), (Debate, docs.debate(d)), (Round, docs.round_(d, turn.round_id))
+    )
+    if exists or debate.paused:
+        return  # made already; or paused: resuming re-drives the missing statements
     if turn.agent not in rnd.agents:
         raise DocumentError(docs.round_(d, rnd.id), "agents", f"{turn.agent} is not in the round")
-    cluster = docs.read_cluster(d, rnd.cluster_id)
     made: Statement | None
     if rnd.kind == StatementKind.CARRIED:
-        made = _carry(d, rnd, cluster, turn.agent)
+        made = _carry(d, rnd, docs.read_cluster(d, rnd.cluster_id), turn.agent)
     else:
-        made = _speak(d, debate, rnd, cluster, turn.agent)
+        cluster, agent = docs.fetch(
+            (Cluster, docs.cluster(d, rnd.cluster_id)), (DebateAgent, docs.agent(d, turn.agent))
+        )
+        made = _speak(d, debate, rnd, cluster, agent)
     if made is None:
         return
     with contextlib.suppress(gexc.AlreadyExists):  # another delivery made it meanwhile
@@ -116,9 +117,10 @@ def memory(d: str, cluster: Cluster, rounds: int) -> Memory:
     return out
 
 
-def _speak(d: str, debate: Debate, rnd: Round, cluster: Cluster, name: str) -> Statement | None:
+def _speak(
+    d: str, debate: Debate, rnd: Round, cluster: Cluster, agent: DebateAgent
+) -> Statement | None:
     kit = kits.resolve(debate.user_functions, docs.debate(d))
-    agent = docs.read_agent(d, name)
     prompt = compose.statement_prompt(
         kit.prompts, agent, StatementKind(rnd.kind), memory(d, cluster, rnd.index), debate.data
     )
@@ -126,7 +128,7 @@ def _speak(d: str, debate: Debate, rnd: Round, cluster: Cluster, name: str) -> S
         formatted = asking.ask(
             d,
             debate,
-            name,
+            agent.name,
             rnd.id,
             prompt,
             kit.prompts.response_schema,

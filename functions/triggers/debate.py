@@ -65,3 +65,8 @@ def on_debate_watchdog_tick(event: PubSubEvent) -> None:
             redrive.redrive(debate_id, touched=False)
         except DocumentError as error:
             record_error(current_function(), error, event_id=event.id)
+        except Exception as error:  # one debate's failure must not stop the others' re-drive
+            where = DocumentError(
+                docs.debate(debate_id), "(function)", f"{type(error).__name__}: {error}"
+            )
+            record_error(current_function(), where, event_id=event.id)

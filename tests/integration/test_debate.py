@@ -221,9 +221,17 @@ def test_lost_turns_and_completion_checks_are_redriven_by_the_watchdog(
     assert Counter(st.round_id for st in s.statements) == {r.id: len(r.agents) for r in s.rounds}
 
 
-def test_a_malformed_debate_document_is_an_error_record_naming_the_field(runtime, db) -> None:
+def test_a_malformed_debate_document_is_an_error_record_naming_the_field(
+    runtime, db, monkeypatch
+) -> None:
+    from functions.debate.redrive import STALE_ENV
+
     db.document("debates/bad").set({"name": "has spaces", "data": [{"data": "x"}]})
+    runtime.wait_until_idle(timeout=60)
+    monkeypatch.setenv(STALE_ENV, "0")
+    runtime.tick()  # a recorded failure waits for a fix: the watchdog does not retry it
     runtime.wait_until_idle(timeout=60)
     [record] = debate_state.read_errors(db, "bad")
     assert (record["document"], record["field"]) == ("debates/bad", "name")
+    assert record["occurrences"] == 1
     assert not list(db.collection("debates/bad/layers").stream())

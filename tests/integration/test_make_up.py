@@ -95,7 +95,7 @@ def test_restart_with_import_keeps_the_experiment_and_its_agents_carry_on(client
     data = tmp_path / "data"
     first = Up("--export-on-exit", str(data))
     try:
-        assert "scheduled (watchdog) ticked every 0.5 s" in first.banner
+        assert "scheduled (watchdog, debateWatchdog) ticked every 0.5 s" in first.banner
         db = client(first)
         result = load(db, json.loads(TEMPLATE.read_text()), agents=2)
         e = result.experiment_id
