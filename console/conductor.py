@@ -4,27 +4,23 @@ editing a memory field, cancel it."""
 from __future__ import annotations
 
 import re
-import time
 import uuid
-from collections.abc import Iterator
 
 from flask import (
     Blueprint,
     Response,
     abort,
-    current_app,
     jsonify,
     render_template,
     request,
-    stream_with_context,
 )
 
 from console import conductor_state as state
+from console import live_stream
 from console.context import db
 
 blueprint = Blueprint("conductor", __name__)
 
-POLL_S = 0.5
 _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 
@@ -84,17 +80,4 @@ def set_memory(conversation_id: str, field: str) -> tuple[Response, int]:
 @blueprint.get("/api/conductor/<conversation_id>/events")
 def events(conversation_id: str) -> Response:
     client = db()
-    app = current_app._get_current_object()  # type: ignore[attr-defined]
-
-    def stream() -> Iterator[str]:
-        last = ""
-        while not app.extensions.get("dlab_stopping"):
-            found = state.read_conversation(client, conversation_id)
-            current = found.model_dump_json() if found else "null"
-            if current != last:
-                last = current
-                yield f"event: state\ndata: {current}\n\n"
-            time.sleep(POLL_S)
-
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return Response(stream_with_context(stream()), mimetype="text/event-stream", headers=headers)
+    return live_stream.state_events(lambda: state.read_conversation(client, conversation_id))

@@ -3,20 +3,17 @@ clusters, latest statements, errors, decision) with pause/resume and the Markdow
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Iterator
 
 from flask import (
     Blueprint,
     Response,
-    current_app,
     jsonify,
     render_template,
     request,
-    stream_with_context,
 )
 
+from console import live_stream
 from console.context import db
 from console.debate_live import read_view
 from shared.debate.models import Debate
@@ -25,9 +22,6 @@ from tools.debate import state as debate_state
 from tools.debate.transcript import markdown
 
 blueprint = Blueprint("debates", __name__)
-
-POLL_S = 0.5
-HEARTBEAT_S = 15.0
 
 
 @blueprint.get("/debates")
@@ -90,19 +84,4 @@ def state(debate_id: str) -> Response:
 def events(debate_id: str) -> Response:
     """One ``state`` event now and one per change (the pattern of the experiment live view)."""
     client = db()
-    app = current_app._get_current_object()  # type: ignore[attr-defined]
-
-    def stream() -> Iterator[str]:
-        last, quiet_since = "", time.monotonic()
-        while not app.extensions.get("dlab_stopping"):
-            current = read_view(client, debate_id).model_dump_json()
-            if current != last:
-                last, quiet_since = current, time.monotonic()
-                yield f"event: state\ndata: {current}\n\n"
-            elif time.monotonic() - quiet_since > HEARTBEAT_S:
-                quiet_since = time.monotonic()
-                yield ": still here\n\n"
-            time.sleep(POLL_S)
-
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return Response(stream_with_context(stream()), mimetype="text/event-stream", headers=headers)
+    return live_stream.state_events(lambda: read_view(client, debate_id))

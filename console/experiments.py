@@ -3,18 +3,13 @@ page with server-sent events whenever the experiment's state changes."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
+from flask import Blueprint, Response, render_template
 
-from flask import Blueprint, Response, current_app, render_template, stream_with_context
-
+from console import live_stream
 from console.context import db
 from console.live import read_state
 
 blueprint = Blueprint("experiments", __name__)
-
-POLL_S = 0.5
-HEARTBEAT_S = 15.0
 
 
 @blueprint.get("/")
@@ -41,19 +36,4 @@ def state(experiment_id: str) -> Response:
 def events(experiment_id: str) -> Response:
     """One ``state`` event now and one per change; the page redraws from it (no reload)."""
     client = db()
-    app = current_app._get_current_object()  # type: ignore[attr-defined]
-
-    def stream() -> Iterator[str]:
-        last, quiet_since = "", time.monotonic()
-        while not app.extensions.get("dlab_stopping"):
-            current = read_state(client, experiment_id).model_dump_json()
-            if current != last:
-                last, quiet_since = current, time.monotonic()
-                yield f"event: state\ndata: {current}\n\n"
-            elif time.monotonic() - quiet_since > HEARTBEAT_S:
-                quiet_since = time.monotonic()
-                yield ": still here\n\n"
-            time.sleep(POLL_S)
-
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return Response(stream_with_context(stream()), mimetype="text/event-stream", headers=headers)
+    return live_stream.state_events(lambda: read_state(client, experiment_id))

@@ -4,19 +4,15 @@ resume, give or take resources; settings are edited in the document editor, vali
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-
 from flask import (
     Blueprint,
     Response,
-    current_app,
     jsonify,
     render_template,
     request,
-    stream_with_context,
 )
 
+from console import live_stream
 from console.context import db
 from console.society_state import read_state
 from shared.society.models import Intervention
@@ -24,7 +20,6 @@ from tools.society import client
 
 blueprint = Blueprint("societies", __name__)
 POLL_S = 1.0
-HEARTBEAT_S = 15.0
 
 
 @blueprint.get("/societies")
@@ -67,20 +62,5 @@ def command(sid: str, command: str) -> tuple[Response, int]:
 
 @blueprint.get("/api/societies/<sid>/events")
 def events(sid: str) -> Response:
-    client_db = db()
-    app = current_app._get_current_object()  # type: ignore[attr-defined]
-
-    def stream() -> Iterator[str]:
-        last, quiet_since = "", time.monotonic()
-        while not app.extensions.get("dlab_stopping"):
-            current = read_state(client_db, sid).model_dump_json()
-            if current != last:
-                last, quiet_since = current, time.monotonic()
-                yield f"event: state\ndata: {current}\n\n"
-            elif time.monotonic() - quiet_since > HEARTBEAT_S:
-                quiet_since = time.monotonic()
-                yield ": still here\n\n"
-            time.sleep(POLL_S)
-
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return Response(stream_with_context(stream()), mimetype="text/event-stream", headers=headers)
+    client = db()
+    return live_stream.state_events(lambda: read_state(client, sid), poll_s=POLL_S)
