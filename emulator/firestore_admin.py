@@ -24,7 +24,9 @@ class FirestoreAdmin:
         request = urllib.request.Request(url, data=data, method=method)
         request.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:
+            # generous: a cold emulator compiling rules or importing data on a loaded machine
+            # took over 30 s to answer (load average 36)
+            with urllib.request.urlopen(request, timeout=120) as response:
                 response.read()
         except urllib.error.HTTPError as error:
             detail = error.read().decode(errors="replace")
