@@ -11,14 +11,14 @@ from google.api_core import exceptions as gexc
 from google.cloud import firestore
 from pydantic import BaseModel
 
-from functions import documents, store
+from functions import documents, store, transactions
 from shared.models import DocumentError, parse_document
 from shared.society import paths as sp
 from shared.society.models import Day, DayContext, DayVotes, Member, Society
 from shared.society.prompts import SocietyPrompts
 
 M = TypeVar("M", bound=BaseModel)
-BATCH = 400
+BATCH = 200
 """Writes per batch (Firestore allows 500)."""
 WRITERS = 4
 
@@ -118,10 +118,13 @@ def write_all(writes: Iterable[tuple[str, dict[str, Any]]]) -> int:
     chunks = [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
 
     def commit(chunk: list[tuple[str, dict[str, Any]]]) -> None:
-        batch = store.db().batch()
-        for path, data in chunk:
-            batch.set(store.ref(path), data)
-        batch.commit()
+        def write() -> None:
+            batch = store.db().batch()
+            for path, data in chunk:
+                batch.set(store.ref(path), data)
+            batch.commit()
+
+        transactions.retry_contended(write)  # "409 Transaction lock timeout" under load
 
     with concurrent.futures.ThreadPoolExecutor(WRITERS) as pool:
         list(pool.map(commit, chunks))

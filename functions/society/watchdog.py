@@ -58,7 +58,7 @@ def _open_day(s: str, day: Day) -> str:
         return "closed at the deadline"
     redrive = day.settings.redrive_s if day.settings else 30.0
     if day.opened_at is None or (now() - day.opened_at).total_seconds() < redrive:
-        days.check(s, day.day)
+        days.check(s, day.day, hinted=True)  # the real count only past redriveS (below)
         return "open"
     done = {snap.id for snap in docs.actions_collection(s, day.day).stream()}
     per_day = day.settings.actions_per_day if day.settings else 1

@@ -78,15 +78,15 @@ def choose(prompt: str, seed: str) -> dict[str, Any]:
     proposals = _PROPOSALS.findall(prompt)
     posts = [int(p) for p in _POSTS.findall(prompt)]
     roll = rng.random()
-    if proposals and roll < 0.35:
-        pid, kind = rng.choice(proposals)
+    if proposals and roll < 0.45:
+        pid, kind = rng.choice(proposals[:3])  # the oldest open ones: votes gather on them
         support = _SUPPORT[personality][kind]
         vote = "yes" if rng.random() < support else rng.choice(["no", "no", "abstain"])
         return {"action": "vote", "proposal_id": int(pid), "vote": vote, "reasoning": personality}
     if roll < 0.60:
         kind = rng.choice(["farm", "generate", "gather", "gather"])
         return {"action": "work", "work_type": kind, "hours": rng.randint(2, 8)}
-    return _social(rng, me, agents, personality, (food, energy, materials), posts)
+    return _social(rng, me, agents, personality, (food, energy, materials), posts, len(proposals))
 
 
 def _social(
@@ -96,11 +96,12 @@ def _social(
     personality: str,
     stock: tuple[float, float, float],
     posts: list[int],
+    open_proposals: int,
 ) -> dict[str, Any]:
     roll = rng.random()
     title, text = _TOPICS[personality]
     other = rng.choice([a for a in range(1, agents + 1) if a != me] or [me])
-    if roll < 0.2:
+    if roll < 0.2 and open_proposals < 4:  # a crowded agenda gets no more proposals
         return {
             "action": "create_proposal",
             "title": f"{title} (#{me})",

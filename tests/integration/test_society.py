@@ -9,6 +9,7 @@ import pytest
 
 from console.app import create_app
 from emulator.chaos import ChaosSettings
+from shared.llm.base import ModelReply, ModelRequest, Usage
 from tools.society import client
 
 pytestmark = pytest.mark.usefixtures("clean")
@@ -111,3 +112,23 @@ def test_bad_input_is_recorded_with_document_and_field_and_nothing_sticks(db, ru
     runtime.wait_until_idle(timeout=30)
     fields = {(r["document"], r["field"]) for r in _errors(db, sid)}
     assert (f"societies/{sid}", "settings.quorum") in fields
+
+
+class _Stubborn:
+    """A model that keeps choosing an action that does not exist."""
+
+    def generate(self, request: ModelRequest) -> ModelReply:
+        return ModelReply(text='{"action": "fly", "to": "the moon"}', usage=Usage(10, 5))
+
+
+def test_a_model_that_stays_invalid_is_re_prompted_then_idles_with_the_reason(db, runtime):
+    with runtime.model_wrapper(lambda inner: _Stubborn()):
+        sid = _run(db, runtime, {**SMALL, "agents": 2, "days": 1, "maxRetries": 2})
+    (summary,) = client.summaries(db, sid)
+    assert summary.model_calls == 6  # each agent: the first ask and two corrective re-prompts
+    assert [i["agentId"] for i in summary.invalid] == [1, 2]
+    assert "'action' must be one of forum_post" in summary.invalid[0]["reason"]
+    kinds = [e.kind for e in client.events(db, sid)]
+    assert kinds.count("invalid_action") == 2
+    logs = [s.to_dict() for s in db.collection(f"societies/{sid}/logs").stream()]
+    assert len(logs) == 6 and all(log["response"]["status"] == "INVALID_RESPONSE" for log in logs)
