@@ -93,7 +93,7 @@ def test_stops_after_max_attempts_and_reraises_the_last_error(gemini: FakeGemini
 def test_stops_at_the_deadline(gemini: FakeGemini) -> None:
     gemini.default = g.error(503)
     started = time.monotonic()
-    deadline = started + 0.8
+    deadline = started + 2.0  # room for two attempts even when a loaded machine makes each slow
     with pytest.raises(ModelError):
         call_with_retries(
             GeminiClient(),
@@ -103,8 +103,8 @@ def test_stops_at_the_deadline(gemini: FakeGemini) -> None:
             min_attempt_s=0.1,
             max_attempts=100,
         )
-    assert time.monotonic() <= deadline + 0.1
-    assert 2 <= len(gemini.requests) <= 4
+    assert time.monotonic() <= deadline + 0.5  # not another wait and attempt past it
+    assert 2 <= len(gemini.requests) <= 9  # retried, and no more often than the waits allow
 
 
 def test_a_slow_provider_cannot_overrun_the_deadline(gemini: FakeGemini) -> None:
