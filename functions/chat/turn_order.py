@@ -237,19 +237,33 @@ def _write(transaction: Any, room: Room, state: TurnState, **extra: Any) -> None
 
 
 def start(room: Room, stage: ChatStage) -> Seat | None:
-    """Make sure the order exists and includes everyone present; returns who holds the turn."""
+    """Make sure the order exists and includes everyone present; returns who holds the turn.
+
+    Everyone entering a chat at once calls this: only those whose arrival changes the order
+    write it in a transaction; the others, and a retry that finds another delivery did the
+    work, read the public data without contending for it (a loaded clean-clone run failed
+    "Transaction lock timeout" eight times over on the chat's public document)."""
     everyone = seats(room, stage, rooms.history(room))
 
-    def body(transaction: Any) -> str | None:
-        _, before = _state(transaction, room)
+    def updated(before: TurnState) -> TurnState:
         state = reconcile(before, everyone) if before.order else fresh(room, everyone)
         if state.holder is None and state.order:
             state = dataclasses.replace(state, holder=_first_eligible(state.order, everyone, 0))
+        return state
+
+    def settled() -> str | None:
+        before = TurnState.of(rooms.group_state(room))
+        return before.holder if before.holder and updated(before) == before else None
+
+    def body(transaction: Any) -> str | None:
+        _, before = _state(transaction, room)
+        state = updated(before)
         if state != before:
             _write(transaction, room, state)
         return state.holder
 
-    return _seat(everyone, transactions.run(body))
+    holder = settled()
+    return _seat(everyone, holder if holder else transactions.run(body, settled=settled))
 
 
 @dataclasses.dataclass(frozen=True)
