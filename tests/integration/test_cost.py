@@ -38,6 +38,9 @@ def test_usage_counts_billed_documents_not_calls(runtime, db):
             db.document(f"{base}/d0").get()
         db.document(f"{base}/d2").get()
     assert (inner.reads, outer.reads) == (1, 2)  # scopes nest
+    with usage.counting() as counted:
+        assert db.collection(base).count().get()[0][0].value == 3  # an aggregation: 1 read
+    assert (counted.reads, counted.by_method) == (1, {"RunAggregationQuery": 1})
 
 
 def _tick_reads(runtime) -> int:
