@@ -203,6 +203,8 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
     turns, nonce = [], uuid.uuid4().hex[:12]
     cutoff, stalled = now() - idle_after(), now() - stalled_after()
     histories: dict[Room, list[ChatMessage]] = {}  # a group chat's agents share its history
+    claims_checked: set[Room] = set()
+    dead = now() - claim_ttl()
     for member in members:
         stage = _stage(cache, member.experiment_id, member.profile.current_stage_id)
         if stage is None:
@@ -224,11 +226,12 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
         last = history[-1].timestamp if history else arrived
         if last is None or last > cutoff:
             continue
-        dead = now() - claim_ttl()
         # still here, so a leaving lock of its is one whose invocation died mid-leave
         messages.release_unfinished(room, f"left-{member.private_id}", older_than=dead)
-        if _redrive_dead_claim(room, stage, history, dead):
-            continue
+        if room not in claims_checked:  # a room's claims once per tick, not once per agent
+            claims_checked.add(room)
+            if _redrive_dead_claim(room, stage, history, dead):
+                continue
         trigger = history[-1].id if history else ""
         turns.append(
             AgentTurn.in_room(
