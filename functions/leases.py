@@ -45,7 +45,7 @@ def coalesce(
     work: Callable[[], T],
     *,
     ttl: timedelta,
-    on_overflow: Callable[[], None] | None = None,
+    on_overflow: Callable[[], object] | None = None,
 ) -> Coalesced[T]:
     """Run ``work`` under the lease at ``path``, again for each batch of requests that came
     while it ran (at most ``MAX_RUNS`` times, then ``on_overflow`` hands the rest on). If

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 
-from functions import rooms, store
+from functions import leases, rooms, store
 from functions.chat import active, agents, conducted, messages, turn_order
 from functions.rooms import Room
 from functions.wire import AgentTurn, publish_turns
@@ -18,6 +19,9 @@ from shared.models import (
 )
 
 NO_MEDIATORS = "No mediators found"
+ORDER_LEASE = "order-lease"
+"""A turn-based chat's lease on building its turn order (``triggerLogs/order-lease``)."""
+ORDER_LEASE_TTL = timedelta(seconds=60)
 MAX_FAILURES_IN_A_ROW = 2
 """A mediator's model failing this often in a row no longer hands the participant the turn (the
 two would otherwise trade error messages and model calls for ever)."""
@@ -150,8 +154,7 @@ def request_openings(
     elif stage.is_turn_based:
         room = Room(experiment_id, cohort_id, stage.id)
         _index_if_timed(room, stage)
-        holder = turn_order.start(room, stage)
-        seats = [(holder.kind, holder.private_id)] if holder and holder.is_agent else []
+        return _open_in_turn(room, stage)
     else:
         room = Room(experiment_id, cohort_id, stage.id)
         _index_if_timed(room, stage)
@@ -160,6 +163,27 @@ def request_openings(
             seats.append(("participant", participant.private_id))
     publish_turns(*(AgentTurn.in_room(room, kind, agent_id) for kind, agent_id in seats))
     return len(seats)
+
+
+def _open_in_turn(room: Room, stage: ChatStage) -> int:
+    """Everyone entering a turn-based chat at once, each event delivered twice, used to
+    contend in transactions on the chat's public data to add itself to the order (a loaded
+    run failed 19 of them "in 2 attempts" and timed the test out). Now one delivery at a time
+    builds the order under a lease, and runs again for those that came meanwhile: each run
+    reads everyone present, so the last one includes them all. The holder's opening turn is
+    taken once by its lock, however often it is asked for."""
+
+    def build() -> int:
+        holder = turn_order.start(room, stage)
+        if holder is None or not holder.is_agent:
+            return 0
+        publish_turns(AgentTurn.in_room(room, holder.kind, holder.private_id))
+        return 1
+
+    outcome = leases.coalesce(
+        room.log_path(ORDER_LEASE), build, ttl=ORDER_LEASE_TTL, on_overflow=build
+    )
+    return outcome.result or 0
 
 
 def _index_if_timed(room: Room, stage: ConversationStage) -> None:
