@@ -2,6 +2,7 @@
 
     python -m tools.auth participant EXPERIMENT_ID PARTICIPANT_ID [--project P]
     python -m tools.auth experimenter EMAIL [--admin] [--project P]
+    python -m tools.auth player SOCIETY_ID MEMBER_ID [--project P]
 
 The rules know a human participant by its Firebase Auth uid being its participant document id
 (firestore.rules); Deliberate Lab has no such link and nothing else creates those users. The
@@ -11,6 +12,9 @@ The second gives a Google-signed-in experimenter access: the custom claim
 ``role: experimenter`` (which the rules accept) and Deliberate Lab's ``allowlist/{email}`` entry
 (which its web app and our rules read; ``isAdmin: true`` only for admins, since Deliberate Lab's
 own rules take any ``isAdmin`` value as admin).
+The third is for a society member played by a human: it creates the Auth user
+``player-{society}-{member}``, names it in the society's ``settings.humanPlayers`` (which the
+rules read) and prints its custom token.
 
 Works against a real project (application default credentials; creating custom tokens then
 needs a service account that may sign: ``--service-account``) or the emulators
@@ -30,6 +34,8 @@ from google.cloud import firestore
 
 from shared import paths
 from shared.models import DocumentError, ParticipantProfile, parse_document
+from shared.society import paths as society_paths
+from shared.society.models import SocietySettings
 
 EXPERIMENTER_CLAIM = {"role": "experimenter"}
 
@@ -45,6 +51,27 @@ def participant_token(
         raise DocumentError(path, "agentConfig", "an agent participant does not sign in")
     _user(app, uid=participant_id)
     token = auth.create_custom_token(participant_id, {"experimentId": experiment_id}, app=app)
+    return token.decode()
+
+
+def player_token(
+    client: firestore.Client, app: firebase_admin.App, society_id: str, member_id: int
+) -> str:
+    """A custom token for the person who plays a society's human member; the member's entry in
+    ``settings.humanPlayers`` is written first, validated like any setting (the member must be
+    one of ``humans``)."""
+    path = society_paths.society(society_id)
+    snap = client.document(path).get()
+    if not snap.exists:
+        raise DocumentError(path, "(document)", "document does not exist")
+    data = snap.to_dict() or {}
+    uid = f"player-{society_id}-{member_id}"
+    players = {**(data.get("settings") or {}).get("humanPlayers", {}), str(member_id): uid}
+    settings = {**(data.get("settings") or {}), "humanPlayers": players}
+    parse_document(SocietySettings, path, settings)
+    client.document(path).update({"settings.humanPlayers": players})
+    _user(app, uid=uid)
+    token = auth.create_custom_token(uid, {"societyId": society_id}, app=app)
     return token.decode()
 
 
@@ -84,6 +111,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     experimenter = commands.add_parser("experimenter", help="give an email experimenter access")
     experimenter.add_argument("email")
     experimenter.add_argument("--admin", action="store_true")
+    player = commands.add_parser("player", help="print a society's human member's custom token")
+    player.add_argument("society_id")
+    player.add_argument("member_id", type=int)
     return parser.parse_args(argv)
 
 
@@ -100,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "participant":
             print(participant_token(client, app, args.experiment_id, args.participant_id))
+        elif args.command == "player":
+            print(player_token(client, app, args.society_id, args.member_id))
         else:
             uid = grant_experimenter(client, app, args.email, args.admin)
             print(

@@ -63,6 +63,10 @@ class SocietySettings(DocModel):
     personality_shares: dict[str, float] = Field(default_factory=lambda: _zeros(PERSONALITIES, 0.2))
     humans: list[int] = []
     """Agent ids played by humans: the backend waits for their action documents."""
+    human_players: dict[str, str] = {}
+    """Member id -> the Firebase Auth uid of the person who plays it: firestore.rules let that
+    person's own client read what the member's prompt would show and write its actions (the
+    console and the backend need no entry)."""
     api_type: ApiType = ApiType.SCRIPTED
     model_name: str = ""
     start_resources: Resources = Field(
@@ -107,6 +111,9 @@ class SocietySettings(DocModel):
         bad = [h for h in self.humans if not 1 <= h <= self.agents]
         if bad:
             raise ValueError(f"humans: agent ids must be within 1..{self.agents} (got {bad})")
+        unplayed = sorted(k for k in self.human_players if k not in {str(h) for h in self.humans})
+        if unplayed:
+            raise ValueError(f"humanPlayers: members {unplayed} are not in humans {self.humans}")
         return self
 
 

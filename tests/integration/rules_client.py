@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 import httpx
 
+from emulator.firestore_admin import FirestoreAdmin
+
 DATABASE = "(default)"
 Op = Literal["get", "list", "query", "create", "update", "set", "delete"]
 
@@ -119,7 +121,7 @@ class FirestoreRest:
         self.project = project
         self._root = f"projects/{project}/databases/{DATABASE}/documents"
         self._http = httpx.Client(base_url=f"http://{host}", timeout=30)
-        self._emulator = f"/emulator/v1/projects/{project}"
+        self._admin = FirestoreAdmin(host, project)
         self.last_reply = ""
         """The body of the last call's reply (a denial names the rule that failed)."""
 
@@ -132,13 +134,10 @@ class FirestoreRest:
     # --- admin ------------------------------------------------------------------------------
 
     def put_rules(self, source: str) -> None:
-        body = {"rules": {"files": [{"name": "firestore.rules", "content": source}]}}
-        response = self._http.put(f"{self._emulator}:securityRules", json=body)
-        assert response.status_code == 200, response.text
+        self._admin.put_rules(source)
 
     def reset(self) -> None:
-        response = self._http.delete(f"{self._emulator}/databases/{DATABASE}/documents")
-        assert response.status_code == 200, response.text
+        self._admin.reset()
 
     def seed(self, documents: dict[str, dict[str, Any]]) -> None:
         """Write documents with admin rights (``Bearer owner`` bypasses the rules)."""

@@ -34,6 +34,9 @@ TIA = User("uid-tia")
 UMA = User("uid-uma")
 VIC = User("uid-vic")
 GINA = User("uid-gina", "gina@lab.org", claims={"role": "experimenter"})  # claim, no allowlist
+# Players of society s1's human members 2 (hana) and 3 (ivo).
+HANA = User("uid-hana")
+IVO = User("uid-ivo")
 
 USERS: dict[str, User | None] = {
     "alice": ALICE,
@@ -52,6 +55,8 @@ USERS: dict[str, User | None] = {
     "uma": UMA,
     "vic": VIC,
     "gina": GINA,
+    "hana": HANA,
+    "ivo": IVO,
     "anonymous": None,
 }
 
@@ -178,9 +183,73 @@ def _unlocked(*stage_ids: str) -> dict[str, Any]:
     return {"stageUnlockMap": {s: s in stage_ids for s in STAGE_IDS}}
 
 
+S1 = "societies/s1"
+SOCIETY_SETTINGS = {
+    "agents": 4,
+    "humans": [2, 3],
+    "humanPlayers": {"2": "uid-hana", "3": "uid-ivo"},
+}
+
+
+def _society_day(day: int, status: str) -> dict[str, Any]:
+    settings = {**SOCIETY_SETTINGS, "actionsPerDay": 1}
+    return {
+        "day": day,
+        "status": status,
+        "acting": [1, 2, 3, 4],
+        "humans": [2, 3],
+        "settings": settings,
+    }
+
+
+def society_action(agent_id: int, day: int = 1, slot: int = 1, **extra: Any) -> dict[str, Any]:
+    """A human member's action as its player's client writes it."""
+    action = {"action": "work", "work_type": "farm", "hours": 4}
+    return {"agentId": agent_id, "slot": slot, "day": day, "action": action, **extra}
+
+
+def _society() -> dict[str, dict[str, Any]]:
+    """Society s1: four members, 2 and 3 played by hana and ivo; day 1 open, day 2 closing
+    (its deadline passed); ivo acted on day 1; member 1 messaged 2 and 4."""
+    return {
+        S1: {"id": "s1", "status": "running", "settings": SOCIETY_SETTINGS},
+        **{
+            f"{S1}/members/{i}": {"agentId": i, "day": 1, "displayName": f"Agent #{i}"}
+            for i in (1, 2, 3)
+        },
+        f"{S1}/days/00001": _society_day(1, "open"),
+        f"{S1}/days/00002": _society_day(2, "closing"),
+        f"{S1}/days/00001/state/context": {"day": 1},
+        f"{S1}/days/00001/state/votes": {"votes": {}},
+        f"{S1}/days/00001/members/2": {"agentId": 2, "day": 1},
+        f"{S1}/days/00001/members/1": {"agentId": 1, "day": 1},
+        f"{S1}/days/00001/actions/3-1": society_action(3, source="human"),
+        f"{S1}/posts/1": {"id": 1, "day": 1, "authorId": 1, "content": "hello"},
+        f"{S1}/proposals/p1": {"id": "p1", "day": 1},
+        f"{S1}/summaries/00001": {"day": 1},
+        f"{S1}/messages/m-a": {
+            "id": "m-a",
+            "day": 1,
+            "senderId": 1,
+            "recipientId": 2,
+            "content": "hi",
+        },
+        f"{S1}/messages/m-b": {
+            "id": "m-b",
+            "day": 1,
+            "senderId": 1,
+            "recipientId": 4,
+            "content": "psst",
+        },
+        f"{S1}/errors/e1": {"reason": "bad"},
+        f"{S1}/turnLeases/1-1": {"token": "t"},
+    }
+
+
 def documents() -> dict[str, dict[str, Any]]:
     participants = {f"{E1}/participants/{uid}": data for uid, data in PROFILES.items()}
     return {
+        **_society(),
         "allowlist/alice@lab.org": {},
         "allowlist/bob@lab.org": {},
         "allowlist/carol@lab.org": {},

@@ -154,3 +154,33 @@ def test_an_experimenter_gets_the_claim_and_the_allowlist_entry(setup, identity)
     zoe = User(uid, "zoe@lab.org", claims={"role": "experimenter"})
     assert rest.call(zoe, "get", s.E1) == 200  # an admin reads every experiment
     assert rest.call(User(uid, claims={"role": "experimenter"}), "get", s.E1) == 403
+
+
+def test_a_society_player_is_named_in_the_settings_and_acts_for_its_member(setup, identity) -> None:
+    rest, client, app = setup
+    token = tool.player_token(client, app, "s1", 2)
+    uid = _claims(token)["uid"]
+    assert uid == "player-s1-2" and uid in identity.users
+    players = client.document(s.S1).get().to_dict()["settings"]["humanPlayers"]
+    assert players == {"2": "player-s1-2", "3": "uid-ivo"}  # hana's seat handed over
+    try:
+        player = User(uid)
+        assert rest.call(s.HANA, "get", f"{s.S1}/members/2") == 403
+        assert rest.call(player, "get", f"{s.S1}/members/3") == 403
+        assert rest.call(player, "get", f"{s.S1}/members/2") == 200
+        action = s.society_action(2)
+        assert rest.call(player, "create", f"{s.S1}/days/00001/actions/2-1", action) == 200
+    finally:
+        rest.reset()
+        rest.seed(s.documents())
+
+
+def test_only_a_human_member_gets_a_player(setup, identity) -> None:
+    _, client, app = setup
+    with pytest.raises(DocumentError) as error:
+        tool.player_token(client, app, "s1", 1)
+    assert "humanPlayers: members ['1'] are not in humans [2, 3]" in str(error.value)
+    with pytest.raises(DocumentError):
+        tool.player_token(client, app, "nope", 2)
+    assert not identity.users
+    assert "1" not in client.document(s.S1).get().to_dict()["settings"]["humanPlayers"]

@@ -75,6 +75,75 @@ def ranking(*items: str) -> dict[str, Any]:
     return {"id": "ranking1", "kind": "ranking", "rankingList": list(items)}
 
 
+S1_DAY1 = f"{s.S1}/days/00001"
+HANA_ACTS = f"{S1_DAY1}/actions/2-1"
+act = s.society_action
+
+
+def hana_acts(note: str, path: str = HANA_ACTS, allowed: bool = DENY, **changes: Any) -> Case:
+    """Hana (the player of member 2) writing an action, changed by ``changes``."""
+    return Case("hana", "create", path, allowed, {**act(2), **changes}, note=note)
+
+
+SOCIETY_CASES = [
+    # --- societies: experimenters drive, players read what their member sees and act ------
+    Case("gina", "get", s.S1, ALLOW),
+    Case("alice", "list", "societies", ALLOW),
+    Case("gina", "update", s.S1, ALLOW, {"status": "paused"}),
+    Case("gina", "create", f"{s.S1}/interventions/i1", ALLOW, {"agentId": 2, "amount": 5}),
+    Case("gina", "get", f"{s.S1}/errors/e1", ALLOW),
+    Case("gina", "get", f"{S1_DAY1}/state/votes", ALLOW),
+    Case("gina", "create", f"{S1_DAY1}/actions/1-1", DENY, act(1, source="model")),
+    Case("gina", "update", f"{s.S1}/members/2", DENY, {"status": "active"}),
+    Case("hana", "get", s.S1, ALLOW),
+    Case("hana", "update", s.S1, DENY, {"status": "paused"}),
+    Case("hana", "list", "societies", DENY),
+    Case("hana", "list", f"{s.S1}/posts", ALLOW),
+    Case("hana", "get", f"{s.S1}/proposals/p1", ALLOW),
+    Case("hana", "get", f"{s.S1}/summaries/00001", ALLOW),
+    Case("hana", "get", f"{s.S1}/members/2", ALLOW),
+    Case("hana", "get", f"{s.S1}/members/3", DENY),  # another player's member
+    Case("hana", "get", f"{s.S1}/members/1", DENY),
+    Case("hana", "get", S1_DAY1, ALLOW),
+    Case("hana", "get", f"{S1_DAY1}/state/context", ALLOW),
+    Case("hana", "get", f"{S1_DAY1}/state/votes", DENY),  # votes so far are in the context
+    Case("hana", "get", f"{S1_DAY1}/members/2", ALLOW),
+    Case("hana", "get", f"{S1_DAY1}/members/1", DENY),
+    Case("hana", "get", f"{s.S1}/messages/m-a", ALLOW),  # to member 2
+    Case("hana", "get", f"{s.S1}/messages/m-b", DENY),  # to member 4
+    Case("hana", "query", f"{s.S1}/messages", ALLOW, where=("recipientId", 2)),
+    Case("hana", "query", f"{s.S1}/messages", DENY, where=("recipientId", 4)),
+    Case("hana", "list", f"{s.S1}/messages", DENY),
+    Case("hana", "get", f"{s.S1}/errors/e1", DENY),
+    Case("hana", "list", f"{s.S1}/turnLeases", DENY),
+    Case("hana", "create", f"{s.S1}/interventions/i2", DENY, {"agentId": 2, "amount": 50}),
+    Case("hana", "create", f"{s.S1}/posts/2", DENY, {"id": 2, "content": "forged"}),
+    Case("hana", "get", f"{S1_DAY1}/actions/3-1", DENY),
+    Case("ivo", "get", f"{S1_DAY1}/actions/3-1", ALLOW),
+    Case("ivo", "update", f"{S1_DAY1}/actions/3-1", DENY, {"action": {"action": "idle"}}),
+    Case("pat", "get", s.S1, DENY),
+    Case("pat", "list", f"{s.S1}/posts", DENY),
+    Case("anonymous", "get", f"{s.S1}/posts/1", DENY),
+    Case("mallory", "get", s.S1, DENY),
+    hana_acts("own", allowed=ALLOW),
+    hana_acts("source-named", allowed=ALLOW, source="human"),
+    hana_acts("as-member-3", f"{S1_DAY1}/actions/3-1", agentId=3),
+    hana_acts("as-agent-1", f"{S1_DAY1}/actions/1-1", agentId=1),
+    hana_acts("id-mismatch", f"{S1_DAY1}/actions/2-2"),
+    hana_acts("slot-2-of-1", f"{S1_DAY1}/actions/2-2", slot=2),
+    hana_acts("slot-0", f"{S1_DAY1}/actions/2-0", slot=0),
+    hana_acts("as-model", source="model"),
+    hana_acts("backend-field", invalidReason=""),
+    hana_acts("model-calls", modelCalls=0),
+    hana_acts("other-day", day=2),
+    hana_acts("day-closing", f"{s.S1}/days/00002/actions/2-1", day=2),
+    hana_acts("action-not-a-map", action="work"),
+    hana_acts("huge-action", action={f"k{i}": i for i in range(9)}),
+    Case("pat", "create", HANA_ACTS, DENY, act(2)),
+    Case("ivo", "create", HANA_ACTS, DENY, act(2)),
+]
+
+
 def pat_says(note: str, allowed: bool = DENY, **changes: Any) -> Case:
     """Pat posting to its cohort's chat, its message changed by ``changes``."""
     return Case(
@@ -395,6 +464,7 @@ CASES = [
     Case("anonymous", "get", f"{s.E1}/participantPublicData/pub-pat", ALLOW),
     Case("pat", "update", f"{s.E1}/participantPublicData/pub-pat", DENY, {"publicId": "x"}),
     Case("dana", "create", "somewhere/else", DENY, {"x": 1}),
+    *SOCIETY_CASES,
 ]
 
 
