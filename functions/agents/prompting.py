@@ -162,15 +162,21 @@ def _private_chats(
     return _Chats(Room(experiment_id, cohort_id, stage.id, owner), stage, stages)
 
 
-def creator_api_keys(experiment: Experiment) -> dict[str, Any] | None:
-    """The experiment creator's API keys (Deliberate Lab bills the creator), if any."""
+def creator_keys_path(experiment: Experiment) -> str | None:
+    """Where the experiment creator's API keys are, if it names a creator."""
     creator = experiment.metadata.creator
     if not creator or "/" in creator:
         return None
-    path = paths.build(paths.EXPERIMENTER_DATA, experimenterId=creator)
-    data = store.snapshot_data(path)
-    if data is None:
+    return paths.build(paths.EXPERIMENTER_DATA, experimenterId=creator)
+
+
+def creator_api_keys(experiment: Experiment) -> dict[str, Any] | None:
+    """The experiment creator's API keys (Deliberate Lab bills the creator), if any."""
+    path = creator_keys_path(experiment)
+    data = store.snapshot_data(path) if path else None
+    if path is None or data is None:
         return None
+    creator = experiment.metadata.creator
     return parse_document(ExperimenterData, path, {"id": creator, **data}).api_keys
 
 
