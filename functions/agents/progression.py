@@ -188,8 +188,9 @@ class Seen:
     def of(cls, data: dict[str, Any] | None) -> Seen | None:
         data = data or {}
         cohort, stage = data.get("currentCohortId"), data.get("currentStageId")
-        if isinstance(cohort, str) and isinstance(stage, str) and cohort and stage:
-            return cls(cohort, stage)
+        ids = (cohort, stage)
+        if all(isinstance(i, str) and i and "/" not in i for i in ids):  # a document id each
+            return cls(str(cohort), str(stage))
         return None
 
 
