@@ -11,6 +11,7 @@ it over.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import uuid
 from collections.abc import Callable
@@ -54,7 +55,9 @@ def coalesce(
     held = _acquire(path, token, ttl)
     if held is None:
         return Coalesced(Held.COALESCED)
+    held.path = path
     result: T | None = None
+    holding = _holding.set(held)
     try:
         for _ in range(MAX_RUNS):
             result = work()
@@ -62,11 +65,13 @@ def coalesce(
                 return Coalesced(Held.RAN, result)
         pending = True  # cleared for a run this holder will not make
     except BaseException:
-        pending = _let_go(path, token)
+        pending = _let_go(path, token, held)
         if pending and on_overflow is not None:
             on_overflow()
         raise
-    pending = _let_go(path, token) or pending
+    finally:
+        _holding.reset(holding)
+    pending = _let_go(path, token, held) or pending
     if pending and on_overflow is not None:
         on_overflow()
     return Coalesced(Held.RAN, result)
@@ -77,6 +82,31 @@ class _Held:
     """Our lease as we last wrote it: its update time, unless someone wrote it since."""
 
     written: Any = None
+    path: str = ""
+    released: bool = False
+    """Deleted in the batch of the work's own write (``release_with``)."""
+
+
+_holding: contextvars.ContextVar[_Held | None] = contextvars.ContextVar("lease", default=None)
+
+
+def release_with(batch: Any, path: str) -> Callable[[], None] | None:
+    """Add the deletion of the lease at ``path``, which this invocation holds, to ``batch``
+    (the work's last write): the lease then costs no round trip of its own to let go. The
+    deletion is conditional on the lease being as we wrote it, so a request marked pending
+    meanwhile fails the whole batch, and the caller writes again without it (the lease is
+    then let go as usual, and the work runs again for that request). Returns what to call
+    once the batch committed, or None when the lease cannot go with it (not held here, or
+    written by someone since we took it)."""
+    held = _holding.get()
+    if held is None or held.path != path or held.written is None or held.released:
+        return None
+    batch.delete(store.ref(path), option=store.db().write_option(last_update_time=held.written))
+
+    def committed() -> None:
+        held.released = True
+
+    return committed
 
 
 def _acquire(path: str, token: str, ttl: timedelta) -> _Held | None:
@@ -116,6 +146,8 @@ def _still_pending(path: str, token: str, held: _Held) -> bool:
     """Clear a pending mark (True: run again) or let go of the lease (False), atomically with
     respect to new marks: both writes are conditional on the lease being as we read it. When
     nobody wrote the lease since we did (the usual case), it is deleted without reading it."""
+    if held.released:
+        return False  # let go with the work's own write: nobody asked meanwhile
     ref = store.ref(path)
     if held.written is not None:
         try:
@@ -139,8 +171,10 @@ def _still_pending(path: str, token: str, held: _Held) -> bool:
             continue
 
 
-def _let_go(path: str, token: str) -> bool:
+def _let_go(path: str, token: str, held: _Held) -> bool:
     """Delete our lease whatever it holds; True if requests were pending on it."""
+    if held.released:
+        return False  # it went with the work's own write, before anyone asked again
     ref = store.ref(path)
     while True:
         snap = ref.get()

@@ -57,6 +57,18 @@ def cached(key: Hashable, load: Callable[[], T]) -> T:
     return scope[key]
 
 
+def active() -> bool:
+    """Whether reads are kept (inside an invocation's scope)."""
+    return _scope.get() is not None
+
+
+def take(key: Hashable) -> Any:
+    """Remove and return a kept value (None if there is none): a document read ahead for the
+    one read that follows, which must not answer a later read after a write."""
+    scope = _scope.get()
+    return None if scope is None else scope.pop(key, None)
+
+
 def put(key: Hashable, value: Any) -> None:
     """Keep ``value`` as the latest read for ``key`` (a fresher read than the kept one)."""
     scope = _scope.get()
@@ -93,6 +105,19 @@ def shared(key: Hashable, path: str, load: Callable[[], T]) -> T:
     with _instance_lock:
         _instance[(path, key)] = (now + ttl, value)
     return value
+
+
+def kept(key: Hashable, path: str) -> bool:
+    """Whether ``shared(key, path, ...)`` would answer without a read (so reading the document
+    ahead, in a batch with others, would be a read for nothing)."""
+    scope = _scope.get()
+    if scope is not None and key in scope:
+        return True
+    if ttl_s() <= 0 or _fresh.get():
+        return False
+    with _instance_lock:
+        entry = _instance.get((path, key))
+    return entry is not None and entry[0] > time.monotonic()
 
 
 def drop_shared(path: str) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 from google.cloud import firestore
@@ -37,13 +40,72 @@ def ref(path: str) -> firestore.DocumentReference:
     return db().document(path)
 
 
+def _get(path: str, transaction: Any = None, fields: list[str] | None = None) -> Any:
+    """The document's snapshot: the one ``prefetch`` read ahead for this read, if any (never
+    in a transaction, nor for a field mask), else read now."""
+    if transaction is None and fields is None:
+        ahead = memo.take(("prefetched", path))
+        if ahead is not None:
+            return ahead
+    return ref(path).get(field_paths=fields, transaction=transaction)
+
+
 def snapshot_data(
     path: str, transaction: Any = None, *, fields: list[str] | None = None
 ) -> dict[str, Any] | None:
     """The document's data (None if it does not exist); ``fields``: only these (a field mask,
     so the rest is neither sent nor decoded)."""
-    snap = ref(path).get(field_paths=fields, transaction=transaction)
+    snap = _get(path, transaction, fields)
     return snap.to_dict() if snap.exists else None
+
+
+_ahead: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("ahead", default=None)
+
+
+@contextlib.contextmanager
+def prefetch(paths: Iterable[str]) -> Iterator[None]:
+    """Read, in one round trip (one BatchGetDocuments), the documents a step is about to read
+    one after the other: within the block, the first read of each (outside a transaction)
+    uses the snapshot read here, and later reads go to Firestore again. Firestore bills per
+    document either way; what this saves is the round trips (each one a billed RPC and a few
+    milliseconds). Documents read ahead and not read within the block (here or by
+    ``read_ahead``) are dropped at its end. Outside an invocation's scope (a test or tool
+    calling directly) every read is made as usual."""
+    kept: list[str] = []
+    token = _ahead.set(kept)
+    try:
+        read_ahead(paths)
+        yield
+    finally:
+        _ahead.reset(token)
+        for path in kept:
+            memo.take(("prefetched", path))
+
+
+def read_ahead(paths: Iterable[str]) -> None:
+    """Within a ``prefetch`` block, read more documents ahead, in one round trip, for the
+    rest of the block (nothing outside one)."""
+    kept = _ahead.get()
+    wanted = list(dict.fromkeys(p for p in paths if p))
+    if kept is None or not memo.active() or len(wanted) < 2:
+        return
+    for snap in db().get_all([ref(p) for p in wanted]):
+        memo.put(("prefetched", snap.reference.path), snap)
+        kept.append(snap.reference.path)
+
+
+def unless_kept(experiment_id: str, stage_id: str | None = None) -> list[str]:
+    """The experiment's and the stage's paths, less those this instance keeps (``memo``), so
+    that a ``prefetch`` reads neither twice."""
+    out = []
+    path = experiment_path(experiment_id)
+    if not memo.kept(("read", Experiment, path), path):
+        out.append(path)
+    if stage_id:
+        path = stage_path(experiment_id, stage_id)
+        if not memo.kept(("stage", path), path):
+            out.append(path)
+    return out
 
 
 def _with_id(field: str, path: str, data: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -72,7 +134,7 @@ def _read(model: type[M], path: str, transaction: Any) -> M:
 
 def read_versioned(model: type[M], path: str) -> tuple[M, Any]:
     """``read``, with the document's update time (for a write conditional on it)."""
-    snap = ref(path).get()
+    snap = _get(path)
     return parse(model, path, snap.to_dict() if snap.exists else None), snap.update_time
 
 

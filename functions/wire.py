@@ -6,6 +6,8 @@ wrong type is a DocumentError naming it (recorded, not retried).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
@@ -93,6 +95,9 @@ class AgentWake(WireMessage):
     experiment_id: str
     participant_id: str
     reason: str = ""
+    cohort_id: str = ""
+    stage_id: str = ""
+    """Where the waker saw the participant ('' if it did not): read with it (a guess only)."""
 
 
 def publish_turns(*turns: AgentTurn) -> None:
@@ -100,10 +105,23 @@ def publish_turns(*turns: AgentTurn) -> None:
     pubsub.publish_all(AGENT_TURN_TOPIC, [turn.to_json() for turn in turns])
 
 
-def publish_wakes(experiment_id: str, reason: str, *participant_ids: str) -> None:
-    """One wake message per participant, published together."""
+def publish_wakes(
+    experiment_id: str,
+    reason: str,
+    *participant_ids: str,
+    seen_at: Mapping[str, tuple[str, str]] | None = None,
+) -> None:
+    """One wake message per participant, published together; ``seen_at``: (cohort, stage)
+    where the waker saw each one, if it knows."""
+    at = seen_at or {}
     wakes = [
-        AgentWake(experiment_id=experiment_id, participant_id=p, reason=reason)
+        AgentWake(
+            experiment_id=experiment_id,
+            participant_id=p,
+            reason=reason,
+            cohort_id=at.get(p, ("", ""))[0],
+            stage_id=at.get(p, ("", ""))[1],
+        )
         for p in participant_ids
     ]
     pubsub.publish_all(AGENT_WAKE_TOPIC, [wake.to_json() for wake in wakes])

@@ -10,7 +10,7 @@ from typing import Any
 
 from google.api_core import exceptions as gexc
 
-from functions import errors, store, transactions
+from functions import errors, leases, store, transactions
 from functions.agents import cohort_lock
 from shared.models import (
     CohortConfig,
@@ -135,7 +135,41 @@ def _commit_batched(
     participant_path: str, decided: ParticipantProfile, mutate: Mutation, read_at: Any
 ) -> ParticipantProfile | object | None:
     """The move on ``decided`` as one batch conditional on ``read_at``: the participant as
-    written, None if the move does not apply or changes nothing, or _CONFLICT."""
+    written, None if the move does not apply or changes nothing, or _CONFLICT.
+
+    The participant's move lease, if this invocation holds it, is let go in the same batch
+    (one round trip for both). If a delivery asked for another run meanwhile, the lease
+    changed and the batch is refused: the move is then written again without it."""
+    lease = _move_lease(participant_path)
+    for letting_go in (True, False):
+        built = _batched_move(participant_path, decided, mutate, read_at)
+        if built is None:
+            return None
+        batch, current, unblocked = built
+        released = leases.release_with(batch, lease) if letting_go else None
+        try:
+            batch.commit()
+        except (gexc.FailedPrecondition, gexc.Conflict, gexc.NotFound):  # Conflict: exists
+            if released is not None:
+                continue
+            return _CONFLICT
+        if released is not None:
+            released()
+        _resolved(participant_path, unblocked)
+        return current
+    return _CONFLICT
+
+
+def _move_lease(participant_path: str) -> str:
+    _, experiment_id, _, participant_id = participant_path.split("/")
+    return store.move_lease_path(experiment_id, participant_id)
+
+
+def _batched_move(
+    participant_path: str, decided: ParticipantProfile, mutate: Mutation, read_at: Any
+) -> tuple[Any, ParticipantProfile, list[dict[str, Any]]] | None:
+    """(batch, the participant as it writes it, the blocks it clears), or None when the move
+    does not apply or changes nothing."""
     current = decided.model_copy(deep=True)
     before = current.to_firestore()
     batch = store.db().batch()
@@ -151,12 +185,7 @@ def _commit_batched(
         return None
     option = store.db().write_option(last_update_time=read_at)
     batch.update(store.ref(participant_path), changed, option=option)
-    try:
-        batch.commit()
-    except (gexc.FailedPrecondition, gexc.Conflict, gexc.NotFound):  # Conflict: exists, aborted
-        return _CONFLICT
-    _resolved(participant_path, unblocked)
-    return current
+    return batch, current, unblocked
 
 
 def _resolved(participant_path: str, unblocked: list[dict[str, Any]]) -> None:

@@ -19,7 +19,12 @@ from typing import Any
 from functions import leases, memo, store, transactions
 from functions.agents import cohort_lock, moves
 from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
-from functions.agents.prompting import build_stage_prompt, creator_api_keys
+from functions.agents.prompting import (
+    build_stage_prompt,
+    creator_api_keys,
+    creator_keys_path,
+    persona_prompt_path,
+)
 from functions.errors import error_id, record_error
 from functions.wire import publish_wakes
 from shared.llm import ModelError
@@ -170,7 +175,26 @@ def _load_position(
     return experiment, stage
 
 
-def advance_agent(experiment_id: str, participant_id: str) -> Advance:
+@dataclasses.dataclass(frozen=True)
+class Seen:
+    """Where the participant was last seen (the triggering update, the query that woke it):
+    its cohort and stage are read in the same round trip as the participant itself. Only a
+    guess: the move decides on what it reads, and a guess that is wrong costs two reads."""
+
+    cohort_id: str = ""
+    stage_id: str = ""
+
+    @classmethod
+    def of(cls, data: dict[str, Any] | None) -> Seen | None:
+        data = data or {}
+        cohort, stage = data.get("currentCohortId"), data.get("currentStageId")
+        ids = (cohort, stage)
+        if all(isinstance(i, str) and i and "/" not in i for i in ids):  # a document id each
+            return cls(str(cohort), str(stage))
+        return None
+
+
+def advance_agent(experiment_id: str, participant_id: str, seen: Seen | None = None) -> Advance:
     """Make the participant's next move. Humans only get the unlock check.
 
     An agent's moves run under its move lease: deliveries that arrive while another invocation
@@ -181,7 +205,7 @@ def advance_agent(experiment_id: str, participant_id: str) -> Advance:
     """
     outcome = leases.coalesce(
         store.move_lease_path(experiment_id, participant_id),
-        lambda: _advance_once(experiment_id, participant_id),
+        lambda: _advance_once(experiment_id, participant_id, seen),
         ttl=move_lease_ttl(),
         on_overflow=lambda: publish_wakes(experiment_id, "moves queued", participant_id),
     )
@@ -190,11 +214,21 @@ def advance_agent(experiment_id: str, participant_id: str) -> Advance:
     return outcome.result
 
 
-def _advance_once(experiment_id: str, participant_id: str) -> Advance:
-    """One move, from a fresh read. A document that stops an agent (missing, malformed) is
-    recorded, and the agent is marked as blocked on it (``agentBlockedOn``), so that writing
-    that document wakes it."""
+def _advance_once(experiment_id: str, participant_id: str, seen: Seen | None) -> Advance:
+    """One move, from a fresh read (the participant with the experiment, and the cohort and
+    stage where it was ``seen``, in one round trip)."""
     path = store.participant_path(experiment_id, participant_id)
+    ahead = [path, *store.unless_kept(experiment_id, seen.stage_id if seen else None)]
+    if seen is not None:
+        ahead.append(store.cohort_path(experiment_id, seen.cohort_id))
+    with store.prefetch(ahead):
+        return _advance_read(experiment_id, path)
+
+
+def _advance_read(experiment_id: str, path: str) -> Advance:
+    """A document that stops an agent (missing, malformed) is recorded, and the agent is
+    marked as blocked on it (``agentBlockedOn``), so that writing that document wakes it."""
+    participant_id = path.rsplit("/", 1)[1]
     participant, read_at = store.read_versioned(ParticipantProfile, path)
     if participant.is_agent and participant.private_id != participant_id:
         reason = f"must equal the document id {participant_id!r} (it names another participant)"
@@ -347,6 +381,52 @@ def _start(path: str, participant: ParticipantProfile, read_at: Any) -> bool:
     )
 
 
+def _answer_once(
+    experiment: Experiment,
+    cohort: CohortConfig,
+    participant: ParticipantProfile,
+    stage: StageConfig,
+) -> StageAnswer | ProfileBase | Advance | None:
+    """The model's answer to the stage (None: answered before, or the model kept answering
+    invalidly), or the move's outcome when the model could not be asked. The documents an
+    answer reads first (an existing answer, the persona's prompt, the creator's keys) are read
+    in one round trip."""
+    path = store.participant_path(experiment.id, participant.private_id)
+    with store.prefetch(_answer_documents(experiment, participant, stage)):
+        if _existing_answer(experiment.id, participant, stage):
+            return None
+        try:
+            return _answer(experiment, cohort, participant, stage)
+        except ModelError as error:
+            # Configuration or credentials: the agent stays; fixing the cause and touching the
+            # participant resumes it. A provider still failing: retried (ProviderUnavailable).
+            reason = f"stage {stage.id!r}: {error.status}: {error}"
+            if error.retryable:
+                reason += "; the move will be retried"
+            field = error.field or "agentConfig.modelSettings"
+            record_error(FUNCTION, DocumentError(path, field, reason))
+            if error.retryable:
+                raise ProviderUnavailable(reason) from error
+            return Advance(Move.FAILED)
+        except AnswerFailed as error:
+            # The model keeps answering invalidly: record why and move on without an answer,
+            # rather than leave the agent (and a cohort waiting for it) stuck.
+            reason = f"stage {stage.id!r}: {error}; the agent moved on without an answer"
+            record_error(FUNCTION, DocumentError(path, "stageData", reason))
+            return None
+
+
+def _answer_documents(
+    experiment: Experiment, participant: ParticipantProfile, stage: StageConfig
+) -> list[str]:
+    persona = participant.agent_config.agent_id if participant.agent_config else ""
+    return [
+        store.stage_data_path(experiment.id, participant.private_id, stage.id),
+        persona_prompt_path(experiment.id, persona, stage.id) if persona else "",
+        creator_keys_path(experiment) or "",
+    ]
+
+
 def _progress(
     experiment: Experiment, participant: ParticipantProfile, stage: StageConfig, read_at: Any
 ) -> Advance:
@@ -367,25 +447,11 @@ def _progress(
         )
         return Advance(Move.STARTED if started else Move.WAITING, entered)
     answer = None
-    if action == AgentAction.ANSWER and not _existing_answer(experiment.id, participant, stage):
-        try:
-            answer = _answer(experiment, cohort, participant, stage)
-        except ModelError as error:
-            # Configuration or credentials: the agent stays; fixing the cause and touching the
-            # participant resumes it. A provider still failing: retried (ProviderUnavailable).
-            reason = f"stage {stage.id!r}: {error.status}: {error}"
-            if error.retryable:
-                reason += "; the move will be retried"
-            field = error.field or "agentConfig.modelSettings"
-            record_error(FUNCTION, DocumentError(path, field, reason))
-            if error.retryable:
-                raise ProviderUnavailable(reason) from error
-            return Advance(Move.FAILED)
-        except AnswerFailed as error:
-            # The model keeps answering invalidly: record why and move on without an answer,
-            # rather than leave the agent (and a cohort waiting for it) stuck.
-            reason = f"stage {stage.id!r}: {error}; the agent moved on without an answer"
-            record_error(FUNCTION, DocumentError(path, "stageData", reason))
+    if action == AgentAction.ANSWER:
+        answered = _answer_once(experiment, cohort, participant, stage)
+        if isinstance(answered, Advance):
+            return answered
+        answer = answered
     completion = moves.completion(experiment, participant, answer)
     moved = moves.commit_move(path, participant, completion, read_at=read_at)
     if moved is None:

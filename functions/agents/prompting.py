@@ -113,8 +113,56 @@ class LazySequence(_Loaded[Sequence[V]], Sequence[V]):
         return len(self._get())
 
 
-def _documents(path: str) -> dict[str, dict[str, Any]]:
-    return {snap.id: snap.to_dict() or {} for snap in store.db().collection(path).get()}
+class _StageDocs:
+    """The agent's answers and the cohort's public data, by stage id, read on first use: those
+    of every stage up to the current one (what a prompt's stage context shows) in one round
+    trip for both collections, any other stage's on its own. (Two collection queries before:
+    one round trip more per prompt, and every document of either collection.)"""
+
+    def __init__(self, stage_ids: Sequence[str], collections: Sequence[str]) -> None:
+        self._stage_ids, self._collections = list(stage_ids), list(collections)
+        self._read: dict[tuple[str, str], dict[str, Any] | None] | None = None
+
+    def get(self, collection: str, stage_id: str) -> dict[str, Any] | None:
+        if self._read is None:
+            self._read = {}
+            wanted = [(c, s) for c in self._collections for s in self._stage_ids]
+            snaps = store.db().get_all([store.ref(f"{c}/{s}") for c, s in wanted])
+            for snap in snaps:
+                collection_path, _, sid = snap.reference.path.rpartition("/")
+                self._read[(collection_path, sid)] = snap.to_dict() if snap.exists else None
+        key = (collection, stage_id)
+        if key not in self._read:
+            self._read[key] = store.snapshot_data(f"{collection}/{stage_id}")
+        return self._read[key]
+
+    def loaded(self, collection: str) -> list[str]:
+        return [s for (c, s), data in (self._read or {}).items() if c == collection and data]
+
+
+class _ByStage(Mapping[str, Mapping[str, Any]]):
+    """One collection of ``_StageDocs`` as a mapping (iterating what was read)."""
+
+    def __init__(self, docs: _StageDocs, collection: str) -> None:
+        self._docs, self._collection = docs, collection
+
+    def __getitem__(self, stage_id: str) -> Mapping[str, Any]:
+        data = self._docs.get(self._collection, stage_id)
+        if data is None:
+            raise KeyError(stage_id)
+        return data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._docs.loaded(self._collection))
+
+    def __len__(self) -> int:
+        return len(self._docs.loaded(self._collection))
+
+
+def _shown_stages(experiment: Experiment, stage: StageConfig) -> list[str]:
+    """Every stage up to and including the current one (all of them if it is not listed)."""
+    order = experiment.stage_ids
+    return order[: order.index(stage.id) + 1] if stage.id in order else list(order)
 
 
 class _Chats(Mapping[str, Sequence[ChatMessage]]):
@@ -162,15 +210,21 @@ def _private_chats(
     return _Chats(Room(experiment_id, cohort_id, stage.id, owner), stage, stages)
 
 
-def creator_api_keys(experiment: Experiment) -> dict[str, Any] | None:
-    """The experiment creator's API keys (Deliberate Lab bills the creator), if any."""
+def creator_keys_path(experiment: Experiment) -> str | None:
+    """Where the experiment creator's API keys are, if it names a creator."""
     creator = experiment.metadata.creator
     if not creator or "/" in creator:
         return None
-    path = paths.build(paths.EXPERIMENTER_DATA, experimenterId=creator)
-    data = store.snapshot_data(path)
-    if data is None:
+    return paths.build(paths.EXPERIMENTER_DATA, experimenterId=creator)
+
+
+def creator_api_keys(experiment: Experiment) -> dict[str, Any] | None:
+    """The experiment creator's API keys (Deliberate Lab bills the creator), if any."""
+    path = creator_keys_path(experiment)
+    data = store.snapshot_data(path) if path else None
+    if path is None or data is None:
         return None
+    creator = experiment.metadata.creator
     return parse_document(ExperimenterData, path, {"id": creator, **data}).api_keys
 
 
@@ -190,15 +244,17 @@ def build_context(
         members = LazySequence(lambda: cohort_lock.cohort_members(e, c))
     stages = LazyMapping(lambda: _stages(experiment, stage))
     own_answers = store.participant_path(e, agent.private_id) + "/stageData"
+    public = store.cohort_path(e, c) + "/publicStageData"
     is_participant = isinstance(agent, ParticipantProfile)
+    docs = _StageDocs(_shown_stages(experiment, stage), [own_answers, public][not is_participant :])
     return PromptContext(
         experiment=experiment,
         cohort=cohort,
         agent=agent,
         stage=stage,
         stages=stages,
-        answers=LazyMapping(lambda: _documents(own_answers) if is_participant else {}),
-        public_data=LazyMapping(lambda: _documents(store.cohort_path(e, c) + "/publicStageData")),
+        answers=_ByStage(docs, own_answers) if is_participant else {},
+        public_data=_ByStage(docs, public),
         chat_messages=_Chats(Room(e, c, stage.id), stage, stages),
         private_messages=_private_chats(e, c, agent, stage, stages, private_chat_of),
         participants=members,

@@ -4,6 +4,7 @@ that have a prompt for it; and each one's chat prompt config."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from google.cloud import firestore
@@ -51,44 +52,69 @@ def mediator_path(experiment_id: str, mediator_id: str) -> str:
 
 
 def _prompt_doc(
-    pattern: str, experiment_id: str, persona_id: str, stage: StageConfig
+    pattern: str,
+    experiment_id: str,
+    persona_id: str,
+    stage: StageConfig,
+    read_with: Sequence[str] = (),
 ) -> tuple[PromptConfig | None, str | None]:
+    """The persona's prompt for the stage; ``read_with``: documents the caller reads next, read
+    in the same round trip (``store.read_ahead``)."""
     if not persona_id:
         return None, None
     path = paths.build(pattern, experimentId=experiment_id, personaId=persona_id, stageId=stage.id)
+    store.read_ahead([path, *read_with])
     data = store.snapshot_data(path)
     if data is None:
         return None, None
     return parse_document(PromptConfig, path, {"id": stage.id, "type": stage.kind, **data}), path
 
 
-def participant_agent(experiment_id: str, private_id: str, stage: StageConfig) -> ChatAgent | None:
+def participant_agent(
+    experiment_id: str, private_id: str, stage: StageConfig, read_with: Sequence[str] = ()
+) -> ChatAgent | None:
     """The agent participant, with its persona's chat prompt or the default; None if human."""
     profile = store.read(ParticipantProfile, store.participant_path(experiment_id, private_id))
     if not profile.is_agent:
         return None
     persona = profile.agent_config.agent_id  # type: ignore[union-attr]
-    config, path = _prompt_doc(paths.AGENT_PARTICIPANT_PROMPT, experiment_id, persona, stage)
+    pattern = paths.AGENT_PARTICIPANT_PROMPT
+    config, path = _prompt_doc(pattern, experiment_id, persona, stage, read_with)
     return ChatAgent("participant", profile, config or default_participant_prompt(stage), path)
 
 
-def mediator_agent(experiment_id: str, private_id: str, stage: StageConfig) -> ChatAgent | None:
+def mediator_agent(
+    experiment_id: str, private_id: str, stage: StageConfig, read_with: Sequence[str] = ()
+) -> ChatAgent | None:
     """The mediator, if it is active and its persona has a prompt for this stage (mediators
     have no default prompt: without one they are silent, as in DL)."""
     profile = store.read(MediatorProfile, mediator_path(experiment_id, private_id))
     if profile.current_status != MediatorStatus.ACTIVE or profile.agent_config is None:
         return None
     persona = profile.agent_config.agent_id
-    config, path = _prompt_doc(paths.AGENT_MEDIATOR_PROMPT, experiment_id, persona, stage)
+    pattern = paths.AGENT_MEDIATOR_PROMPT
+    config, path = _prompt_doc(pattern, experiment_id, persona, stage, read_with)
     return ChatAgent("mediator", profile, config, path) if config else None
 
 
 def load(
-    experiment_id: str, agent_type: str, private_id: str, stage: StageConfig
+    experiment_id: str,
+    agent_type: str,
+    private_id: str,
+    stage: StageConfig,
+    read_with: Sequence[str] = (),
 ) -> ChatAgent | None:
+    """The chat agent; ``read_with``: documents read with its prompt (see ``_prompt_doc``)."""
     if agent_type == "mediator":
-        return mediator_agent(experiment_id, private_id, stage)
-    return participant_agent(experiment_id, private_id, stage)
+        return mediator_agent(experiment_id, private_id, stage, read_with)
+    return participant_agent(experiment_id, private_id, stage, read_with)
+
+
+def profile_path(experiment_id: str, agent_type: str, private_id: str) -> str:
+    """Where the agent's profile is."""
+    if agent_type == "mediator":
+        return mediator_path(experiment_id, private_id)
+    return store.participant_path(experiment_id, private_id)
 
 
 def participants_at(

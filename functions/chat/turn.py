@@ -20,7 +20,7 @@ from typing import Any
 from functions import rooms, store
 from functions.agents import cohort_lock
 from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
-from functions.agents.prompting import build_context, creator_api_keys, render
+from functions.agents.prompting import build_context, creator_api_keys, creator_keys_path, render
 from functions.chat import agents, conducted, gates, messages, quiet, readiness, turn_order
 from functions.chat.agents import ChatAgent
 from functions.chat.gates import Refusal
@@ -128,6 +128,11 @@ class Scene:
         return profile if isinstance(profile, ParticipantProfile) else None
 
     @property
+    def threaded(self) -> bool:
+        """Has discussion threads (the public data says which one is current)."""
+        return isinstance(self.stage, ChatStage) and bool(self.stage.discussions)
+
+    @property
     def turn_based(self) -> bool:
         return isinstance(self.stage, ChatStage) and self.stage.is_turn_based
 
@@ -182,6 +187,39 @@ def run(turn: AgentTurn) -> TurnResult:
     """Take the turn; a turn that does not answer hands the message on (claim policy)."""
     if turn.conducted and not conducted.still_picked(turn):
         return TurnResult(TurnOutcome.NOT_ELECTED)  # the conductor has picked another since
+    with store.prefetch(_scene_documents(turn)):
+        return _run(turn)
+
+
+def _scene_documents(turn: AgentTurn) -> list[str]:
+    """What a turn reads first, in one round trip: the stage and the experiment (unless kept),
+    the agent, the chat's public data, the cohort a prompt shows, a private chat's partner."""
+    e = turn.experiment_id
+    out = [
+        *store.unless_kept(e, turn.stage_id),
+        agents.profile_path(e, turn.agent_type, turn.agent_id),
+    ]
+    room = turn.room
+    if room.is_private:
+        out.append(store.participant_path(e, turn.participant_id))
+    else:
+        out.append(room.public_path)
+    if not turn.readiness_only:
+        out.append(store.cohort_path(e, turn.cohort_id))
+    return out
+
+
+def _keys_path(experiment_id: str) -> str:
+    """The creator's API keys, read with the agent's prompt (a turn that asks the model needs
+    them); '' when the experiment cannot be read (its error is met where it is used)."""
+    try:
+        experiment = store.read(Experiment, store.experiment_path(experiment_id))
+    except DocumentError:
+        return ""
+    return creator_keys_path(experiment) or ""
+
+
+def _run(turn: AgentTurn) -> TurnResult:
     scene = _load(turn)
     if isinstance(scene, TurnOutcome):
         return _pass_on(turn, TurnResult(scene))  # e.g. it left since the fan-out
@@ -205,7 +243,8 @@ def _load(turn: AgentTurn) -> Scene | TurnOutcome:
     stage = store.read_stage(turn.experiment_id, turn.stage_id)
     if not isinstance(stage, ConversationStage):
         return TurnOutcome.NOT_A_CHAT
-    agent = agents.load(turn.experiment_id, turn.agent_type, turn.agent_id, stage)
+    keys = _keys_path(turn.experiment_id)
+    agent = agents.load(turn.experiment_id, turn.agent_type, turn.agent_id, stage, [keys])
     if agent is None:
         return TurnOutcome.NOT_AN_ACTIVE_AGENT
     scene = Scene(turn, stage, agent)
@@ -311,7 +350,7 @@ def _respond(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
                 raise ProviderUnavailable(reason) from error
             _after_failure(scene, public)
             return _pass_on(turn, TurnResult(TurnOutcome.MODEL_FAILED))
-        outcome = _speak(scene, decision, claimed=scene.claims)
+        outcome = _speak(scene, decision, public, claimed=scene.claims)
         if turn.is_opening:  # an agent opens a chat once, whatever it then does
             held.keep(mark_done=outcome != TurnOutcome.SPOKE)
         elif outcome == TurnOutcome.SPOKE:
@@ -436,8 +475,12 @@ def _parse_for(output: ChatStructuredOutputConfig | None) -> Any:
     return parse_json_reply
 
 
-def _speak(scene: Scene, decision: Decision, *, claimed: bool) -> TurnOutcome | Refusal:
-    """Post the decision after the typing delay, unless the chat moved on meanwhile."""
+def _speak(
+    scene: Scene, decision: Decision, public: ChatPublicData, *, claimed: bool
+) -> TurnOutcome | Refusal:
+    """Post the decision after the typing delay, unless the chat moved on meanwhile (its
+    history read again; its public data too when it has threads, the one thing in it that
+    says whether the discussion moved on)."""
     turn, room, agent = scene.turn, scene.room, scene.agent
     if not decision.should_respond or not decision.message:
         if room.is_private and scene.participant is None:
@@ -448,7 +491,8 @@ def _speak(scene: Scene, decision: Decision, *, claimed: bool) -> TurnOutcome | 
     if delay:
         time.sleep(delay)
     history = rooms.history(room)
-    public = rooms.state(room, history)
+    if scene.threaded or room.is_private:
+        public = rooms.state(room, history)
     if gates.stale(agent, history, turn.trigger_chat_id, public.current_discussion_id):
         return TurnOutcome.MOVED_ON_AFTER_DELAY
     message = _message(scene, public, decision)
@@ -502,11 +546,10 @@ def _error_message(agent: ChatAgent) -> dict[str, Any]:
 
 
 def _message(scene: Scene, public: ChatPublicData, decision: Decision) -> dict[str, Any]:
-    profile, stage = scene.agent.profile, scene.stage
-    threaded = isinstance(stage, ChatStage) and stage.discussions
+    profile = scene.agent.profile
     return ChatMessage(
         id=uuid.uuid4().hex,
-        discussion_id=public.current_discussion_id if threaded else None,
+        discussion_id=public.current_discussion_id if scene.threaded else None,
         type=UserType(scene.agent.type),
         message=decision.message,
         timestamp=now(),

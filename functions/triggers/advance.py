@@ -6,12 +6,13 @@ the trigger asks the chat for the opening turns.
 
 from __future__ import annotations
 
-from functions.agents.progression import Advance, advance_agent
+from functions.agents.progression import Advance, Seen, advance_agent
 from functions.chat import fanout
 
 
-def advance(experiment_id: str, participant_id: str) -> Advance:
-    result = advance_agent(experiment_id, participant_id)
+def advance(experiment_id: str, participant_id: str, seen: Seen | None = None) -> Advance:
+    """``seen``: where the event saw the participant (read ahead with it, see ``Seen``)."""
+    result = advance_agent(experiment_id, participant_id, seen)
     if result.chat is not None:
         entry = result.chat
         fanout.request_openings(experiment_id, entry.cohort_id, entry.stage, entry.participant)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functions._events import FirestoreEvent
 from functions.agents.model_call import ProviderUnavailable
-from functions.agents.progression import BLOCKED_FIELD
+from functions.agents.progression import BLOCKED_FIELD, Seen
 from functions.triggers.advance import advance
 from functions.wire import publish_wakes
 
@@ -14,7 +14,7 @@ def _advance(event: FirestoreEvent) -> None:
     (these triggers are not: DL's are not, and a retry would repeat every side effect)."""
     experiment_id, participant_id = event.params["experimentId"], event.params["participantId"]
     try:
-        advance(experiment_id, participant_id)
+        advance(experiment_id, participant_id, Seen.of(event.after))
     except ProviderUnavailable as error:
         publish_wakes(experiment_id, f"retry: {error}", participant_id)
 

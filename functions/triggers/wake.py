@@ -12,12 +12,15 @@ from google.cloud import firestore
 
 from functions import memo, store
 from functions._events import FirestoreEvent, PubSubEvent
+from functions.agents.progression import Seen
 from functions.triggers.advance import advance
 from functions.wire import AgentWake, publish_wakes
 from shared.models import ParticipantStatus
 
 BLOCKED_ON = "agentBlockedOn.document"
 _WAKEABLE = (ParticipantStatus.IN_PROGRESS.value, ParticipantStatus.TRANSFER_PENDING.value)
+_WAKE_FIELDS = ["agentConfig", "currentStatus", "currentCohortId", "currentStageId"]
+"""Who to wake, and where it is (the wake reads its cohort and stage with it)."""
 
 
 def newly_unlocked(before: dict | None, after: dict | None) -> list[str]:
@@ -31,14 +34,14 @@ def wake_agents(experiment_id: str, reason: str, **where: str) -> int:
     query: Any = store.participants(experiment_id)
     for field, value in where.items():  # field paths may contain dots
         query = query.where(filter=firestore.FieldFilter(field, "==", value))
-    woken = [
-        snap.id
-        for snap in query.select(["agentConfig", "currentStatus"]).get()
+    seen_at = {
+        snap.id: (str(data.get("currentCohortId") or ""), str(data.get("currentStageId") or ""))
+        for snap in query.select(_WAKE_FIELDS).get()
         if (data := snap.to_dict()).get("agentConfig")
         and data.get("currentStatus", "IN_PROGRESS") in _WAKEABLE
-    ]
-    publish_wakes(experiment_id, reason, *woken)
-    return len(woken)
+    }
+    publish_wakes(experiment_id, reason, *seen_at, seen_at=seen_at)
+    return len(seen_at)
 
 
 def wake_blocked(event: FirestoreEvent) -> int:
@@ -74,4 +77,5 @@ def on_blocking_document_written(event: FirestoreEvent) -> None:
 
 def on_agent_wake(event: PubSubEvent) -> None:
     wake = event.message(AgentWake)
-    advance(wake.experiment_id, wake.participant_id)  # ProviderUnavailable fails it: retried
+    seen = Seen.of({"currentCohortId": wake.cohort_id, "currentStageId": wake.stage_id})
+    advance(wake.experiment_id, wake.participant_id, seen)  # ProviderUnavailable: retried

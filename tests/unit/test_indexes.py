@@ -47,6 +47,13 @@ class Query:
 
 
 @dataclasses.dataclass(frozen=True)
+class _Disjunction:
+    """An ``Or`` filter: one query per alternative (each served by an index of its own)."""
+
+    alternatives: tuple[tuple[tuple[str, str], ...], ...]
+
+
+@dataclasses.dataclass(frozen=True)
 class _Dynamic:
     """A field name that is a key of the enclosing function's ``**kwargs``."""
 
@@ -181,9 +188,15 @@ class Scanner:
             filters, orders, base = self._collect(chain, ctx, seen=set())
             static = [(f, op) for f, op in filters if isinstance(f, str)]
             dynamic = {(f.function, op) for f, op in filters if isinstance(f, _Dynamic)}
-            if len(dynamic) > 1:
-                raise Unresolved("more than one **kwargs filter")
+            ors = [f for f, _ in filters if isinstance(f, _Disjunction)]
+            if len(dynamic) > 1 or len(ors) > 1 or (dynamic and ors):
+                raise Unresolved("more than one **kwargs or Or filter")
             shapes = [(site, static)]
+            if ors:
+                shapes = [
+                    (f"{site} (or {i})", static + list(alt))
+                    for i, alt in enumerate(ors[0].alternatives)
+                ]
             if dynamic:
                 ((function, op),) = dynamic
                 shapes = [
@@ -204,9 +217,9 @@ class Scanner:
 
     def _collect(
         self, chain: ast.expr, ctx: _Ctx, seen: set[int]
-    ) -> tuple[list[tuple[str | _Dynamic, str]], list[tuple[str, str]], ast.expr]:
+    ) -> tuple[list[tuple[str | _Dynamic | _Disjunction, str]], list[tuple[str, str]], ast.expr]:
         """Filters and orders of a chain (following variables it starts from), and its base."""
-        filters: list[tuple[str | _Dynamic, str]] = []
+        filters: list[tuple[str | _Dynamic | _Disjunction, str]] = []
         orders: list[tuple[str, str]] = []
         seen.add(id(chain))
         node = chain
@@ -229,12 +242,14 @@ class Scanner:
                 raise Unresolved(f"{node.id} is assigned {len(values)} times")
         return filters, orders, node
 
-    def _filter(self, call: ast.Call, ctx: _Ctx) -> tuple[str | _Dynamic, str]:
+    def _filter(self, call: ast.Call, ctx: _Ctx) -> tuple[str | _Dynamic | _Disjunction, str]:
         kwargs = {k.arg: k.value for k in call.keywords if k.arg}
         if "filter" in kwargs:
             inner = kwargs["filter"]
+            if isinstance(inner, ast.Call) and _name_of(inner.func) == "Or":
+                return self._disjunction(inner, ctx), "or"
             if not (isinstance(inner, ast.Call) and _name_of(inner.func) == "FieldFilter"):
-                raise Unresolved("only FieldFilter filters are understood (not And/Or)")
+                raise Unresolved("only FieldFilter, Or and And filters are understood")
             field_node, op_node = inner.args[0], inner.args[1]
         elif len(call.args) >= 2:
             field_node, op_node = call.args[0], call.args[1]
@@ -246,6 +261,26 @@ class Scanner:
         if isinstance(field_node, ast.Name) and (fn := self._kwargs_loop(field_node.id, ctx)):
             return _Dynamic(fn), op
         return self._string(field_node, ctx), op
+
+    def _disjunction(self, call: ast.Call, ctx: _Ctx) -> _Disjunction:
+        """``Or([FieldFilter(...) | And([FieldFilter(...), ...]), ...])`` with literal lists."""
+        if not (call.args and isinstance(call.args[0], ast.List)):
+            raise Unresolved("Or() without a literal list of filters")
+        return _Disjunction(tuple(self._conjunction(node, ctx) for node in call.args[0].elts))
+
+    def _conjunction(self, node: ast.expr, ctx: _Ctx) -> tuple[tuple[str, str], ...]:
+        if isinstance(node, ast.Name):  # a filter built first, in a variable assigned once
+            values = self._locals(ctx, node.id)
+            if len(values) != 1:
+                raise Unresolved(f"{node.id} is assigned {len(values)} times")
+            node = values[0]
+        if isinstance(node, ast.Call) and _name_of(node.func) == "And":
+            if not (node.args and isinstance(node.args[0], ast.List)):
+                raise Unresolved("And() without a literal list of filters")
+            return tuple(f for elt in node.args[0].elts for f in self._conjunction(elt, ctx))
+        if isinstance(node, ast.Call) and _name_of(node.func) == "FieldFilter":
+            return ((self._string(node.args[0], ctx), self._string(node.args[1], ctx)),)
+        raise Unresolved("an Or alternative that is not a FieldFilter or an And of them")
 
     def _order(self, call: ast.Call, ctx: _Ctx) -> tuple[str, str]:
         if not call.args:
@@ -611,6 +646,9 @@ def callers(e):
     by_kwargs(e, **{BLOCKED: "x"})
 def group():
     return store.db().collection_group("logs").order_by("timestamp").get()
+def either(e):
+    both = And([FieldFilter("x", "==", 1), FieldFilter("y", "in", [2])])
+    return store.people(e).where(filter=Or([both, FieldFilter("z", "==", 3)])).get()
 """,
 }
 
@@ -623,6 +661,8 @@ def test_the_scanner_on_a_sample() -> None:
         ("participants", False, (("currentCohortId", "=="), ("currentStageId", "==")), ()),
         ("participants", False, (("blockedOn.document", "=="),), ()),
         ("logs", True, (), (("timestamp", "ASCENDING"),)),
+        ("participants", False, (("x", "=="), ("y", "in")), ()),
+        ("participants", False, (("z", "=="),), ()),
         ("participants", False, (("agentConfig.agentId", "=="),), (("agent", "ASCENDING"),)),
     }
 

@@ -71,3 +71,36 @@ def test_the_instance_cache_keeps_until_the_document_is_written_or_reads_must_be
     with memo.invocation(), memo.fresh(False):
         assert memo.shared("stage", path, load) == 3  # fresh(False) changes nothing
     memo.drop_shared(path)
+
+
+def test_a_document_read_ahead_answers_one_read_only():
+    """``take``: a snapshot read ahead (``store.prefetch``) serves the read it was read for; a
+    later read of the same document (after a write, say) goes to Firestore."""
+    with memo.invocation():
+        memo.put(("prefetched", "a/b"), "snapshot")
+        assert memo.take(("prefetched", "a/b")) == "snapshot"
+        assert memo.take(("prefetched", "a/b")) is None
+    assert memo.take(("prefetched", "a/b")) is None  # outside an invocation: nothing kept
+    assert not memo.active()
+
+
+def test_kept_says_whether_shared_would_read(monkeypatch):
+    path = "experiments/e-kept/stages/s1"
+    monkeypatch.setenv(memo.CACHE_ENV, "0")
+    with memo.invocation():
+        assert not memo.kept("stage", path)
+        memo.shared("stage", path, lambda: 1)
+        assert memo.kept("stage", path)  # within the invocation
+    with memo.invocation():
+        assert not memo.kept("stage", path)  # the instance cache is off
+    monkeypatch.setenv(memo.CACHE_ENV, "60")
+    memo.drop_shared(path)
+    with memo.invocation():
+        memo.shared("stage", path, lambda: 1)
+    with memo.invocation():
+        assert memo.kept("stage", path)
+        with memo.fresh():
+            assert not memo.kept("stage", path)  # a blocked agent reads fresh
+    memo.drop_shared(path)
+    with memo.invocation():
+        assert not memo.kept("stage", path)
