@@ -49,9 +49,6 @@ class Invoker:
     def _on_exception(self, sender: Any, exception: BaseException, **_: Any) -> None:
         self._errors.last = "".join(traceback.format_exception(exception)).rstrip()
 
-    def knows(self, function: str) -> bool:
-        return function in self._apps
-
     def invoke(self, delivery: Delivery) -> str | None:
         """Run the function; None on success, else the error (traceback or HTTP status)."""
         return self.call(delivery.function, delivery.body, delivery.headers)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from google.cloud import firestore
 
-from emulator import barrier, model_faults, persistence, services, workers
+from emulator import barrier, model_faults, persistence, services
 from emulator.chaos import Chaos, ChaosRun, ChaosSettings
 from emulator.config import EmulatorOptions
 from emulator.delivery import Delivery, DeliveryLog, DeliveryRecord
@@ -28,6 +28,7 @@ from emulator.dispatcher import MODES, Dispatcher, Policy
 from emulator.firestore_admin import FirestoreAdmin
 from emulator.invoker import Invoker
 from emulator.pubsub import PubSubBridge
+from emulator.workers import Setup, WorkerPool
 from functions import store
 from functions.registry import REGISTRY, FirestoreTrigger, FunctionSpec, ScheduleTrigger
 from shared.llm import providers
@@ -104,7 +105,7 @@ class LocalRuntime:
         self._attached = False
         self._saved_env: dict[str, str | None] = {}
         self._invoker: Invoker | None = None
-        self._pool: workers.WorkerPool | None = None
+        self._pool: WorkerPool | None = None
         self._faults: model_faults.FaultPlan | None = None
         """Chaos model faults shipped to worker processes (in-process: ``_model_wrapper``)."""
         self._dispatcher: Dispatcher | None = None
@@ -185,14 +186,14 @@ class LocalRuntime:
         if not self.processes:
             self._invoker = Invoker(self._functions, self.source)
             return
-        setup = workers.Setup(
+        setup = Setup(
             env=self.env,
             functions=sorted(self._functions),
             source=str(self.source or ""),
             threads=self.workers,
             log_level=logging.getLogger().getEffectiveLevel(),
         )
-        self._pool = workers.WorkerPool(self.processes, setup)
+        self._pool = WorkerPool(self.processes, setup)
         self._pool.start()
 
     def _check_delivery(self, timeout: float = 10.0) -> None:
@@ -429,6 +430,11 @@ class LocalRuntime:
             return self._invoker.invoke(delivery)
 
     # --- inspection ------------------------------------------------------------------------
+
+    @property
+    def worker_processes(self) -> dict[int, int]:
+        """Tasks each worker process answered so far, by pid (empty with ``processes=0``)."""
+        return self._pool.served() if self._pool is not None else {}
 
     @property
     def deliveries(self) -> list[DeliveryRecord]:

@@ -8,7 +8,7 @@ moves: the dispatcher (delivery policy, chaos, retries, the delivery log, observ
 barrier) stays in the runtime's process, which sends a ``Task`` and waits for its ``Outcome``.
 
 What a worker sees of the runtime's process: the environment at its start (emulator hosts,
-project, provider keys), the ``DLAB_*`` variables as they are at each delivery (tests and
+project), the ``DLAB_*`` and model provider variables as they are at each delivery (tests and
 benchmarks set the model override after the runtime started), and the chaos fault plan of the
 delivery (a seed drawn from the runtime's plan, its injected faults counted back). A model-client
 wrapper that is a closure cannot cross a process boundary: such tests use ``processes=0``.
@@ -37,8 +37,9 @@ from shared.llm import providers
 
 log = logging.getLogger(__name__)
 
-FORWARDED_PREFIX = "DLAB_"
-"""Variables read at each delivery, so they are forwarded with each task."""
+FORWARDED = ("DLAB_", "OPENAI_", "GEMINI_", "OLLAMA_", "GOOGLE_API_KEY")
+"""Prefixes of the variables the functions read at each call (their settings, the model
+override, provider endpoints and keys), so each task carries them as they are then."""
 
 _START_TIMEOUT_S = 120.0
 _STOP_TIMEOUT_S = 5.0
@@ -47,8 +48,8 @@ _READY = 0
 
 
 def forwarded_env(env: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The variables a task carries: every ``DLAB_*`` one, as the runtime's process has it now."""
-    return {name: value for name, value in env.items() if name.startswith(FORWARDED_PREFIX)}
+    """The variables a task carries (``FORWARDED``), as the runtime's process has them now."""
+    return {name: value for name, value in env.items() if name.startswith(FORWARDED)}
 
 
 # --- wire messages (runtime process <-> worker process) ------------------------------------------
@@ -107,7 +108,7 @@ class _Environment:
         with self._lock:
             if env == self._last:
                 return
-            for name in [n for n in os.environ if n.startswith(FORWARDED_PREFIX)]:
+            for name in [n for n in os.environ if n.startswith(FORWARDED)]:
                 if name not in env:
                     del os.environ[name]
             os.environ.update(env)
@@ -157,6 +158,10 @@ class WorkerDied(RuntimeError):
     """A worker process ended while it ran a task (the task failed, as on a crashed instance)."""
 
 
+class NotSent(WorkerDied):
+    """The worker was gone before it got the task: the task may go to another one."""
+
+
 class _Worker:
     """One worker process, its pipe, and the tasks it has not answered yet."""
 
@@ -173,6 +178,7 @@ class _Worker:
         """Guards ``pending`` and ``alive``."""
         self._send_lock = threading.Lock()
         self.alive = True
+        self.served = 0
         self.ready: Future[Outcome] = Future()
         self._reader = threading.Thread(target=self._read, name=f"{self.process.name}-reader")
         self._reader.daemon = True
@@ -182,13 +188,16 @@ class _Worker:
         future: Future[Outcome] = Future()
         with self.lock:
             if not self.alive:
-                raise WorkerDied(f"worker process {self.process.pid} is not running")
+                raise NotSent(f"worker process {self.process.pid} is not running")
             self.pending[task.id] = future
         try:
             with self._send_lock:
                 self.conn.send(task)
         except OSError as error:
-            raise WorkerDied(f"worker process {self.process.pid}: {error}") from None
+            with self.lock:
+                self.alive = False  # its reader may not have seen the pipe close yet
+                self.pending.pop(task.id, None)
+            raise NotSent(f"worker process {self.process.pid}: {error}") from None
         return future
 
     def load(self) -> int:
@@ -206,6 +215,7 @@ class _Worker:
                 continue
             with self.lock:
                 future = self.pending.pop(outcome.id, None)
+                self.served += 1
             if future is not None:
                 future.set_result(outcome)
         self._fail_pending()
@@ -225,6 +235,7 @@ class _Worker:
             future.set_exception(why)
 
     def stop(self) -> None:
+        """Ask the worker to finish what runs and exit; kill it if it does not in time."""
         with self._send_lock, contextlib.suppress(OSError):
             self.conn.send(None)
         self.process.join(_STOP_TIMEOUT_S)
@@ -236,7 +247,8 @@ class _Worker:
 
 
 class WorkerPool:
-    """N worker processes; each task goes to the one with the fewest tasks running."""
+    """N worker processes; each task goes to the one with the fewest tasks running, and a
+    worker that died is replaced at the next task (its own running tasks failed with it)."""
 
     def __init__(self, processes: int, setup: Setup) -> None:
         if processes < 1:
@@ -246,10 +258,17 @@ class WorkerPool:
         self._workers: list[_Worker] = []
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self._served: dict[int, int] = {}
+        """Tasks answered by workers that died and were replaced."""
 
     @property
     def pids(self) -> list[int | None]:
         return [w.process.pid for w in self._workers]
+
+    def served(self) -> dict[int, int]:
+        """Tasks answered so far by each worker process (by pid), replaced ones included."""
+        with self._lock:
+            return dict(self._served) | {w.process.pid or 0: w.served for w in self._workers}
 
     def start(self, timeout: float = _START_TIMEOUT_S) -> None:
         """Spawn every worker and wait until each has loaded the functions."""
@@ -277,16 +296,38 @@ class WorkerPool:
             faults=faults.fork() if faults else None,
         )
         try:
-            outcome = self._least_loaded().submit(task).result()
+            outcome = self._submit(task).result()
         except WorkerDied as died:
             return f"{died}: {delivery.function} on {delivery.subject} did not finish"
         if faults is not None:
             faults.add(outcome.faults)
         return outcome.error
 
+    def _submit(self, task: Task) -> Future[Outcome]:
+        """Send the task to a worker; one that died unnoticed is replaced and the task resent."""
+        for _ in range(self._processes):
+            try:
+                return self._least_loaded().submit(task)
+            except NotSent as error:
+                log.warning("%s; sending %s to another", error, task.function)
+        return self._least_loaded().submit(task)
+
     def _least_loaded(self) -> _Worker:
         with self._lock:
-            alive = [w for w in self._workers if w.alive]
-            if not alive:
-                raise WorkerDied("no worker process is running")
-            return min(alive, key=lambda w: w.load())
+            if not self._workers:
+                raise WorkerDied("the worker processes are stopped")
+            for index, worker in enumerate(self._workers):
+                if not worker.alive:
+                    self._workers[index] = self._replace(index, worker)
+            return min(self._workers, key=lambda w: w.load())
+
+    def _replace(self, index: int, dead: _Worker) -> _Worker:
+        """A new worker in place of one that died (tasks queue in its pipe while it loads)."""
+        log.warning(
+            "worker process %s ended (exit code %s); starting another",
+            dead.process.pid,
+            dead.process.exitcode,
+        )
+        self._served[dead.process.pid or 0] = dead.served
+        dead.stop()
+        return _Worker(index, self._setup)
