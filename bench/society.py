@@ -3,6 +3,7 @@
     python -m bench.society                        # 100 agents x 10 days
     python -m bench.society --agents 1000 --days 3
     python -m bench.society --mode chaos           # the same under chaos delivery
+    python -m bench.society --processes 0          # functions on threads of one process
 
 Reports wall time (creation to the last day closed), per day (open -> closed, and the close
 itself), model calls and prompt tokens per agent-day, the deliveries per function with their
