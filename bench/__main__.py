@@ -31,6 +31,7 @@ from bench import (
     transitions,
 )
 from bench.stack import Stack, machine, say
+from emulator.config import add_processes_argument
 
 SECTIONS = ("overhead", "latency", "transitions", "election", "conductor")
 EXTRA_SECTIONS = ("stress", "cost", "debate")
@@ -53,6 +54,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--workers", type=int, default=8, help="runtime workers (the runtime's default: 8)"
     )
+    add_processes_argument(parser)  # the transitions section; the others measure in-process
     parser.add_argument("-v", "--verbose", action="store_true", help="log the runtime's warnings")
     return parser.parse_args(argv)
 
@@ -60,14 +62,16 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 def _sizes(quick: bool) -> dict[str, Any]:
     """How much each section does; the full sizes take about 10 minutes on 2 cores.
 
-    Transitions: (agents, workers or None for --workers, profiled). Election fake-provider
+    Transitions: ``transitions.Run`` (agents, workers, profiled, processes). Election fake-provider
     runs: (agents, policy, workers, messages); race there uses one worker per agent, as
     production runs one instance per turn."""
     if quick:
         return {
             "overhead": {"samples": 40, "burst": 100},
             "latency": {"samples": 10},
-            "transitions": {"runs": [(10, None, False), (20, None, False), (10, None, True)]},
+            "transitions": {
+                "runs": [(10, None, False, None), (20, None, False, None), (10, None, True, 0)]
+            },
             "election": {
                 "agents": (3, 10),
                 "messages": {"race": 6, "claim": 15},
@@ -86,11 +90,12 @@ def _sizes(quick: bool) -> dict[str, Any]:
         "latency": {"samples": 40},
         "transitions": {
             "runs": [
-                (10, None, False),
-                (100, None, False),
-                (100, 4, False),
-                (100, 16, False),
-                (10, None, True),
+                (10, None, False, None),
+                (100, None, False, None),
+                (100, None, False, 0),  # threads of one process, for comparison
+                (100, 4, False, None),
+                (100, 16, False, None),
+                (10, None, True, 0),
             ]
         },
         "election": {
@@ -121,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
         "seed": args.seed,
         "workers": args.workers,
+        "processes": args.processes,
         "machine": machine(),
         "sections": {},
     }
@@ -139,7 +145,11 @@ def main(argv: list[str] | None = None) -> int:
             )
         if "transitions" in sections:
             results["sections"]["transitions"] = transitions.run(
-                stack, seed=args.seed, workers=args.workers, **sizes["transitions"]
+                stack,
+                seed=args.seed,
+                workers=args.workers,
+                processes=args.processes,
+                **sizes["transitions"],
             )
         if "election" in sections:
             results["sections"]["election"] = election.run(

@@ -3,6 +3,7 @@
     python -m bench.society                        # 100 agents x 10 days
     python -m bench.society --agents 1000 --days 3
     python -m bench.society --mode chaos           # the same under chaos delivery
+    python -m bench.society --processes 0          # functions on threads of one process
 
 Reports wall time (creation to the last day closed), per day (open -> closed, and the close
 itself), model calls and prompt tokens per agent-day, the deliveries per function with their
@@ -25,6 +26,7 @@ from typing import Any
 from google.cloud import firestore
 
 from emulator.chaos import ChaosSettings
+from emulator.config import add_processes_argument
 from emulator.runtime import LocalRuntime
 from shared.llm.providers import MODEL_OVERRIDE_ENV
 from tools.society import client
@@ -39,6 +41,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--mode", choices=["concurrent", "chaos"], default="concurrent")
+    add_processes_argument(parser)
     parser.add_argument("--timeout", type=float, default=1200.0)
     parser.add_argument("--no-save", action="store_true")
     return parser.parse_args(argv)
@@ -72,7 +75,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     os.environ.setdefault(MODEL_OVERRIDE_ENV, "SCRIPTED")
     settings = {"agents": args.agents, "days": args.days, "seed": args.seed, "dayDeadlineS": 600}
     chaos = ChaosSettings.from_env() if args.mode == "chaos" else None
-    with LocalRuntime(mode=args.mode, workers=args.workers, tick_s=5.0, chaos=chaos) as rt:
+    runtime = LocalRuntime(
+        mode=args.mode, workers=args.workers, processes=args.processes, tick_s=5.0, chaos=chaos
+    )
+    with runtime as rt:
         db = firestore.Client(project=rt.project)
         since = time.time()
         started = time.perf_counter()
@@ -93,6 +99,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "days": args.days,
             "mode": args.mode,
             "workers": args.workers,
+            "processes": args.processes,
+            "load_average": [round(x, 2) for x in os.getloadavg()],
             "wall_s": round(wall, 1),
             "per_day_s": [
                 round((d.closed_at - d.opened_at).total_seconds(), 2)

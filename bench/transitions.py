@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import os
 import random
 import statistics
 import time
@@ -90,20 +91,38 @@ def _stage_times(
     return out
 
 
+Run = tuple[int, int | None, bool, int | None]
+"""(agents, workers or None for --workers, profiled, processes or None for --processes)."""
+
+
 def _one(
-    stack: Stack, agents: int, workers: int, seed: int, profiled: bool, timeout: float
+    stack: Stack,
+    agents: int,
+    workers: int,
+    processes: int,
+    seed: int,
+    profiled: bool,
+    timeout: float,
 ) -> dict[str, Any]:
     t = template()
     stage_ids = t["experiment"]["stageIds"]
     kinds = {s["id"]: s["kind"] for s in t["stageConfigs"]}
-    label = f"{agents} agents, {workers} workers" + (", profiled" if profiled else "")
+    label = f"{agents} agents, {workers} workers, {processes} processes" + (
+        ", profiled" if profiled else ""
+    )
     say(f"transitions: {label}: {len(stage_ids)} stages")
     cpu = stack.cpu()
     profiler = Profiler() if profiled else None
     with contextlib.ExitStack() as scope:
         if profiler:
             scope.enter_context(profiler)
-        rt = scope.enter_context(stack.runtime(f"transitions-{agents}-{workers}", workers=workers))
+        rt = scope.enter_context(
+            stack.runtime(
+                f"transitions-{agents}-{workers}-{processes}",
+                workers=workers,
+                processes=processes,
+            )
+        )
         scope.enter_context(scripted_model())
         db = firestore.Client(project=rt.project)
         t0 = time.time()
@@ -147,6 +166,8 @@ def _one(
     out: dict[str, Any] = {
         "agents": agents,
         "workers": workers,
+        "processes": processes,
+        "loadAverage": [round(x, 2) for x in os.getloadavg()],
         "stages": len(stage_ids),
         "profiled": profiled,
         "finished": sum(1 for e in ends if e is not None),
@@ -174,13 +195,20 @@ def _one(
     return out
 
 
-def run(
-    stack: Stack, runs: list[tuple[int, int | None, bool]], seed: int, workers: int
-) -> dict[str, Any]:
-    """``runs``: (agents, workers or None for the default, profiled)."""
+def run(stack: Stack, runs: list[Run], seed: int, workers: int, processes: int) -> dict[str, Any]:
+    """``runs``: see ``Run``. A profiled run is in-process whatever it says (the profiler
+    patches the invoker of this process)."""
     rng = random.Random(seed)
     results = [
-        _one(stack, agents, w or workers, rng.randrange(2**31), profiled, timeout=480)
-        for agents, w, profiled in runs
+        _one(
+            stack,
+            agents,
+            w or workers,
+            0 if profiled else (processes if p is None else p),
+            rng.randrange(2**31),
+            profiled,
+            timeout=480,
+        )
+        for agents, w, profiled, p in runs
     ]
     return {"template": "templates/demo_all_stages.json without its chat", "runs": results}

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from emulator import up as emulator_up
 from emulator.chaos import ChaosSettings
+from emulator.config import add_processes_argument
 from emulator.dispatcher import MODES
 from emulator.processes import EmulatorStartError
 from emulator.runtime import AttachError
@@ -40,6 +41,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     demo.add_argument("--timeout", type=float, default=180)
     for command in (up, demo):
         command.add_argument("--mode", choices=MODES, default="concurrent")
+        add_processes_argument(command)
         command.add_argument("-v", "--verbose", action="store_true", help="log the runtime")
         chaos = command.add_argument_group("chaos (with --mode chaos)")
         defaults = ChaosSettings()
@@ -84,7 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     from emulator import demo
 
     chaos = _chaos(args)
-    return demo.run(agents=args.agents, mode=args.mode, timeout=args.timeout, chaos=chaos)
+    return demo.run(
+        agents=args.agents,
+        mode=args.mode,
+        timeout=args.timeout,
+        chaos=chaos,
+        processes=args.processes,
+    )
 
 
 if __name__ == "__main__":

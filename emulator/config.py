@@ -7,8 +7,11 @@ banner says so (see ``resolve``).
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import socket
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -19,6 +22,43 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 FIREBASE_JSON = REPO_ROOT / "firebase.json"
 DEFAULT_CONSOLE_PORT = 4001
 """Next to the Emulator UI's 4000, so both can run side by side with ``--attach``."""
+PROCESSES_ENV = "DLAB_WORKER_PROCESSES"
+"""Worker processes for the commands that run a runtime (``make up``, ``make demo``, ``make
+society``, the benchmarks); unset: one per core; 0: the functions on threads of one process."""
+
+
+def default_processes(env: Mapping[str, str] = os.environ) -> int:
+    """``DLAB_WORKER_PROCESSES`` if set, else one per core; 0 on a single core (a worker process
+    would only add a hop there)."""
+    raw = env.get(PROCESSES_ENV, "").strip()
+    if not raw:
+        cores = os.cpu_count() or 1
+        return cores if cores > 1 else 0
+    try:
+        return _non_negative(raw)
+    except argparse.ArgumentTypeError as error:
+        raise ValueError(f"{PROCESSES_ENV}: {error}") from None
+
+
+def _non_negative(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative")
+    return value
+
+
+def add_processes_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--processes N`` of every command that runs a runtime (one definition, one help)."""
+    parser.add_argument(
+        "--processes",
+        type=_non_negative,
+        default=default_processes(),
+        help=f"worker processes that run the functions (default: ${PROCESSES_ENV}, else one per "
+        "core, here %(default)s); 0: threads of one process",
+    )
 
 
 class Ports(BaseModel):

@@ -169,6 +169,7 @@ def run(
     api_type: str | None = None,
     model_name: str | None = None,
     chaos: ChaosSettings | None = None,
+    processes: int = 0,
 ) -> int:
     if api_type is None:
         api_type, model_name = model_from_env()
@@ -177,11 +178,11 @@ def run(
     os.environ.setdefault(IDLE_ENV, "5")  # the watchdog nudges quiet chat agents after 5 s
     started = time.monotonic()
     print("Starting the Firestore and Pub/Sub emulators and the functions runtime ...", flush=True)
-    with LocalRuntime(mode=mode, tick_s=2.0, chaos=chaos) as runtime:
+    with LocalRuntime(mode=mode, tick_s=2.0, chaos=chaos, processes=processes) as runtime:
         print(
             f"  Firestore {runtime.firestore_host} · Pub/Sub {runtime.pubsub_host} · project "
-            f"{runtime.project} · {len(REGISTRY)} functions · {mode} delivery "
-            f"({time.monotonic() - started:.1f}s)"
+            f"{runtime.project} · {len(REGISTRY)} functions · {mode} delivery · "
+            f"{processes or 'no'} worker processes ({time.monotonic() - started:.1f}s)"
         )
         if runtime.chaos_run is not None and runtime.chaos_settings is not None:
             print(f"  {runtime.chaos_settings.describe()}")

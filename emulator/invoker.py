@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import traceback
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,6 @@ import flask
 import functions_framework
 
 from emulator.delivery import Delivery
-from functions.registry import FunctionSpec
 
 log = logging.getLogger(__name__)
 
@@ -25,13 +25,14 @@ DEFAULT_SOURCE = REPO_ROOT / "functions" / "main.py"
 
 
 class Invoker:
-    def __init__(self, specs: tuple[FunctionSpec, ...], source: str | Path | None = None) -> None:
+    def __init__(self, functions: Iterable[str], source: str | Path | None = None) -> None:
+        """``functions``: the registry's names, each an entry point of ``source``."""
         path = Path(source) if source else DEFAULT_SOURCE
         self.source = path if path.is_absolute() else REPO_ROOT / path
         self._apps: dict[str, flask.Flask] = {}
         self._errors = threading.local()
-        for spec in specs:
-            self._apps[spec.name] = self._build(spec.name)
+        for name in functions:
+            self._apps[name] = self._build(name)
 
     def _build(self, target: str) -> flask.Flask:
         # create_app re-executes the source module each time; that is cheap and keeps us on the
@@ -48,17 +49,14 @@ class Invoker:
     def _on_exception(self, sender: Any, exception: BaseException, **_: Any) -> None:
         self._errors.last = "".join(traceback.format_exception(exception)).rstrip()
 
-    def knows(self, function: str) -> bool:
-        return function in self._apps
-
     def invoke(self, delivery: Delivery) -> str | None:
         """Run the function; None on success, else the error (traceback or HTTP status)."""
+        return self.call(delivery.function, delivery.body, delivery.headers)
+
+    def call(self, function: str, body: bytes, headers: dict[str, str]) -> str | None:
+        """``invoke`` from a delivery's parts (what a worker process receives)."""
         self._errors.last = None
-        response = (
-            self._apps[delivery.function]
-            .test_client()
-            .post("/", data=delivery.body, headers=delivery.headers)
-        )
+        response = self._apps[function].test_client().post("/", data=body, headers=headers)
         if 200 <= response.status_code < 300:
             return None
         return self._errors.last or f"HTTP {response.status_code}: {response.get_data(True)}"

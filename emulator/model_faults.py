@@ -13,7 +13,9 @@ import collections
 import contextlib
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared.llm import providers
 from shared.llm.base import ModelClient, ModelReply, ModelRequest, Usage, estimate_tokens
@@ -29,6 +31,15 @@ _GARBLED = (
 )
 
 
+class FaultSpec(BaseModel):
+    """A fault plan as it travels to a worker process (``emulator.workers``): rate and seed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rate: float = Field(ge=0.0, le=1.0)
+    seed: int
+
+
 class FaultPlan:
     """Which calls fail and how: one seeded draw per call, shared by every wrapped client."""
 
@@ -40,6 +51,21 @@ class FaultPlan:
         self._lock = threading.Lock()
         self.injected: collections.Counter[str] = collections.Counter()
         """Faults injected so far, by kind."""
+
+    @classmethod
+    def from_spec(cls, spec: FaultSpec) -> FaultPlan:
+        return cls(spec.rate, spec.seed)
+
+    def fork(self) -> FaultSpec:
+        """A plan of its own for one delivery run in a worker process, seeded from this one's
+        draws (a worker cannot draw from this plan: its generator lives in this process)."""
+        with self._lock:
+            return FaultSpec(rate=self.rate, seed=self._rng.getrandbits(63))
+
+    def add(self, injected: Mapping[str, int]) -> None:
+        """Count faults a forked plan injected as this plan's own."""
+        with self._lock:
+            self.injected.update(injected)
 
     def draw(self) -> str | None:
         """None (no fault), ``rate-limit``, ``outage``, or the garbled text to reply with."""

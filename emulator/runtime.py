@@ -1,4 +1,5 @@
-"""LocalRuntime: the registry's functions, triggered by the real emulators, in this process.
+"""LocalRuntime: the registry's functions, triggered by the real emulators, in this process or
+in worker processes (``processes=N``, ``emulator.workers``).
 
 Production delivers Firestore and Pub/Sub events at least once, concurrently, unordered; this
 runtime reproduces that on the emulators (``mode="concurrent"``) or runs the emulator's own FIFO
@@ -27,6 +28,7 @@ from emulator.dispatcher import MODES, Dispatcher, Policy
 from emulator.firestore_admin import FirestoreAdmin
 from emulator.invoker import Invoker
 from emulator.pubsub import PubSubBridge
+from emulator.workers import Setup, WorkerPool
 from functions import store
 from functions.registry import REGISTRY, FirestoreTrigger, FunctionSpec, ScheduleTrigger
 from shared.llm import providers
@@ -72,17 +74,26 @@ class LocalRuntime:
         policy: Policy | None = None,
         chaos: ChaosSettings | None = None,
         emulators: EmulatorOptions | None = None,
+        processes: int = 0,
     ) -> None:
         """``tick_s``: publish the scheduled functions' ticks every so many seconds (as Cloud
         Scheduler would); None leaves ticking to explicit ``tick()`` calls (tests).
         ``chaos``: the settings of ``mode="chaos"`` (default ``ChaosSettings()``).
-        ``emulators``: ports, ``--attach`` and ``--import`` (default: start them on free ports)."""
+        ``emulators``: ports, ``--attach`` and ``--import`` (default: start them on free ports).
+        ``processes``: run the functions in this many worker processes (every core: the
+        functions are CPU-bound Python), ``workers`` invocations at a time across them; 0 runs
+        them on threads of this process, where ``model_wrapper`` and monkeypatching reach them
+        (the tests). ``config.default_processes()`` is the commands' default."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+        if processes < 0:
+            raise ValueError(f"processes must not be negative, not {processes}")
         self.project = project
         self.mode = mode
         self.workers = 1 if mode == "serial" else workers
         self.registry = registry
+        self.processes = processes
+        self._functions = frozenset(spec.name for spec in registry)
         self.source = source
         self.rules = Path(rules) if rules else None
         self.log_dir = Path(log_dir) if log_dir else None
@@ -94,6 +105,9 @@ class LocalRuntime:
         self._attached = False
         self._saved_env: dict[str, str | None] = {}
         self._invoker: Invoker | None = None
+        self._pool: WorkerPool | None = None
+        self._faults: model_faults.FaultPlan | None = None
+        """Chaos model faults shipped to worker processes (in-process: ``_model_wrapper``)."""
         self._dispatcher: Dispatcher | None = None
         self._bridge: PubSubBridge | None = None
         self._db: firestore.Client | None = None
@@ -135,7 +149,7 @@ class LocalRuntime:
         self._admin = FirestoreAdmin(self.firestore_host, self.project)
         if self.rules:
             self._admin.put_rules(self.rules.read_text())
-        self._invoker = Invoker(self.registry, self.source)
+        self._start_functions()
         self._dispatcher = Dispatcher(self._run, self.workers, self.policy)
         self._dispatcher.start()
         self._db = firestore.Client(project=self.project)
@@ -159,7 +173,28 @@ class LocalRuntime:
             self._ticker_stop.clear()
             self._ticker = threading.Thread(target=self._tick_forever, daemon=True)
             self._ticker.start()
-        log.info("runtime for %s started (%s, %d workers)", self.project, self.mode, self.workers)
+        log.info(
+            "runtime for %s started (%s, %d workers, %d processes)",
+            self.project,
+            self.mode,
+            self.workers,
+            self.processes,
+        )
+
+    def _start_functions(self) -> None:
+        """Load the functions here, or in worker processes that inherit this environment."""
+        if not self.processes:
+            self._invoker = Invoker(self._functions, self.source)
+            return
+        setup = Setup(
+            env=self.env,
+            functions=sorted(self._functions),
+            source=str(self.source or ""),
+            threads=self.workers,
+            log_level=logging.getLogger().getEffectiveLevel(),
+        )
+        self._pool = WorkerPool(self.processes, setup)
+        self._pool.start()
 
     def _check_delivery(self, timeout: float = 10.0) -> None:
         """Attached emulators deliver trigger events wherever they were told at their start; fail
@@ -198,15 +233,34 @@ class LocalRuntime:
         run = ChaosRun(
             Chaos(settings, retrying), model_faults.FaultPlan(settings.fault_rate, settings.seed)
         )
-        with self.delivery_policy(run.policy), self.model_wrapper(model_faults.wrapper(run.faults)):
+        with self.delivery_policy(run.policy), self._model_faults(run.faults):
             yield run
+
+    @contextlib.contextmanager
+    def _model_faults(self, plan: model_faults.FaultPlan) -> Iterator[None]:
+        """Model calls fail as ``plan`` draws: through a client wrapper in this process, or a
+        seed of the plan shipped with each task to a worker process (a wrapper cannot go)."""
+        if not self.processes:
+            with self.model_wrapper(model_faults.wrapper(plan)):
+                yield
+            return
+        previous, self._faults = self._faults, plan
+        try:
+            yield
+        finally:
+            self._faults = previous
 
     @contextlib.contextmanager
     def model_wrapper(self, wrap: providers.ClientWrapper) -> Iterator[None]:
         """Deliveries look their model clients up through ``wrap`` for the duration of the block.
 
         Held here and applied per delivery (``providers.wrapped``) because the functions run on
-        worker threads, which do not see a context variable set by the caller's thread."""
+        worker threads, which do not see a context variable set by the caller's thread. Only
+        with ``processes=0``: a wrapper is a closure of this process."""
+        if self.processes:
+            raise RuntimeError(
+                "model_wrapper needs the functions in this process (LocalRuntime(processes=0))"
+            )
         previous, self._model_wrapper = self._model_wrapper, wrap
         try:
             yield
@@ -262,6 +316,9 @@ class LocalRuntime:
         if self._dispatcher is not None:
             self._dispatcher.stop()
             self._dispatcher = None
+        if self._pool is not None:
+            self._pool.stop()
+            self._pool = None
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -330,7 +387,7 @@ class LocalRuntime:
                 why = delivery.drop_reason
             elif self._paused or self._dispatcher is None:
                 why = "reset"
-            elif self._invoker is None or not self._invoker.knows(delivery.function):
+            elif delivery.function not in self._functions:
                 why = "unknown function"
             else:
                 self._dispatcher.submit(delivery)
@@ -343,10 +400,8 @@ class LocalRuntime:
         delivery.finish(True)
 
     def _run(self, delivery: Delivery) -> bool:
-        assert self._invoker is not None
         started, t0 = time.time(), time.perf_counter()
-        with providers.wrapped(self._model_wrapper):
-            error = self._invoker.invoke(delivery)
+        error = self._invoke(delivery)
         duration_ms = (time.perf_counter() - t0) * 1000
         outcome = "ok" if error is None else "error"
         self._log.add(
@@ -366,7 +421,20 @@ class LocalRuntime:
             log.warning("%s failed on %s:\n%s", delivery.function, delivery.subject, error)
         return error is None
 
+    def _invoke(self, delivery: Delivery) -> str | None:
+        """The function's run, in a worker process or here; None on success, else the error."""
+        if self._pool is not None:
+            return self._pool.invoke(delivery, self._faults)
+        assert self._invoker is not None
+        with providers.wrapped(self._model_wrapper):
+            return self._invoker.invoke(delivery)
+
     # --- inspection ------------------------------------------------------------------------
+
+    @property
+    def worker_processes(self) -> dict[int, int]:
+        """Tasks each worker process answered so far, by pid (empty with ``processes=0``)."""
+        return self._pool.served() if self._pool is not None else {}
 
     @property
     def deliveries(self) -> list[DeliveryRecord]:

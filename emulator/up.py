@@ -110,7 +110,8 @@ def banner(
         f"  Firestore   {runtime.firestore_host}   Pub/Sub {runtime.pubsub_host}   "
         f"project {runtime.project}",
         f"  functions   {len(REGISTRY)} (trigger events to {services.receiver.host}); "
-        f"scheduled ({_scheduled()}) ticked {ticks}",
+        f"scheduled ({_scheduled()}) ticked {ticks}; "
+        f"{runtime.processes or 'no'} worker processes (--processes)",
         f"  models      {model_choice.describe(override)}",
         *agents,
         f"  console     {console_url or 'off'}",
@@ -177,6 +178,7 @@ def run(args: argparse.Namespace, chaos: ChaosSettings | None = None) -> int:
         chaos=chaos,
         tick_s=args.tick or None,
         emulators=options,
+        processes=args.processes,
     )
     with runtime, contextlib.ExitStack() as stack:
         usage_log = runtime.running_services.log_dir / "usage.log"

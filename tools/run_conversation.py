@@ -83,11 +83,12 @@ def transcript(conv: Conversation, out: Any = sys.stdout) -> None:
 
 @contextlib.contextmanager
 def _local() -> Iterator[firestore.Client]:
+    from emulator.config import default_processes
     from emulator.runtime import LocalRuntime
     from shared.llm.providers import MODEL_OVERRIDE_ENV
 
     os.environ.setdefault(MODEL_OVERRIDE_ENV, "SCRIPTED")
-    with LocalRuntime(mode="concurrent") as rt:
+    with LocalRuntime(mode="concurrent", processes=default_processes()) as rt:
         rt.reset()
         yield firestore.Client(project=rt.project)
 

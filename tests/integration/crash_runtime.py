@@ -1,6 +1,8 @@
 """A local runtime attached to emulators that outlive it, run as its own process so the crash
 test can kill it with SIGKILL: ``python tests/integration/crash_runtime.py FS PUBSUB FUNCTIONS``.
-Prints ``ready`` once it delivers events."""
+Prints ``ready`` once it delivers events. Its functions run in worker processes as ``make up``
+runs them (``DLAB_WORKER_PROCESSES``, default one per core), so a kill also tests that the workers
+die with the runtime instead of finishing its moves as orphans."""
 
 from __future__ import annotations
 
@@ -10,13 +12,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from emulator.config import EmulatorOptions, Ports
+from emulator.config import EmulatorOptions, Ports, default_processes
 from emulator.runtime import LocalRuntime
 
 
 def main(firestore: int, pubsub: int, functions: int) -> None:
     ports = Ports(firestore=firestore, pubsub=pubsub, functions=functions)
-    with LocalRuntime(tick_s=1.0, emulators=EmulatorOptions(attach=True, ports=ports)):
+    options = EmulatorOptions(attach=True, ports=ports)
+    with LocalRuntime(tick_s=1.0, emulators=options, processes=default_processes()):
         print("ready", flush=True)
         while True:
             time.sleep(60)

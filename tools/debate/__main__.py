@@ -54,9 +54,10 @@ def _backend(local: bool, project: str) -> Iterator[firestore.Client]:
     if not local:
         yield firestore.Client(project=project)
         return
-    from emulator.runtime import LocalRuntime  # dev-only: imported only with --local
+    from emulator.config import default_processes  # dev-only: imported only with --local
+    from emulator.runtime import LocalRuntime
 
-    with LocalRuntime(project=project, tick_s=2.0) as runtime:
+    with LocalRuntime(project=project, tick_s=2.0, processes=default_processes()) as runtime:
         yield firestore.Client(project=runtime.project)
 
 

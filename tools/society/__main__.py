@@ -83,7 +83,8 @@ def _demo(args: argparse.Namespace) -> int:
     os.environ.setdefault(MODEL_OVERRIDE_ENV, "SCRIPTED")
     chaos = ChaosSettings.from_env() if args.mode == "chaos" else None
     settings = {"agents": args.agents, "days": args.days, "seed": args.seed}
-    with LocalRuntime(mode=args.mode, tick_s=1.0, chaos=chaos) as runtime:
+    runtime = LocalRuntime(mode=args.mode, tick_s=1.0, chaos=chaos, processes=args.processes)
+    with runtime:
         db = firestore.Client(project=runtime.project)
         sid = client.create(db, settings, name="demo")
         print(f"society {sid}: {args.agents} agents, {args.days} days, scripted model", flush=True)
@@ -99,6 +100,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
+    from emulator.config import add_processes_argument  # light: ports and worker processes
+
     parser = argparse.ArgumentParser(prog="python -m tools.society", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     create = sub.add_parser("create", help="create a society from a JSON file")
@@ -130,6 +133,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--mode", choices=["serial", "concurrent", "chaos"], default="concurrent")
     demo.add_argument("--out", default="", help="export the run to this folder")
+    add_processes_argument(demo)
     return parser.parse_args(argv)
 
 
