@@ -22,8 +22,9 @@ society: $(STAMP)  ## a small agent society live on the scripted model: make soc
 up: $(STAMP)  ## emulators, runtime, console and live log until Ctrl-C: make up [ARGS="--import data --export-on-exit data"]
 	$(BIN)/python -m emulator up $(ARGS)
 
-test: $(STAMP) browser  ## the whole test suite (starts the emulators itself)
-	$(BIN)/python -m pytest
+TEST_WORKERS ?= auto
+test: $(STAMP) browser  ## the whole test suite, one pytest worker per core, each with its own emulators: make test [TEST_WORKERS=1]
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The console's browser test drives Debian's chromium through chromium-driver (Selenium); a
 # browser downloaded at run time (Playwright, Selenium Manager) would need the internet.

@@ -422,7 +422,7 @@ def test_foreign_rules_are_replaced_merged_or_kept_as_asked(
     if mode == "replace":
         assert released == OURS
         return
-    assert released.startswith(OURS[: OURS.index("match /{document=**}")])
+    assert released.startswith(OURS[: OURS.rindex("match /{document=**}")])
     assert "match /polls/{pollId}" in released and "function canVote(id)" in released
     assert "return true; }" not in released  # their isAdmin: ours stays the only one
     assert "match /experiments/{id} { allow read: if true; }" not in released

@@ -100,10 +100,11 @@ def _next_block(plain: str, position: int) -> int | None:
 
 
 def _catch_all_start(ours: str, start: int, end: int) -> int:
-    """Where our catch-all ``match /{document=**}`` starts (new blocks go before it)."""
+    """Where our catch-all ``match /{document=**}`` starts (new blocks go before it): the last
+    one, since a block such as ``/societies/{id}`` has a wildcard of its own."""
     plain = _blank_comments_and_strings(ours)
-    found = re.compile(r"match\s+/\{document=\*\*\}\s*\{").search(plain, start, end)
-    return found.start() if found else end
+    found = list(re.compile(r"match\s+/\{document=\*\*\}\s*\{").finditer(plain, start, end))
+    return found[-1].start() if found else end
 
 
 def _closing_brace(source: str, after: int, plain: str | None = None) -> int:
