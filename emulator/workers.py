@@ -234,10 +234,14 @@ class _Worker:
         for future in pending.values():
             future.set_exception(why)
 
-    def stop(self) -> None:
-        """Ask the worker to finish what runs and exit; kill it if it does not in time."""
+    def ask_to_stop(self) -> None:
+        """Ask the worker to finish what runs and exit (``stop`` waits for it)."""
         with self._send_lock, contextlib.suppress(OSError):
             self.conn.send(None)
+
+    def stop(self) -> None:
+        """Ask the worker to finish what runs and exit; kill it if it does not in time."""
+        self.ask_to_stop()
         self.process.join(_STOP_TIMEOUT_S)
         if self.process.is_alive():
             self.process.kill()
@@ -278,6 +282,10 @@ class WorkerPool:
         log.info("%d worker processes ready: %s", self._processes, self.pids)
 
     def stop(self) -> None:
+        """All workers are asked first, so they finish at the same time: stopped one after
+        another, a loaded machine's Ctrl-C of ``make up`` took over a minute."""
+        for worker in self._workers:
+            worker.ask_to_stop()
         for worker in self._workers:
             worker.stop()
         self._workers = []

@@ -64,7 +64,12 @@ class Up:
 
     def stop(self) -> str:
         self.proc.send_signal(signal.SIGINT)
-        out, _ = self.proc.communicate(timeout=60)
+        try:
+            out, _ = self.proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, _ = self.proc.communicate()
+            raise AssertionError(f"make up did not stop within 60 s of Ctrl-C:\n{out}") from None
         assert self.proc.returncode == 0, out
         return out
 
