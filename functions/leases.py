@@ -109,6 +109,25 @@ def release_with(batch: Any, path: str) -> Callable[[], None] | None:
     return committed
 
 
+def commit_letting_go(path: str, batch_for: Callable[[], Any]) -> None:
+    """Commit the batch ``batch_for`` builds with the lease at ``path`` let go in it, when this
+    invocation holds it (``release_with``): the work's write and the release in one round trip.
+    A request marked pending meanwhile fails that batch; it is then built and committed again
+    without the release, which ``coalesce`` makes as usual (and runs the work again for that
+    request). Raises what the commit raises, whether or not the lease went with it."""
+    batch = batch_for()
+    released = release_with(batch, path)
+    if released is None:
+        batch.commit()
+        return
+    try:
+        batch.commit()
+    except (gexc.FailedPrecondition, gexc.NotFound):
+        batch_for().commit()
+        return
+    released()
+
+
 def _acquire(path: str, token: str, ttl: timedelta) -> _Held | None:
     """Take the lease, or mark the live holder's lease pending (None). Loops only while the
     lease changes hands under us (released or expired meanwhile)."""

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 from datetime import timedelta
+from typing import Any
 
 from google.api_core import exceptions as gexc
 from google.cloud.firestore import Increment
@@ -42,8 +43,11 @@ def turn_lease_ttl() -> timedelta:
 
 
 def run(turn: SocietyTurn) -> None:
-    lease = sp.sub(turn.society_id, sp.TURN_LEASE, leaseId=f"{turn.day}-{turn.action_id}")
-    leases.coalesce(lease, lambda: act(turn), ttl=turn_lease_ttl())
+    leases.coalesce(_lease(turn), lambda: act(turn), ttl=turn_lease_ttl())
+
+
+def _lease(turn: SocietyTurn) -> str:
+    return sp.sub(turn.society_id, sp.TURN_LEASE, leaseId=f"{turn.day}-{turn.action_id}")
 
 
 def act(turn: SocietyTurn) -> None:
@@ -65,11 +69,15 @@ def act(turn: SocietyTurn) -> None:
     if member.human:
         return
     record = _decide(turn, day, settings, member)
-    batch = store.db().batch()  # the action and its tally increment, once, together
-    batch.create(store.ref(path), docs.model_doc(record))
-    batch.set(docs.tally_ref(s, turn.day, turn.agent_id), {"count": Increment(1)}, merge=True)
+
+    def batch() -> Any:  # the action and its tally increment, once, together
+        written = store.db().batch()
+        written.create(store.ref(path), docs.model_doc(record))
+        written.set(docs.tally_ref(s, turn.day, turn.agent_id), {"count": Increment(1)}, merge=True)
+        return written
+
     with contextlib.suppress(gexc.AlreadyExists):
-        batch.commit()
+        leases.commit_letting_go(_lease(turn), batch)
 
 
 def _decide(turn: SocietyTurn, day: Day, settings: SocietySettings, member: Member) -> ActionRecord:
