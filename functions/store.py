@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from google.cloud import firestore
@@ -92,6 +92,56 @@ def read_ahead(paths: Iterable[str]) -> None:
     for snap in db().get_all([ref(p) for p in wanted]):
         memo.put(("prefetched", snap.reference.path), snap)
         kept.append(snap.reference.path)
+
+
+_later: contextvars.ContextVar[dict[str, dict[str, Any]] | None] = contextvars.ContextVar(
+    "later", default=None
+)
+
+
+@contextlib.contextmanager
+def writing_later() -> Iterator[None]:
+    """Within the block, documents written with ``set_later`` go in the block's next batch
+    that takes them (``with_later``), so a record of the step (a model call's log) costs no
+    round trip of its own; whatever no batch took is written at the block's end, in one
+    batch, an exception included. Outside such a block ``set_later`` writes at once."""
+    pending: dict[str, dict[str, Any]] = {}
+    token = _later.set(pending)
+    try:
+        yield
+    finally:
+        _later.reset(token)
+        if pending:
+            batch = db().batch()
+            for path, data in pending.items():
+                batch.set(ref(path), data)
+            batch.commit()
+
+
+def set_later(path: str, data: dict[str, Any]) -> None:
+    """Write the document with the next batch that takes it (see ``writing_later``)."""
+    pending = _later.get()
+    if pending is None:
+        ref(path).set(data)
+    else:
+        pending[path] = data
+
+
+def with_later(batch: Any) -> Callable[[], None]:
+    """Add the documents waiting to be written (``set_later``) to ``batch``; returns what to
+    call once the batch committed (until then they are still waiting: a batch that fails,
+    say for its precondition, leaves them to the next batch or the block's end)."""
+    pending = _later.get()
+    taken = dict(pending or {})
+    for path, data in taken.items():
+        batch.set(ref(path), data)
+
+    def committed() -> None:
+        for path in taken:
+            if pending is not None:
+                pending.pop(path, None)
+
+    return committed
 
 
 def unless_kept(experiment_id: str, stage_id: str | None = None) -> list[str]:

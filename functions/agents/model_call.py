@@ -150,7 +150,10 @@ class _Call:
             if self.site.log_collection
             else paths.build(paths.MODEL_LOG, experimentId=self.site.experiment_id, logId=log_id)
         )
-        store.ref(path).set(entry.to_firestore())
+        if outcome.get("accepted"):  # the reply the step uses: logged with its write
+            store.set_later(path, entry.to_firestore())
+        else:
+            store.ref(path).set(entry.to_firestore())
 
     def generate(self, request: ModelRequest) -> tuple[ModelReply, float]:
         """One turn: provider attempts with backoff, each logged on failure; a provider still
@@ -255,7 +258,7 @@ def ask_counted(
                 Message("user", corrective_turn(last_error)),
             )
             continue
-        call.log(request, started, reply=reply, parsed=_loggable(parsed))
+        call.log(request, started, reply=reply, parsed=_loggable(parsed), accepted=True)
         return answer, call.stats
     raise _no_answer(call, last_error)
 

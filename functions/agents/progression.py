@@ -221,7 +221,7 @@ def _advance_once(experiment_id: str, participant_id: str, seen: Seen | None) ->
     ahead = [path, *store.unless_kept(experiment_id, seen.stage_id if seen else None)]
     if seen is not None:
         ahead.append(store.cohort_path(experiment_id, seen.cohort_id))
-    with store.prefetch(ahead):
+    with store.prefetch(ahead), store.writing_later():  # the model's log goes with the move
         return _advance_read(experiment_id, path)
 
 

@@ -79,10 +79,12 @@ def post(
     if slot is not None:
         batch.create(logs(quota_id(responder, slot)), record)
     batch.set(chat_ref, message)
+    logged = store.with_later(batch)  # the log of the model call that wrote the message
     try:
         batch.commit()
     except gexc.AlreadyExists:
         return False
+    logged()
     return True
 
 
@@ -101,8 +103,13 @@ def take_lock(room: Room, log_id: str, owner: dict[str, Any]) -> bool:
 
 
 def release_lock(room: Room, log_id: str) -> None:
-    """Delete the lock at the same path it was taken (DL deletes a different path)."""
-    store.ref(room.log_path(log_id)).delete()
+    """Delete the lock at the same path it was taken (DL deletes a different path), in one
+    batch with the log of a model call made under it (a claimed turn that declined)."""
+    batch = store.db().batch()
+    batch.delete(store.ref(room.log_path(log_id)))
+    logged = store.with_later(batch)
+    batch.commit()
+    logged()
 
 
 @dataclasses.dataclass

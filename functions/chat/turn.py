@@ -187,7 +187,7 @@ def run(turn: AgentTurn) -> TurnResult:
     """Take the turn; a turn that does not answer hands the message on (claim policy)."""
     if turn.conducted and not conducted.still_picked(turn):
         return TurnResult(TurnOutcome.NOT_ELECTED)  # the conductor has picked another since
-    with store.prefetch(_scene_documents(turn)):
+    with store.prefetch(_scene_documents(turn)), store.writing_later():  # logs: with the post
         return _run(turn)
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from chat_docs import chat_experiment, persona_prompt
 from experiment_state import doc
+from google.api_core import exceptions as gexc
 from google.cloud.firestore import FieldFilter
 from raw_docs import agent
 
-from functions import memo, usage
+from functions import memo, store, usage
 from functions.chat import active, watchdog
 from functions.rooms import Room
 from tools import usage_report
@@ -41,6 +43,35 @@ def test_usage_counts_billed_documents_not_calls(runtime, db):
     with usage.counting() as counted:
         assert db.collection(base).count().get()[0][0].value == 3  # an aggregation: 1 read
     assert (counted.reads, counted.by_method) == (1, {"RunAggregationQuery": 1})
+
+
+def test_a_record_written_later_goes_with_the_next_batch_that_takes_it(runtime, db):
+    """``store.set_later`` (a model call's log): no round trip of its own when a batch takes
+    it; one that fails leaves it waiting; what no batch took is written at the block's end,
+    an exception included; outside a block it is written at once."""
+    base = "later-test"
+    with usage.counting() as used, store.writing_later():
+        store.set_later(f"{base}/log1", {"n": 1})
+        assert not db.document(f"{base}/log1").get().exists  # waiting (1 read)
+        failing = store.db().batch()
+        failing.create(store.ref(f"{base}/log1-exists"), {})
+        db.document(f"{base}/log1-exists").set({})  # (1 write)
+        store.with_later(failing)  # taken, but the batch fails: still waiting
+        with pytest.raises(gexc.AlreadyExists):
+            failing.commit()
+        batch = store.db().batch()
+        batch.set(store.ref(f"{base}/work"), {"done": True})
+        logged = store.with_later(batch)
+        batch.commit()
+        logged()
+        assert db.document(f"{base}/log1").get().to_dict() == {"n": 1}  # (1 read)
+    assert used.by_method["Commit"] == 2  # the set, the work with its log (a refused one: 0)
+    with pytest.raises(RuntimeError), store.writing_later():
+        store.set_later(f"{base}/log2", {"n": 2})
+        raise RuntimeError("the step failed")
+    assert db.document(f"{base}/log2").get().to_dict() == {"n": 2}
+    store.set_later(f"{base}/log3", {"n": 3})
+    assert db.document(f"{base}/log3").get().exists
 
 
 def _tick_reads(runtime) -> int:
