@@ -69,6 +69,12 @@ def take(key: Hashable) -> Any:
     return None if scope is None else scope.pop(key, None)
 
 
+def has(key: Hashable) -> bool:
+    """Whether a value is kept for ``key`` in this invocation."""
+    scope = _scope.get()
+    return scope is not None and key in scope
+
+
 def put(key: Hashable, value: Any) -> None:
     """Keep ``value`` as the latest read for ``key`` (a fresher read than the kept one)."""
     scope = _scope.get()

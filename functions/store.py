@@ -84,9 +84,10 @@ def prefetch(paths: Iterable[str]) -> Iterator[None]:
 
 def read_ahead(paths: Iterable[str]) -> None:
     """Within a ``prefetch`` block, read more documents ahead, in one round trip, for the
-    rest of the block (nothing outside one)."""
+    rest of the block (nothing outside one); those read ahead already and not yet used are
+    not read again."""
     kept = _ahead.get()
-    wanted = list(dict.fromkeys(p for p in paths if p))
+    wanted = list(dict.fromkeys(p for p in paths if p and not memo.has(("prefetched", p))))
     if kept is None or not memo.active() or len(wanted) < 2:
         return
     for snap in db().get_all([ref(p) for p in wanted]):

@@ -47,6 +47,35 @@ class ChatAgent:
         return self.config.chat_settings or AgentChatSettings()
 
 
+_READ_WITH_PROFILE: dict[tuple[str, str, str, str], tuple[str, ...]] = {}
+"""Per instance: the documents an agent's last turn at a stage read once its profile was
+read (its persona's prompt, the creator's keys), by (experiment, prompt pattern, agent,
+stage); the next turn reads them in its first round trip, with the profile. Paths only, never
+data: a guess that no longer holds (a persona changed) costs the reads it saved."""
+_GUESSES_KEPT = 10_000
+
+
+def likely_documents(
+    experiment_id: str, agent_type: str, private_id: str, stage_id: str
+) -> tuple[str, ...]:
+    """What the agent's turn at the stage will read after its profile, as far as this
+    instance knows (see ``_READ_WITH_PROFILE``)."""
+    key = (experiment_id, _prompt_pattern(agent_type), private_id, stage_id)
+    return _READ_WITH_PROFILE.get(key, ())
+
+
+def _prompt_pattern(agent_type: str) -> str:
+    if agent_type == "mediator":
+        return paths.AGENT_MEDIATOR_PROMPT
+    return paths.AGENT_PARTICIPANT_PROMPT
+
+
+def _remember(key: tuple[str, str, str, str], read: Sequence[str]) -> None:
+    if len(_READ_WITH_PROFILE) >= _GUESSES_KEPT:
+        _READ_WITH_PROFILE.clear()
+    _READ_WITH_PROFILE[key] = tuple(p for p in read if p)
+
+
 def mediator_path(experiment_id: str, mediator_id: str) -> str:
     return paths.build(paths.MEDIATOR, experimentId=experiment_id, mediatorId=mediator_id)
 
@@ -54,16 +83,19 @@ def mediator_path(experiment_id: str, mediator_id: str) -> str:
 def _prompt_doc(
     pattern: str,
     experiment_id: str,
-    persona_id: str,
+    agent: ParticipantProfile | MediatorProfile,
     stage: StageConfig,
     read_with: Sequence[str] = (),
 ) -> tuple[PromptConfig | None, str | None]:
     """The persona's prompt for the stage; ``read_with``: documents the caller reads next, read
-    in the same round trip (``store.read_ahead``)."""
+    in the same round trip (``store.read_ahead``), unless read ahead with the profile already
+    (``likely_documents``)."""
+    persona_id = agent.agent_config.agent_id if agent.agent_config else ""
     if not persona_id:
         return None, None
     path = paths.build(pattern, experimentId=experiment_id, personaId=persona_id, stageId=stage.id)
     store.read_ahead([path, *read_with])
+    _remember((experiment_id, pattern, agent.private_id, stage.id), [path, *read_with])
     data = store.snapshot_data(path)
     if data is None:
         return None, None
@@ -77,9 +109,8 @@ def participant_agent(
     profile = store.read(ParticipantProfile, store.participant_path(experiment_id, private_id))
     if not profile.is_agent:
         return None
-    persona = profile.agent_config.agent_id  # type: ignore[union-attr]
     pattern = paths.AGENT_PARTICIPANT_PROMPT
-    config, path = _prompt_doc(pattern, experiment_id, persona, stage, read_with)
+    config, path = _prompt_doc(pattern, experiment_id, profile, stage, read_with)
     return ChatAgent("participant", profile, config or default_participant_prompt(stage), path)
 
 
@@ -91,9 +122,8 @@ def mediator_agent(
     profile = store.read(MediatorProfile, mediator_path(experiment_id, private_id))
     if profile.current_status != MediatorStatus.ACTIVE or profile.agent_config is None:
         return None
-    persona = profile.agent_config.agent_id
     pattern = paths.AGENT_MEDIATOR_PROMPT
-    config, path = _prompt_doc(pattern, experiment_id, persona, stage, read_with)
+    config, path = _prompt_doc(pattern, experiment_id, profile, stage, read_with)
     return ChatAgent("mediator", profile, config, path) if config else None
 
 
@@ -145,9 +175,8 @@ def mediators_of(experiment_id: str, cohort_id: str, stage: StageConfig) -> list
     )
     ids = []
     for mediator in documents.valid(query.get(), _parse_mediator, id_field="privateId"):
-        persona = mediator.agent_config.agent_id if mediator.agent_config else ""
         try:
-            prompt, _ = _prompt_doc(paths.AGENT_MEDIATOR_PROMPT, experiment_id, persona, stage)
+            prompt, _ = _prompt_doc(paths.AGENT_MEDIATOR_PROMPT, experiment_id, mediator, stage)
         except DocumentError as error:  # one broken mediator silences only itself
             errors.record_error(errors.current_function(), error)
             continue

@@ -193,11 +193,14 @@ def run(turn: AgentTurn) -> TurnResult:
 
 def _scene_documents(turn: AgentTurn) -> list[str]:
     """What a turn reads first, in one round trip: the stage and the experiment (unless kept),
-    the agent, the chat's public data, the cohort a prompt shows, a private chat's partner."""
+    the agent, the chat's public data, the cohort a prompt shows, a private chat's partner; and
+    what the agent's last turn here read after its profile (its prompt, the creator's keys),
+    if this instance saw one."""
     e = turn.experiment_id
     out = [
         *store.unless_kept(e, turn.stage_id),
         agents.profile_path(e, turn.agent_type, turn.agent_id),
+        *agents.likely_documents(e, turn.agent_type, turn.agent_id, turn.stage_id),
     ]
     room = turn.room
     if room.is_private:

@@ -14,7 +14,7 @@ from google.cloud.firestore import FieldFilter
 from raw_docs import agent
 
 from functions import memo, store, usage
-from functions.chat import active, watchdog
+from functions.chat import active, agents, watchdog
 from functions.rooms import Room
 from tools import usage_report
 
@@ -72,6 +72,31 @@ def test_a_record_written_later_goes_with_the_next_batch_that_takes_it(runtime, 
     assert db.document(f"{base}/log2").get().to_dict() == {"n": 2}
     store.set_later(f"{base}/log3", {"n": 3})
     assert db.document(f"{base}/log3").get().exists
+
+
+def test_documents_read_ahead_already_are_not_read_again(runtime, db):
+    """``read_ahead`` within a ``prefetch`` block skips what the block read ahead and has not
+    used yet (a turn reads its agent's prompt with the profile when it can guess it)."""
+    base = "ahead-test"
+    for name in "abcd":
+        db.document(f"{base}/{name}").set({"name": name})
+    with memo.invocation(), usage.counting() as used, store.prefetch([f"{base}/a", f"{base}/b"]):
+        store.read_ahead([f"{base}/a", f"{base}/c", f"{base}/d"])
+        assert [store.snapshot_data(f"{base}/{n}") for n in "acd"] == [{"name": n} for n in "acd"]
+    assert (used.reads, used.by_method) == (4, {"BatchGetDocuments": 2})  # a read once
+
+
+def test_an_agents_turn_guesses_its_prompt_from_its_last_one(runtime, db):
+    e = chat_experiment(db, mediator=False)
+    config = persona_prompt(db, e, max_responses=0)
+    pid = agent(db, e, "end", agentConfig=config)
+    assert agents.likely_documents(e, "participant", pid, "chat") == ()
+    with memo.invocation():
+        stage = store.read_stage(e, "chat")
+        assert agents.load(e, "participant", pid, stage) is not None
+    prompt = f"experiments/{e}/agentParticipants/talker/prompts/chat"
+    assert agents.likely_documents(e, "participant", pid, "chat") == (prompt,)
+    assert agents.likely_documents(e, "mediator", pid, "chat") == ()
 
 
 def _tick_reads(runtime) -> int:
