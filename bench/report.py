@@ -126,6 +126,7 @@ def stress_summary(section: dict[str, Any]) -> str:
             len(r["wrongThread"]) + len(r["crossThread"]),
             len(r["afterLeaving"]),
             len(r["duplicates"]),
+            _overhead(r.get("replyOverheadMs")),
             "ok" if r["ok"] else "FAILED",
         ]
         for r in section["runs"]
@@ -148,6 +149,7 @@ def stress_summary(section: dict[str, Any]) -> str:
                     "wrong thread",
                     "after leaving",
                     "duplicates",
+                    "reply overhead ms p50 / p90",
                     "",
                 ],
                 rows,
@@ -158,9 +160,17 @@ def stress_summary(section: dict[str, Any]) -> str:
             f"failed deliveries {t['failedDeliveriesPlain']} plain, "
             f"{t['failedDeliveriesChaos']} under chaos; wrong thread {t['wrongThread']} "
             f"(+{t['crossThread']} cross-thread), after leaving {t['afterLeaving']}, "
-            f"duplicates {t['duplicates']}",
+            f"duplicates {t['duplicates']}; reply overhead above the model, every run's "
+            f"replies, ms p50 / p90: {_overhead(t.get('replyOverheadMs'))}",
         ]
     )
+
+
+def _overhead(figures: dict[str, Any] | None) -> str:
+    """A run's reply overhead (message -> reply above the model), ms p50 / p90."""
+    if not figures or not figures.get("n"):
+        return "-"
+    return f"{figures['p50']} / {figures['p90']} (n={figures['n']})"
 
 
 def summary(results: dict[str, Any]) -> str:

@@ -4,6 +4,7 @@ again and again on a fake 300 ms model, half of the runs under chaos delivery.
 python -m bench.stress_chat                              # 20 runs: 10 plain, then 10 under chaos
 python -m bench.stress_chat --runs 4 --chaos-runs 2 --seed 3 --out /tmp/stress.json
 python -m bench --only stress                            # the same, as a section of the benchmark
+python -m bench.stress_chat --runs 3 --chaos-runs 0 --policy claim   # the claim policy
 
 Each run is a new experiment on a runtime of its own (intro, chat with three threads, end; the
 chat waits for all participants). The script does nothing but let time pass: it ticks the
@@ -24,6 +25,8 @@ Per run, from the documents and the runtime's delivery log:
   when it was written, the current thread being reconstructed from the thread-switch
   announcements in commit order; and elected replies whose trigger was in another thread;
 - replies after leaving: an agent message after its author's own "has left the chat" notice;
+- the reply overhead (issue 18): message -> reply above the model's own latency, median and
+  p90 over the run's replies (``reply_overheads``);
 - duplicates: the rules of ``check_no_message_twice`` (tests/integration/chat_docs.py), counted
   instead of asserted: each agent message has one response slot and at most one election, the
   ones never elected are openings (one per agent), no message id twice.
@@ -48,7 +51,7 @@ from google.cloud import firestore
 
 from bench.fake_model import API_TYPE, fake_model
 from bench.report import stress_summary
-from bench.stack import Stack, env, epoch, machine, say
+from bench.stack import Stack, env, epoch, machine, percentile, say
 from emulator.chaos import ChaosSettings
 from emulator.delivery import DeliveryRecord
 from emulator.runtime import LocalRuntime
@@ -93,6 +96,8 @@ class Options:
     tick_s: float = 2.0
     idle_s: float = 10.0
     limit_s: float = 240.0
+    policy: str = "race"
+    """The chat's election policy (``race`` or ``claim``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,7 +247,7 @@ def _duplicates(messages: list[Message], logs: dict[str, dict[str, Any]]) -> lis
     """``check_no_message_twice``'s rules, each broken rule one line."""
     slots = collections.Counter(r["messageId"] for i, r in logs.items() if i.startswith("quota-"))
     elected = collections.Counter(
-        r["messageId"] for i, r in logs.items() if "messageId" in r and not i.startswith("quota-")
+        reply.id for reply in _answers({m.id: m for m in messages}, logs).values()
     )
     problems = []
     ids = collections.Counter(m.id for m in messages)
@@ -317,7 +322,12 @@ def _one(stack: Stack, index: int, chaotic: bool, opts: Options) -> dict[str, An
     run_seed = opts.seed * 1000 + index
     label = f"run {index + 1} ({'chaos' if chaotic else 'plain'}, seed {run_seed})"
     settings = ChaosSettings(seed=run_seed) if chaotic else None
-    out: dict[str, Any] = {"run": index + 1, "chaos": chaotic, "seed": run_seed}
+    out: dict[str, Any] = {
+        "run": index + 1,
+        "chaos": chaotic,
+        "seed": run_seed,
+        "policy": opts.policy,
+    }
     if settings:
         out["chaosSettings"] = settings.describe()
     cpu = stack.cpu()
@@ -329,7 +339,7 @@ def _one(stack: Stack, index: int, chaotic: bool, opts: Options) -> dict[str, An
         db = firestore.Client(project=rt.project)
         with rt.chaos(settings) if settings else contextlib.nullcontext() as chaos_run:
             wall0 = time.time()
-            e = chat_experiment(db, discussions=THREADS, mediator=False)
+            e = chat_experiment(db, discussions=THREADS, mediator=False, electionPolicy=opts.policy)
             add_mediator(db, e, api_type=API_TYPE)
             config = persona_prompt(db, e, opts.max_responses, api_type=API_TYPE)
             ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(AGENTS)]
@@ -341,6 +351,7 @@ def _one(stack: Stack, index: int, chaotic: bool, opts: Options) -> dict[str, An
             if chaos_run is not None:
                 out["chaosInjected"] = chaos_run.counts()
         out.update(_analyse(db, e, ids, rt, wall0))
+        out["replyOverheadMs"] = reply_overheads(db, e, ids, opts.policy)
         out.update(
             {
                 "experimentId": e,
@@ -393,6 +404,90 @@ def _analyse(
     }
 
 
+def reply_overheads(db: firestore.Client, e: str, ids: list[str], policy: str) -> dict[str, Any]:
+    """Message -> reply above the model's own latency (issue 18: at most 150 ms), per reply to
+    a message: the reply's create time - the message's - the fake model's latency, once per
+    model call made for that message by agents of the reply's type before it (under claim,
+    agents that declined first ran one after the other; under race they ran side by side,
+    so one). Openings and replies nobody elected are left out."""
+    base = f"experiments/{e}/cohorts/{COHORT}/publicStageData/chat"
+    by_id = {m.id: m for m in _messages(db, base)}
+    logs = {s.id: s.to_dict() or {} for s in db.collection(f"{base}/triggerLogs").get()}
+    calls = _model_calls(db, e, ids)
+    out = []
+    for log_id, reply in _answers(by_id, logs).items():
+        trigger_id, _, kind = log_id.rpartition("-")
+        trigger = by_id[trigger_id]
+        made = [t for t in calls.get((trigger_id, kind), []) if t <= reply.committed]
+        models = max(len(made), 1) if policy == "claim" else 1
+        out.append((reply.committed - trigger.committed - models * LATENCY_S) * 1000)
+    return _overhead_figures([round(ms, 1) for ms in out])
+
+
+def _overhead_figures(values: list[float]) -> dict[str, Any]:
+    return {
+        "n": len(values),
+        "p50": _rounded(percentile(values, 50)),
+        "p90": _rounded(percentile(values, 90)),
+        "valuesMs": sorted(values),
+    }
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+def _model_calls(db: firestore.Client, e: str, ids: list[str]) -> dict[tuple[str, str], list]:
+    """When each chat reply's model call was logged, by (message answered, agent type)."""
+    calls: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+    fields = ["description", "privateId", "createdTimestamp"]
+    for snap in db.collection(f"experiments/{e}/logs").select(fields).get():
+        data = snap.to_dict() or {}
+        what = str(data.get("description", ""))
+        if " reply to " not in what:
+            continue
+        kind = "participant" if data.get("privateId") in ids else "mediator"
+        calls[(what.rsplit(" reply to ", 1)[1], kind)].append(
+            epoch(data.get("createdTimestamp")) or 0.0
+        )
+    return calls
+
+
+def _answers(messages: dict[str, Message], logs: dict[str, dict[str, Any]]) -> dict[str, Message]:
+    """The reply each election or claim led to, by lock id: the one an election (race) names;
+    for a claim (which records who, not which message), the claimer's first reply after the
+    claimed message not taken by an earlier claim of its."""
+    out: dict[str, Message] = {}
+    taken: set[str] = set()
+    claims = []
+    for log_id, record in logs.items():
+        trigger = messages.get(log_id.rpartition("-")[0])
+        if log_id.startswith(NOT_ELECTIONS) or trigger is None:
+            continue
+        if "messageId" in record:
+            if record["messageId"] in messages:
+                out[log_id] = messages[record["messageId"]]
+        else:
+            claims.append((trigger.committed, log_id, record.get("publicId")))
+    for at, log_id, claimer in sorted(claims):
+        reply = min(
+            (
+                m
+                for m in messages.values()
+                if m.is_agent_reply
+                and m.sender == claimer
+                and m.committed > at
+                and m.id not in taken
+            ),
+            key=lambda m: m.committed,
+            default=None,
+        )
+        if reply is not None:
+            out[log_id] = reply
+            taken.add(reply.id)
+    return out
+
+
 def _ok(run: dict[str, Any]) -> bool:
     """The issue's bar; failed deliveries count only outside chaos."""
     return (
@@ -413,7 +508,9 @@ def _line(r: dict[str, Any]) -> str:
         f"{r['messages']} messages, longest silence {r['longestSilence']['seconds']} s, "
         f"{len(r['failedDeliveries'])} failed deliveries, {len(r['wrongThread'])} wrong thread, "
         f"{len(r['crossThread'])} cross-thread, {len(r['afterLeaving'])} after leaving, "
-        f"{len(r['duplicates'])} duplicates"
+        f"{len(r['duplicates'])} duplicates; reply overhead above the model p50 "
+        f"{r['replyOverheadMs']['p50']} ms, p90 {r['replyOverheadMs']['p90']} ms "
+        f"({r['replyOverheadMs']['n']} replies, {r['policy']})"
     )
 
 
@@ -422,6 +519,7 @@ def totals(runs: list[dict[str, Any]]) -> dict[str, Any]:
     plain = [r for r in runs if not r["chaos"]]
     chaotic = [r for r in runs if r["chaos"]]
     silences = [r["longestSilence"]["seconds"] for r in runs]
+    overheads = [ms for r in runs for ms in r["replyOverheadMs"]["valuesMs"]]
     return {
         "runs": len(runs),
         "plainRuns": len(plain),
@@ -436,6 +534,7 @@ def totals(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "crossThread": sum(len(r["crossThread"]) for r in runs),
         "afterLeaving": sum(len(r["afterLeaving"]) for r in runs),
         "duplicates": sum(len(r["duplicates"]) for r in runs),
+        "replyOverheadMs": _overhead_figures(overheads),
     }
 
 
@@ -492,6 +591,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         "--idle-seconds", type=float, default=defaults.idle_s, help="the watchdog's idle time"
     )
     p.add_argument("--limit-seconds", type=float, default=defaults.limit_s, help="per run")
+    p.add_argument(
+        "--policy", choices=("race", "claim"), default=defaults.policy, help="election policy"
+    )
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
     p.add_argument("-v", "--verbose", action="store_true", help="log the runtime's warnings")
     return p.parse_args(argv)
@@ -527,6 +629,7 @@ def main(argv: list[str] | None = None) -> int:
             tick_s=args.tick_seconds,
             idle_s=args.idle_seconds,
             limit_s=args.limit_seconds,
+            policy=args.policy,
             on_run=save,
         )
     save(section)
