@@ -110,13 +110,23 @@ def writing_later() -> Iterator[None]:
     token = _later.set(pending)
     try:
         yield
-    finally:
+    except BaseException as failure:  # the step's own error is the one to report
         _later.reset(token)
-        if pending:
-            batch = db().batch()
-            for path, data in pending.items():
-                batch.set(ref(path), data)
-            batch.commit()
+        try:
+            _write_now(pending)
+        except Exception as lost:
+            failure.add_note(f"and the step's model log was not written: {lost!r}")
+        raise
+    _later.reset(token)
+    _write_now(pending)
+
+
+def _write_now(documents: dict[str, dict[str, Any]]) -> None:
+    if documents:
+        batch = db().batch()
+        for path, data in documents.items():
+            batch.set(ref(path), data)
+        batch.commit()
 
 
 def set_later(path: str, data: dict[str, Any]) -> None:

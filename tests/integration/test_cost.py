@@ -70,6 +70,10 @@ def test_a_record_written_later_goes_with_the_next_batch_that_takes_it(runtime, 
         store.set_later(f"{base}/log2", {"n": 2})
         raise RuntimeError("the step failed")
     assert db.document(f"{base}/log2").get().to_dict() == {"n": 2}
+    with pytest.raises(RuntimeError, match="the step failed") as failed, store.writing_later():
+        store.set_later(base, {"n": 0})  # a collection's path: this log cannot be written
+        raise RuntimeError("the step failed")
+    assert "model log was not written" in " ".join(failed.value.__notes__)
     store.set_later(f"{base}/log3", {"n": 3})
     assert db.document(f"{base}/log3").get().exists
 
