@@ -245,7 +245,8 @@ def summary(results: dict[str, Any]) -> str:
                     "transitions/s",
                     "invocations",
                     "failed",
-                    "CPU s py/fs/ps",
+                    "CPU s py/fs/ps/workers",
+                    "Python CPU ms/transition",
                     "answers mirrored",
                 ],
                 [
@@ -258,6 +259,7 @@ def summary(results: dict[str, Any]) -> str:
                         r["functionInvocations"],
                         sum(d["errors"] for d in r["deliveries"].values()),
                         "/".join(f"{v:.0f}" for v in r["cpu"]["cpuSeconds"].values()),
+                        r.get("pythonCpuMsPerTransition", "-"),
                         _mirrored(r),
                     ]
                     for r in t["runs"]

@@ -102,6 +102,22 @@ def _cpu_seconds(pid: int | str) -> float:
     return (int(fields[11]) + int(fields[12])) / _CLK_TCK  # utime + stime
 
 
+def _children(parent: int) -> list[int]:
+    """Processes whose parent is ``parent`` (the runtime's worker processes, the emulators'
+    wrappers)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent:
+            out.append(int(entry.name))
+    return out
+
+
 def _emulator_pids(port: int) -> list[int]:
     """Processes (the JVMs and their wrappers) whose command line names this port."""
     pids = []
@@ -119,28 +135,53 @@ def _emulator_pids(port: int) -> list[int]:
 
 @dataclasses.dataclass
 class CpuMeter:
-    """CPU seconds used by this Python process and by each emulator during a block."""
+    """CPU seconds used during a block by this Python process, by its worker processes (the
+    runtime's ``processes``; its other children that are not emulators) and by each emulator.
+
+    Counted per process, so a worker that started or ended within the block counts what it used
+    while it was seen (one that ended between two readings loses its last stretch)."""
 
     firestore_port: int
     pubsub_port: int
-    _start: dict[str, float] = dataclasses.field(default_factory=dict)
+    _start: dict[str, dict[int, float]] = dataclasses.field(default_factory=dict)
+    _seen: dict[str, dict[int, float]] = dataclasses.field(default_factory=dict)
     _wall: float = 0.0
 
-    def _now(self) -> dict[str, float]:
+    def _now(self) -> dict[str, dict[int, float]]:
+        firestore = _emulator_pids(self.firestore_port)
+        pubsub = _emulator_pids(self.pubsub_port)
+        workers = [p for p in _children(os.getpid()) if p not in firestore + pubsub]
         return {
-            "python": _cpu_seconds("self"),
-            "firestoreEmulator": sum(map(_cpu_seconds, _emulator_pids(self.firestore_port))),
-            "pubsubEmulator": sum(map(_cpu_seconds, _emulator_pids(self.pubsub_port))),
+            role: {pid: _cpu_seconds(pid) for pid in pids}
+            for role, pids in (
+                ("python", [os.getpid()]),
+                ("firestoreEmulator", firestore),
+                ("pubsubEmulator", pubsub),
+                ("workerProcesses", workers),
+            )
         }
 
     def start(self) -> CpuMeter:
         self._start, self._wall = self._now(), time.monotonic()
+        self._seen = {}
         return self
+
+    def sample(self) -> None:
+        """Read every process now, so that those gone by ``stop`` (worker processes stop with
+        their runtime) still count what they used until here."""
+        for role, pids in self._now().items():
+            self._seen.setdefault(role, {}).update(pids)
 
     def stop(self) -> dict[str, Any]:
         """CPU seconds per process and as a share of the machine (cores x wall time)."""
-        end, wall = self._now(), time.monotonic() - self._wall
-        used = {k: round(end[k] - self._start.get(k, 0.0), 2) for k in end}
+        now, wall = self._now(), time.monotonic() - self._wall
+        end = {role: self._seen.get(role, {}) | pids for role, pids in now.items()}
+        used = {
+            role: round(
+                sum(t - self._start.get(role, {}).get(pid, 0.0) for pid, t in pids.items()), 2
+            )
+            for role, pids in end.items()
+        }
         capacity = wall * (os.cpu_count() or 1)
         return {
             "wallSeconds": round(wall, 2),

@@ -111,7 +111,6 @@ def _one(
         ", profiled" if profiled else ""
     )
     say(f"transitions: {label}: {len(stage_ids)} stages")
-    cpu = stack.cpu()
     profiler = Profiler() if profiled else None
     with contextlib.ExitStack() as scope:
         if profiler:
@@ -124,6 +123,7 @@ def _one(
             )
         )
         scope.enter_context(scripted_model())
+        cpu = stack.cpu()  # from here: the worker processes' start-up (imports) is not the run's
         db = firestore.Client(project=rt.project)
         t0 = time.time()
         result = load(db, t, agents=agents, api_type="SCRIPTED", seed=seed)
@@ -152,6 +152,7 @@ def _one(
         ends = [epoch((a.get("timestamps") or {}).get("endExperiment")) for a in state]
         wall = max(e for e in ends if e is not None) - t0 if any(ends) else None
         rt.wait_until_idle(timeout=600)
+        cpu.sample()  # the worker processes, before they stop with the runtime
         records = rt.deliveries
         base = f"experiments/{result.experiment_id}"
         logs = [
@@ -186,6 +187,10 @@ def _one(
         "deliveries": deliveries,
         "cpu": cpu.stop(),
     }
+    functions_cpu = out["cpu"]["cpuSeconds"]["python"] + out["cpu"]["cpuSeconds"]["workerProcesses"]
+    out["pythonCpuMsPerTransition"] = (
+        round(1000 * functions_cpu / transitions, 1) if transitions else None
+    )
     if profiler:
         out["profile"] = profiler.report(deliveries)
     say(
