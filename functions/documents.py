@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
-from functions import errors
+from functions import errors, store
 from shared.models import DocumentError
 
 T = TypeVar("T")
@@ -29,6 +29,9 @@ class Snapshot(Protocol):
     @property
     def reference(self) -> Any: ...
 
+    @property
+    def exists(self) -> bool: ...
+
     def to_dict(self) -> dict[str, Any] | None: ...
 
 
@@ -41,7 +44,7 @@ def valid(snapshots: Iterable[Snapshot], parse: Parse[T], *, id_field: str = "id
     stores it in the document, a console edit may leave it out)."""
     out: list[T] = []
     for snap in snapshots:
-        raw = snap.to_dict() or {}
+        raw = store.data_of(snap) or {}
         data = {id_field: snap.id, **raw}
         try:
             _check_id(snap, raw, id_field)

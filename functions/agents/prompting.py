@@ -130,7 +130,7 @@ class _StageDocs:
             snaps = store.db().get_all([store.ref(f"{c}/{s}") for c, s in wanted])
             for snap in snaps:
                 collection_path, _, sid = snap.reference.path.rpartition("/")
-                self._read[(collection_path, sid)] = snap.to_dict() if snap.exists else None
+                self._read[(collection_path, sid)] = store.data_of(snap)
         key = (collection, stage_id)
         if key not in self._read:
             self._read[key] = store.snapshot_data(f"{collection}/{stage_id}")
