@@ -3,8 +3,9 @@ responses (or waits for more messages), and its author may not follow itself. No
 asked again until the idle watchdog (two minutes), so the agents present are asked at once
 whether they are ready to end, and the thread advances (or they leave) when their answers allow.
 
-Checked in the author's own turn, which every agent message gets in a group chat under the race
-policy; it stops at the first agent that may answer, so a lively chat pays a read or two.
+Checked in a group chat under the race policy in the author's own turn, which every agent
+message gets; under the claim policy when the last agent of the message's order may not answer
+either. It stops at the first agent that may answer, so a lively chat pays a read or two.
 """
 
 from __future__ import annotations
@@ -26,14 +27,27 @@ QUIET = "quiet-"
 
 
 def nobody_may_answer(
-    room: Room, stage: ConversationStage, history: list[ChatMessage], turn: AgentTurn
+    room: Room,
+    stage: ConversationStage,
+    history: list[ChatMessage],
+    turn: AgentTurn,
+    why_not: Refusal,
 ) -> bool:
-    """True if no agent but the author (``turn``'s) may answer its message. Only for a group
-    chat under the race policy (claim hands the message down its order; turn-based chats pass
-    the turn; a private chat has its own rules)."""
+    """True if no agent may answer the turn's message; ``why_not``: why the turn's own agent
+    may not. Race: asked in the author's turn, of every agent but the author. Claim: asked in
+    the turn of the last agent of the order, of every agent, so one that declined (it may
+    speak, it chose not to) leaves the question to the watchdog. A turn come too late (the chat
+    moved on) asks nothing. Turn-based chats pass the turn, a private chat has its own rules,
+    and the conductor picks again."""
     if room.is_private or not isinstance(stage, ChatStage):
         return False
-    if stage.is_turn_based or stage.election_policy != "race" or not turn.trigger_chat_id:
+    if stage.is_turn_based or not turn.trigger_chat_id or why_not in gates.STALE:
+        return False
+    if stage.election_policy == "race" and why_not == Refusal.OWN_MESSAGE:
+        author: tuple[str, str] | None = (turn.agent_type, turn.agent_id)
+    elif stage.election_policy == "claim" and turn.order and turn.next_in_order() is None:
+        author = None  # the author's own refusal (its message is last) leaves it out
+    else:
         return False
     if agents.participants_at(room.experiment_id, room.cohort_id, stage.id, humans=True):
         return False  # a human may always answer
@@ -42,7 +56,7 @@ def nobody_may_answer(
         for p in agents.participants_at(room.experiment_id, room.cohort_id, stage.id)
     ] + [("mediator", m) for m in agents.mediators_of(room.experiment_id, room.cohort_id, stage)]
     for kind, private_id in others:
-        if (kind, private_id) == (turn.agent_type, turn.agent_id):
+        if (kind, private_id) == author:
             continue
         agent = agents.load(room.experiment_id, kind, private_id, stage)
         if agent is not None and gates.refusal(agent, history) is None:

@@ -311,6 +311,8 @@ def _readiness_instead(
     ready = _ask_readiness(scene, participant)
     if turn.readiness_only:
         return TurnResult(TurnOutcome.READINESS_ONLY, ready)
+    if why_not and _nobody_may_answer(scene, history, public, why_not):
+        return TurnResult(why_not, Readiness.ASKED_EVERYONE)
     return _pass_on(turn, TurnResult(why_not or TurnOutcome.READINESS_ONLY, ready))
 
 
@@ -324,12 +326,20 @@ def _not_now(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
         return None
     if scene.turn_based and why_not not in gates.STALE:
         _skip_silently(scene, public)
-    if why_not == Refusal.OWN_MESSAGE and quiet.nobody_may_answer(
-        scene.room, scene.stage, history, scene.turn
-    ):
-        quiet.ask_who_is_ready(scene.room, scene.stage, public, history, scene.turn.trigger_chat_id)
+    if _nobody_may_answer(scene, history, public, why_not):
         return TurnResult(why_not, Readiness.ASKED_EVERYONE)
     return _pass_on(scene.turn, TurnResult(why_not))
+
+
+def _nobody_may_answer(
+    scene: Scene, history: list[ChatMessage], public: ChatPublicData, why_not: Refusal
+) -> bool:
+    """If nobody may answer the message (``quiet``), everyone present is asked at once whether
+    they are ready to end, instead of the chat waiting for the idle watchdog."""
+    if not quiet.nobody_may_answer(scene.room, scene.stage, history, scene.turn, why_not):
+        return False
+    quiet.ask_who_is_ready(scene.room, scene.stage, public, history, scene.turn.trigger_chat_id)
+    return True
 
 
 def _respond(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -> TurnResult:

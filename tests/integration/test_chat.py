@@ -165,6 +165,51 @@ def test_every_event_delivered_twice_posts_nothing_twice(runtime, db):
     assert max(duplicated.values()) >= 2  # the duplicates really were delivered
 
 
+def test_under_claim_the_last_of_the_order_that_may_not_answer_asks_everyone(runtime, db):
+    """Claim: the message goes down its order; when the last agent may not answer it either
+    and none could, everyone present is asked at once whether they are ready (before, the
+    chat was silent until the idle watchdog). An order ending in an agent that merely declined
+    asks nothing: it may still speak."""
+    e = chat_experiment(db, mediator=False, electionPolicy="claim")
+    keen = persona_prompt(db, e, max_responses=5, persona="keen", ready_field=False)
+    spent = persona_prompt(db, e, max_responses=1, persona="spent", ready_field=False)
+    with runtime.delivery_policy(Losing(lambda d: d.function == "onAgentTurn")):
+        a = agent(db, e, "intro", number=0, agentConfig=keen)
+        b = agent(db, e, "intro", number=1, agentConfig=spent)
+        runtime.wait_until_idle(timeout=60)
+        chats = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/chats"
+        for mid, sender in (("b1", "agent-1"), ("a1", "agent-0")):
+            db.document(f"{chats}/{mid}").set(
+                {
+                    "id": mid,
+                    "type": "participant",
+                    "message": f"hello from {sender}",
+                    "senderId": sender,
+                    "timestamp": datetime.now(UTC),
+                }
+            )
+            runtime.wait_until_idle(timeout=60)
+    room = Room(e, "cohort-a", "chat")
+    order = (a, b)
+    with runtime.delivery_policy(Losing(lambda d: d.function == "onAgentTurn")):
+        first = turn.run(
+            AgentTurn.in_room(room, "participant", a, trigger_chat_id="a1", order=order)
+        )
+        runtime.wait_until_idle(timeout=60)  # b's turn, handed on: lost, b's is run below
+    assert (first.outcome, first.readiness) == ("own-message", None)  # b comes next
+    last = AgentTurn.in_room(room, "participant", b, trigger_chat_id="a1", order=order)
+    assert turn.run(last).readiness == "asked-everyone"
+    runtime.wait_until_idle(timeout=60)
+    asked = {log for log in trigger_logs(db, e) if log.startswith("ready-")}
+    assert f"ready-{a}-quiet-a1" in asked
+    assert participant(db, e, b).current_stage_id == "end"  # nothing left to say: ready
+
+    c = agent(db, e, "chat", number=2, agentConfig=keen)  # one who may still answer
+    runtime.wait_until_idle(timeout=60)
+    again = turn.run(AgentTurn.in_room(room, "participant", a, trigger_chat_id="a1", order=(c, a)))
+    assert again.readiness is None
+
+
 def test_readiness_query_option_asks_in_a_second_call(runtime, db):
     """readinessQuery: the reply's own readyToEndChat is not there (NEVER_READY has no such
     field); the agents still end the chat, through the separate query after their turns."""

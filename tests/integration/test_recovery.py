@@ -16,7 +16,7 @@ from chat_docs import (
 )
 from delivery_policies import Losing
 from experiment_state import participant, settle
-from raw_docs import agent, stage, write_experiment
+from raw_docs import agent, human, stage, write_experiment
 
 from functions.chat.watchdog import CLAIM_ENV, IDLE_ENV, STALLED_ENV
 from shared.models import ParticipantStatus, now
@@ -88,6 +88,7 @@ def test_a_message_whose_claim_died_is_answered_after_all(runtime, db, monkeypat
     db.document(f"experiments/{e}/agentParticipants/talker/prompts/chat").update(
         {"structuredOutputConfig": ALWAYS_SPEAKS}
     )
+    hu = human(db, e, "chat")  # present: the agent's own messages are not "nobody may answer"
     here = agent(db, e, "chat", number=1, agentConfig=config)
     runtime.wait_until_idle(timeout=60)
     losing = Losing(lambda d: d.function == "onAgentTurn")
@@ -97,7 +98,7 @@ def test_a_message_whose_claim_died_is_answered_after_all(runtime, db, monkeypat
                 "id": "h1",
                 "type": "participant",
                 "message": "Which project first?",
-                "senderId": "human-1",
+                "senderId": hu,
                 "timestamp": now(),
                 "profile": {"name": "Hu"},
             }
