@@ -35,7 +35,7 @@ from google.cloud import firestore
 from shared import paths
 from shared.models import DocumentError, ParticipantProfile, parse_document
 from shared.society import paths as society_paths
-from shared.society.models import SocietySettings
+from tools.society import client as society_client
 
 EXPERIMENTER_CLAIM = {"role": "experimenter"}
 
@@ -60,16 +60,11 @@ def player_token(
     """A custom token for the person who plays a society's human member; the member's entry in
     ``settings.humanPlayers`` is written first, validated like any setting (the member must be
     one of ``humans``)."""
-    path = society_paths.society(society_id)
-    snap = client.document(path).get()
-    if not snap.exists:
-        raise DocumentError(path, "(document)", "document does not exist")
-    data = snap.to_dict() or {}
+    snap = client.document(society_paths.society(society_id)).get()
     uid = f"player-{society_id}-{member_id}"
-    players = {**(data.get("settings") or {}).get("humanPlayers", {}), str(member_id): uid}
-    settings = {**(data.get("settings") or {}), "humanPlayers": players}
-    parse_document(SocietySettings, path, settings)
-    client.document(path).update({"settings.humanPlayers": players})
+    settings = (snap.to_dict() or {}).get("settings") or {} if snap.exists else {}
+    players = {**settings.get("humanPlayers", {}), str(member_id): uid}
+    society_client.set_setting(client, society_id, "humanPlayers", players)
     _user(app, uid=uid)
     token = auth.create_custom_token(uid, {"societyId": society_id}, app=app)
     return token.decode()

@@ -165,12 +165,10 @@ def test_every_event_delivered_twice_posts_nothing_twice(runtime, db):
     assert max(duplicated.values()) >= 2  # the duplicates really were delivered
 
 
-def test_under_claim_the_last_of_the_order_that_may_not_answer_asks_everyone(runtime, db):
-    """Claim: the message goes down its order; when the last agent may not answer it either
-    and none could, everyone present is asked at once whether they are ready (before, the
-    chat was silent until the idle watchdog). An order ending in an agent that merely declined
-    asks nothing: it may still speak."""
-    e = chat_experiment(db, mediator=False, electionPolicy="claim")
+def _keen_after_spent(runtime, db, e):
+    """Agents a (5 responses) and b (1), each of whom posted once, b first, their turns lost:
+    the chat's last message is a's, and only a has responses left. Returns a, b and a's
+    persona config."""
     keen = persona_prompt(db, e, max_responses=5, persona="keen", ready_field=False)
     spent = persona_prompt(db, e, max_responses=1, persona="spent", ready_field=False)
     with runtime.delivery_policy(Losing(lambda d: d.function == "onAgentTurn")):
@@ -189,6 +187,16 @@ def test_under_claim_the_last_of_the_order_that_may_not_answer_asks_everyone(run
                 }
             )
             runtime.wait_until_idle(timeout=60)
+    return a, b, keen
+
+
+def test_under_claim_the_last_of_the_order_that_may_not_answer_asks_everyone(runtime, db):
+    """Claim: the message goes down its order; when the last agent may not answer it either
+    and none could, everyone present is asked at once whether they are ready (before, the
+    chat was silent until the idle watchdog). An order ending in an agent that merely declined
+    asks nothing: it may still speak."""
+    e = chat_experiment(db, mediator=False, electionPolicy="claim")
+    a, b, keen = _keen_after_spent(runtime, db, e)
     room = Room(e, "cohort-a", "chat")
     order = (a, b)
     with runtime.delivery_policy(Losing(lambda d: d.function == "onAgentTurn")):
@@ -227,24 +235,7 @@ def test_a_message_nobody_may_answer_asks_everyone_present_at_once(runtime, db):
     follow itself. At once, the agents with nothing left to say count as ready and the others
     are asked (before, nobody was asked until the idle watchdog, two minutes later)."""
     e = chat_experiment(db, mediator=False)
-    keen = persona_prompt(db, e, max_responses=5, persona="keen", ready_field=False)
-    spent = persona_prompt(db, e, max_responses=1, persona="spent", ready_field=False)
-    with runtime.delivery_policy(Losing(lambda d: d.function == "onAgentTurn")):
-        a = agent(db, e, "intro", number=0, agentConfig=keen)
-        b = agent(db, e, "intro", number=1, agentConfig=spent)
-        runtime.wait_until_idle(timeout=60)
-        chats = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/chats"
-        for mid, sender in (("b1", "agent-1"), ("a1", "agent-0")):
-            db.document(f"{chats}/{mid}").set(
-                {
-                    "id": mid,
-                    "type": "participant",
-                    "message": f"hello from {sender}",
-                    "senderId": sender,
-                    "timestamp": datetime.now(UTC),
-                }
-            )
-            runtime.wait_until_idle(timeout=60)
+    a, b, keen = _keen_after_spent(runtime, db, e)
     room = Room(e, "cohort-a", "chat")
     result = turn.run(AgentTurn.in_room(room, "participant", a, trigger_chat_id="a1"))
     assert (result.outcome, result.readiness) == ("own-message", "asked-everyone")

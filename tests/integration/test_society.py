@@ -10,6 +10,7 @@ import pytest
 from console.app import create_app
 from emulator.chaos import ChaosSettings
 from shared.llm.base import ModelReply, ModelRequest, Usage
+from shared.models import DocumentError
 from tools.society import client
 
 pytestmark = pytest.mark.usefixtures("clean")
@@ -66,6 +67,10 @@ def test_humans_deadlines_interventions_pause_and_resume(db, runtime):
     assert api.post(f"/api/societies/{sid}/pause").status_code == 200
     bad = api.put(f"/api/docs/societies/{sid}", json={"settings": {"quorum": 7}})
     assert bad.status_code == 422 and bad.get_json()["field"] == "settings.quorum"
+    with pytest.raises(DocumentError) as refused:  # the CLI's `set`: checked, not written
+        client.set_setting(db, sid, "quorum", 7)
+    assert refused.value.document == f"societies/{sid}" and "quorum" in str(refused.value)
+    assert db.document(f"societies/{sid}").get().to_dict()["settings"]["quorum"] != 7
     client.set_setting(db, sid, "dayDeadlineS", 1.5)
     client.set_setting(db, sid, "farmYield", 2.0)
     gift = {"agentId": 3, "resource": "food", "amount": 5, "note": "test"}

@@ -25,6 +25,7 @@ from typing import Any
 
 from google.cloud import firestore
 
+from shared.models import DocumentError
 from tools.society import client
 
 POLL_S = 0.5
@@ -153,7 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command in ("pause", "resume"):
         client.set_status(db, args.id, "paused" if args.command == "pause" else "running")
     elif args.command == "set":
-        client.set_setting(db, args.id, args.name, args.value)
+        try:
+            client.set_setting(db, args.id, args.name, args.value)
+        except DocumentError as error:  # a value the society could not run with: not written
+            print(error, file=sys.stderr)
+            return 1
     elif args.command == "give":
         print(client.intervene(db, args.id, args.agent, args.resource, args.amount, args.note))
     elif args.command == "export":

@@ -16,7 +16,7 @@ from typing import Any
 
 from google.cloud import firestore
 
-from shared.models import now
+from shared.models import DocumentError, now, parse_document
 from shared.society import paths as sp
 from shared.society.models import (
     RESOURCES,
@@ -58,12 +58,16 @@ def set_status(db: firestore.Client, sid: str, status: str) -> None:
 
 
 def set_setting(db: firestore.Client, sid: str, name: str, value: Any) -> None:
-    """Change a setting for the next day (validated against the model first)."""
-    society = read_society(db, sid)
-    settings = society.settings.model_dump(by_alias=True)
-    settings[name] = value
-    SocietySettings.model_validate(settings)
-    db.document(sp.society(sid)).update({f"settings.{name}": value})
+    """Change a setting for the next day. Validated with the others first, so a value the
+    society could not run with is refused (DocumentError naming the society and the setting)
+    and never written."""
+    path = sp.society(sid)
+    snap = db.document(path).get()
+    if not snap.exists:
+        raise DocumentError(path, "(document)", "document does not exist")
+    settings = {**((snap.to_dict() or {}).get("settings") or {}), name: value}
+    parse_document(SocietySettings, path, settings)
+    db.document(path).update({f"settings.{name}": value})
 
 
 def intervene(
