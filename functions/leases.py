@@ -109,23 +109,29 @@ def release_with(batch: Any, path: str) -> Callable[[], None] | None:
     return committed
 
 
-def commit_letting_go(path: str, batch_for: Callable[[], Any]) -> None:
+def commit_letting_go(path: str, batch_for: Callable[[], Any | None]) -> bool:
     """Commit the batch ``batch_for`` builds with the lease at ``path`` let go in it, when this
     invocation holds it (``release_with``): the work's write and the release in one round trip.
     A request marked pending meanwhile fails that batch; it is then built and committed again
     without the release, which ``coalesce`` makes as usual (and runs the work again for that
-    request). Raises what the commit raises, whether or not the lease went with it."""
-    batch = batch_for()
-    released = release_with(batch, path)
-    if released is None:
-        batch.commit()
-        return
-    try:
-        batch.commit()
-    except (gexc.FailedPrecondition, gexc.NotFound):
-        batch_for().commit()
-        return
-    released()
+    request). False if ``batch_for`` found nothing to write (None). Raises what the commit
+    raises, whether or not the lease went with it (a precondition of the work's own fails
+    both attempts)."""
+    for letting_go in (True, False):
+        batch = batch_for()
+        if batch is None:
+            return False
+        released = release_with(batch, path) if letting_go else None
+        try:
+            batch.commit()
+        except (gexc.FailedPrecondition, gexc.NotFound):
+            if released is None:
+                raise
+            continue
+        if released is not None:
+            released()
+        return True
+    raise AssertionError("unreachable: the attempt without the release returns or raises")
 
 
 def _acquire(path: str, token: str, ttl: timedelta) -> _Held | None:

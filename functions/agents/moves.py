@@ -137,30 +137,29 @@ def _commit_batched(
     """The move on ``decided`` as one batch conditional on ``read_at``: the participant as
     written, None if the move does not apply or changes nothing, or _CONFLICT.
 
-    The participant's move lease, if this invocation holds it, is let go in the same batch,
-    and the log of the model call that answered the stage is written with it (one round trip
-    for all three). If a delivery asked for another run meanwhile, the lease
-    changed and the batch is refused: the move is then written again without it."""
-    lease = _move_lease(participant_path)
-    for letting_go in (True, False):
+    The participant's move lease, if this invocation holds it, is let go in the same batch
+    (``leases.commit_letting_go``: written again without it when a delivery asked for another
+    run meanwhile), and the log of the model call that answered the stage is written with it:
+    one round trip for all three."""
+    last: list[tuple[ParticipantProfile, list[dict[str, Any]], Callable[[], None]]] = []
+
+    def batch_for() -> Any | None:  # the last one built is the one committed
         built = _batched_move(participant_path, decided, mutate, read_at)
         if built is None:
             return None
         batch, current, unblocked = built
-        released = leases.release_with(batch, lease) if letting_go else None
-        logged = store.with_later(batch)  # the model call's log, if any
-        try:
-            batch.commit()
-        except (gexc.FailedPrecondition, gexc.Conflict, gexc.NotFound):  # Conflict: exists
-            if released is not None:
-                continue
-            return _CONFLICT
-        logged()
-        if released is not None:
-            released()
-        _resolved(participant_path, unblocked)
-        return current
-    return _CONFLICT
+        last.append((current, unblocked, store.with_later(batch)))  # the model call's log
+        return batch
+
+    try:
+        if not leases.commit_letting_go(_move_lease(participant_path), batch_for):
+            return None
+    except (gexc.FailedPrecondition, gexc.Conflict, gexc.NotFound):  # Conflict: exists
+        return _CONFLICT
+    current, unblocked, logged = last[-1]
+    logged()
+    _resolved(participant_path, unblocked)
+    return current
 
 
 def _move_lease(participant_path: str) -> str:
