@@ -130,3 +130,12 @@ def test_the_lease_goes_with_the_works_write_unless_someone_asked_meanwhile(runt
     assert seen == [True, False]  # refused with the release, written without; run again
     assert target.get().to_dict() == {"n": 1}
     assert not db.document(path).get().exists
+
+    def nothing_to_write() -> None:
+        assert leases.commit_letting_go(path, lambda: None) is False
+        seen.append(db.document(path).get().exists)
+
+    seen.clear()
+    leases.coalesce(path, nothing_to_write, ttl=TTL)
+    assert seen == [True]  # nothing written: the lease is let go by coalesce, as usual
+    assert not db.document(path).get().exists
