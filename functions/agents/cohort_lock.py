@@ -23,10 +23,11 @@ from shared.stages.unlock import stage_ready
 
 
 def cohort_members(
-    experiment_id: str, cohort_id: str, transaction: Any = None
+    experiment_id: str, cohort_id: str, transaction: Any = None, fields: list[str] | None = None
 ) -> list[ParticipantProfile]:
     """Active participants of the cohort plus those transferring into it (DL's count), in one
-    query (an ``Or`` of the two; each alternative has its composite index)."""
+    query (an ``Or`` of the two; each alternative has its composite index); ``fields``: only
+    these (a field mask: the rest of each profile keeps its default)."""
     active = [s.value for s in ACTIVE_STATUSES]
     incoming = ParticipantStatus.TRANSFER_PENDING.value
     query = store.participants(experiment_id).where(
@@ -47,7 +48,25 @@ def cohort_members(
             ]
         )
     )
+    if fields is not None:
+        query = query.select(fields)
     return documents.valid(query.get(transaction=transaction), _parse_profile, id_field="privateId")
+
+
+def _unlock_fields(stage_id: str) -> list[str]:
+    """What the unlock check reads of each member: at a wait-for-all barrier every arrival
+    reads the whole cohort (N² profiles per barrier), and a profile's timestamps for every
+    stage were most of the decoding."""
+    return [
+        "privateId",
+        "currentStageId",
+        "currentCohortId",
+        "transferCohortId",
+        "currentStatus",
+        "agentConfig",
+        "timestamps.startExperiment",
+        FieldPath("timestamps", "readyStages", stage_id).to_api_repr(),
+    ]
 
 
 def _parse_profile(path: str, data: dict[str, Any]) -> ParticipantProfile:
@@ -74,7 +93,11 @@ def unlock_if_ready(
     if cohort.stage_unlock_map.get(stage_id):
         return False
     stage = store.read_stage(experiment_id, stage_id)
-    members = [] if _open_to_all(stage) else cohort_members(experiment_id, cohort_id)
+    members = (
+        []
+        if _open_to_all(stage)
+        else cohort_members(experiment_id, cohort_id, fields=_unlock_fields(stage_id))
+    )
     if not stage_ready(stage, members):
         _name_humans_never_stamped(experiment_id, stage, members)
         return False

@@ -34,20 +34,12 @@ def nobody_may_answer(
     why_not: Refusal,
 ) -> bool:
     """True if no agent may answer the turn's message; ``why_not``: why the turn's own agent
-    may not. Race: asked in the author's turn, of every agent but the author. Claim: asked in
-    the turn of the last agent of the order, of every agent, so one that declined (it may
-    speak, it chose not to) leaves the question to the watchdog. A turn come too late (the chat
-    moved on) asks nothing. Turn-based chats pass the turn, a private chat has its own rules,
-    and the conductor picks again."""
-    if room.is_private or not isinstance(stage, ChatStage):
-        return False
-    if stage.is_turn_based or not turn.trigger_chat_id or why_not in gates.STALE:
-        return False
-    if stage.election_policy == "race" and why_not == Refusal.OWN_MESSAGE:
-        author: tuple[str, str] | None = (turn.agent_type, turn.agent_id)
-    elif stage.election_policy == "claim" and turn.order and turn.next_in_order() is None:
-        author = None  # the author's own refusal (its message is last) leaves it out
-    else:
+    may not (so it is not asked again). Race: asked in the author's turn. Claim: asked in the
+    turn of the last agent of the order, so one earlier in it that declined (it may speak, it
+    chose not to) leaves the question to the watchdog. A turn come too late (the chat moved on)
+    asks nothing. Turn-based chats pass the turn, a private chat has its own rules, and the
+    conductor picks again."""
+    if not _asked_here(room, stage, turn, why_not):
         return False
     if agents.participants_at(room.experiment_id, room.cohort_id, stage.id, humans=True):
         return False  # a human may always answer
@@ -56,12 +48,23 @@ def nobody_may_answer(
         for p in agents.participants_at(room.experiment_id, room.cohort_id, stage.id)
     ] + [("mediator", m) for m in agents.mediators_of(room.experiment_id, room.cohort_id, stage)]
     for kind, private_id in others:
-        if (kind, private_id) == author:
-            continue
+        if (kind, private_id) == (turn.agent_type, turn.agent_id):
+            continue  # may not answer: why_not
         agent = agents.load(room.experiment_id, kind, private_id, stage)
         if agent is not None and gates.refusal(agent, history) is None:
             return False
     return True
+
+
+def _asked_here(room: Room, stage: ConversationStage, turn: AgentTurn, why_not: Refusal) -> bool:
+    """Whether this turn is the one that asks (see ``nobody_may_answer``)."""
+    if room.is_private or not isinstance(stage, ChatStage):
+        return False
+    if stage.is_turn_based or not turn.trigger_chat_id or why_not in gates.STALE:
+        return False
+    if stage.election_policy == "race":
+        return why_not == Refusal.OWN_MESSAGE
+    return stage.election_policy == "claim" and bool(turn.order) and turn.next_in_order() is None
 
 
 def ask_who_is_ready(
