@@ -11,6 +11,8 @@ import os
 
 from google.cloud import firestore, pubsub_v1  # type: ignore[attr-defined]
 
+from functions import fast_read
+
 
 def project_id() -> str | None:
     return os.environ.get("GOOGLE_CLOUD_PROJECT") or os.environ.get("GCLOUD_PROJECT")
@@ -18,6 +20,7 @@ def project_id() -> str | None:
 
 @functools.cache
 def db() -> firestore.Client:
+    fast_read.install()  # documents decoded from their protobuf, not through proto-plus
     return firestore.Client(project=project_id())
 
 
