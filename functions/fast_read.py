@@ -54,8 +54,8 @@ def _timestamp(stamp: Any) -> datetime.datetime:
     found = _times.get(key)
     if found is not None:
         return found
-    if key[1] % 1000:
-        found = DatetimeWithNanoseconds.from_timestamp_pb(stamp)
+    if key[1] % 1000:  # the class the client's decode_value gives (api_core's, not proto's)
+        found = _helpers.DatetimeWithNanoseconds.from_timestamp_pb(stamp)
     else:
         found = _EPOCH + _timedelta(seconds=key[0], microseconds=key[1] // 1000)
     if len(_times) >= _TIMES_KEPT:
