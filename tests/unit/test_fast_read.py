@@ -52,7 +52,6 @@ def _every_type(client: firestore.Client) -> dict:
         "map": {"a": {"b": {"c": T0, "d": [T0]}}, "dotted.key": 1, "`tick`": 2},
         "emptyMap": {},
         "vector": Vector([1.0, 2.0]),
-        "__type__": "not a vector at the top level",
         "looks": {"__oid__": "nope", "other": 1},
     }
 
@@ -85,6 +84,11 @@ def test_every_value_type_decodes_as_the_client_decodes_it(client):
     assert ours["time"] == T0 and ours["time"].tzinfo is not None
     assert ours["before epoch"] == theirs["before epoch"]
     assert ours["ref"].path == "experiments/e2"
+
+
+def test_a_map_with_a_type_key_is_the_clients(client):
+    fields = _helpers.encode_dict({"m": {"__type__": "not a vector", "value": [1]}, "n": 1})
+    assert fast_read.decode_fields(fields, client) == _helpers.decode_dict(fields, client)
 
 
 def test_a_bson_value_is_the_clients(client):
