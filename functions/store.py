@@ -61,9 +61,9 @@ def snapshot_data(
 def data_of(snap: Any) -> dict[str, Any] | None:
     """A snapshot's data, without the deep copy ``to_dict`` makes of it, for a snapshot the
     caller read for itself and drops after (every read here: a prefetched one is handed out
-    once). The client already copied it when it built the snapshot, so the second copy only
-    costs CPU: a cohort's participants, each with its timestamps, at every prompt that lists
-    the cohort and every barrier check."""
+    once). Its dict was decoded for that snapshot alone (``fast_read``; the client's own
+    snapshots copy it when built), so the copy only costs CPU: a cohort's participants, each
+    with its timestamps, at every prompt that lists the cohort and every barrier check."""
     if not snap.exists:
         return None
     data = getattr(snap, "_data", None)
