@@ -93,10 +93,19 @@ def fresh(room: Room, seats: list[Seat]) -> TurnState:
     return TurnState(order, _first_eligible(order, seats, 0), 0)
 
 
+def _may_take_turn(seat: Seat, seats: list[Seat]) -> bool:
+    """An eligible seat; a mediator only while some participant may still answer it (with every
+    participant's responses used up, a mediator's message is one nobody can answer: it cost a
+    model call, and raced the participants' readiness answers and departures)."""
+    if not seat.eligible:
+        return False
+    return seat.kind != "mediator" or any(s.eligible for s in seats if s.kind == "participant")
+
+
 def _first_eligible(order: tuple[str, ...], seats: list[Seat], start: int) -> str | None:
     by_id = {s.public_id: s for s in seats}
     for public_id in order[start:]:
-        if public_id in by_id and by_id[public_id].eligible:
+        if public_id in by_id and _may_take_turn(by_id[public_id], seats):
             return public_id
     return None
 
@@ -163,7 +172,7 @@ def advance(
         seat = by_id.get(order[index])
         if seat is None:
             continue
-        if seat.eligible:
+        if _may_take_turn(seat, seats):
             return TurnState(order, seat.public_id, state.cycle), passed
         if seat.exhausted and seat not in passed:
             passed.append(seat)

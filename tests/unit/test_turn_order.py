@@ -50,6 +50,19 @@ def test_nobody_eligible_leaves_no_holder():
     assert after.holder is None
 
 
+def test_a_mediator_takes_no_turn_that_no_participant_could_answer():
+    """Every participant's responses used up: the mediator is passed over too (its message
+    would cost a model call nobody can answer), and the participants are still reported."""
+    spent = {"eligible": False, "exhausted": True}
+    seats = [seat("m", "mediator"), seat("a", **spent), seat("b", **spent)]
+    after, passed = advance(ROOM, TurnState(("m", "a", "b"), "b", 0), seats, "b")
+    assert after.holder is None
+    assert {s.public_id for s in passed} == {"a", "b"}
+    human = seat("h")  # a human may always answer: the mediator speaks
+    after, _ = advance(ROOM, TurnState(("m", "a", "b", "h"), "h", 0), [*seats, human], "h")
+    assert after.holder == "m"
+
+
 def test_reconcile_drops_who_left_and_passes_their_turn_on():
     seats = [seat("m", "mediator"), seat("a"), seat("c"), seat("d")]
     state = reconcile(TurnState(("m", "a", "b", "c"), "b", 0), seats)
