@@ -8,6 +8,7 @@ from datetime import timedelta
 from functions import leases, rooms, store
 from functions.chat import active, agents, conducted, messages, turn_order
 from functions.rooms import Room
+from functions.side_by_side import side_by_side
 from functions.wire import AgentTurn, publish_turns
 from shared.models import (
     ChatMessage,
@@ -38,10 +39,11 @@ def fan_out(experiment_id: str, cohort_id: str, stage: ChatStage, message: ChatM
         return _turn_based(room, stage, message)
     if stage.election_policy == "conductor":
         return conducted.request(room, message)  # the conductor picks the one agent to ask
-    groups = {
-        "participant": agents.participants_at(experiment_id, cohort_id, stage.id),
-        "mediator": agents.mediators_of(experiment_id, cohort_id, stage),
-    }
+    participants, mediators = side_by_side(
+        lambda: agents.participants_at(experiment_id, cohort_id, stage.id),
+        lambda: agents.mediators_of(experiment_id, cohort_id, stage),
+    )
+    groups = {"participant": participants, "mediator": mediators}
     turns = []
     for agent_type, ids in groups.items():
         turns += _turns_for(room, stage, message, agent_type, ids)

@@ -27,6 +27,7 @@ from functions.chat.gates import Refusal
 from functions.chat.readiness import Readiness
 from functions.errors import record_error
 from functions.rooms import Room
+from functions.side_by_side import side_by_side
 from functions.wire import AgentTurn, publish_turns
 from shared.llm import ModelError
 from shared.llm.json_output import parse_json_reply
@@ -503,9 +504,7 @@ def _speak(
     delay = typing_delay_s(decision.message, agent.settings.words_per_minute, rng)
     if delay:
         time.sleep(delay)
-    history = rooms.history(room)
-    if scene.threaded or room.is_private:
-        public = rooms.state(room, history)
+    history, public = _read_again(scene, public)
     if gates.stale(agent, history, turn.trigger_chat_id, public.current_discussion_id):
         return TurnOutcome.MOVED_ON_AFTER_DELAY
     message = _message(scene, public, decision)
@@ -515,6 +514,18 @@ def _speak(
         return Refusal.MAX_RESPONSES
     posted = _post(scene, message, history, slot, claimed)
     return TurnOutcome.SPOKE if posted else TurnOutcome.NOT_ELECTED
+
+
+def _read_again(scene: Scene, public: ChatPublicData) -> tuple[list[ChatMessage], ChatPublicData]:
+    """The history after the model's call, and the public data if it can have moved on: a
+    group chat's threads, read at the same time (a private chat's comes from its history)."""
+    room = scene.room
+    if room.is_private:
+        history = rooms.history(room)
+        return history, rooms.state(room, history)
+    if scene.threaded:
+        return side_by_side(lambda: rooms.history(room), lambda: rooms.group_state(room))
+    return rooms.history(room), public
 
 
 def _post(

@@ -1,0 +1,35 @@
+"""Two independent reads of one step made at once instead of one after the other.
+
+A chat reply waits on every round trip before and after its model call (bench.reply_path: the
+functions' own run time is most of message -> reply); where a step needs two things that do not
+depend on each other, the second is read on a pool thread while the first is read here. The
+invocation's context (its memo, prefetched documents, the function named in error records)
+goes with it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextvars
+import functools
+import os
+from collections.abc import Callable
+from typing import TypeVar
+
+A = TypeVar("A")
+B = TypeVar("B")
+POOL_THREADS = 8
+
+
+@functools.cache
+def _pool(pid: int) -> concurrent.futures.ThreadPoolExecutor:
+    """One pool per process (keyed by pid: a forked child gets its own, not the parent's
+    threads, which it does not have)."""
+    return concurrent.futures.ThreadPoolExecutor(POOL_THREADS, thread_name_prefix="side-by-side")
+
+
+def side_by_side(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
+    """``(first(), second())``, the two run at the same time; an exception of either is
+    raised here (the other's result is then dropped)."""
+    later = _pool(os.getpid()).submit(contextvars.copy_context().run, second)
+    return first(), later.result()

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from functions import memo
+from functions.side_by_side import side_by_side
+
+
+def test_both_run_at_once_and_come_back_in_order():
+    both_started = threading.Barrier(2, timeout=5)  # neither returns until the other started
+
+    def first() -> str:
+        both_started.wait()
+        return "first"
+
+    def second() -> int:
+        both_started.wait()
+        return 2
+
+    assert side_by_side(first, second) == ("first", 2)
+
+
+def test_the_second_sees_and_fills_the_invocations_memo():
+    with memo.invocation():
+        memo.put("stage", "kept")
+        _, seen = side_by_side(lambda: None, lambda: memo.cached("stage", lambda: "read again"))
+        assert seen == "kept"
+        side_by_side(lambda: None, lambda: memo.put("history", ["m1"]))
+        assert memo.cached("history", lambda: ["read again"]) == ["m1"]
+
+
+def test_an_exception_of_the_second_is_raised():
+    def broken() -> None:
+        raise ValueError("no such document")
+
+    with pytest.raises(ValueError, match="no such document"):
+        side_by_side(lambda: 1, broken)
