@@ -20,6 +20,7 @@ from typing import Any
 from google.cloud import firestore
 
 from functions import memo, store
+from functions.side_by_side import all_at_once
 from shared import paths
 from shared.models import ChatMessage, ProfileBase, UserType
 
@@ -56,7 +57,7 @@ def stored_profiles(
 ) -> dict[SenderKey, ProfileBase]:
     """The stored display profile of every participant and mediator who sent one of the
     messages, by (type, publicId): one query per 30 senders of a type."""
-    found: dict[SenderKey, ProfileBase] = {}
+    reads = []
     for sender_type, pattern in SENDER_COLLECTIONS.items():
         ids = sorted({m.sender_id for m in messages if m.type == sender_type and m.sender_id})
         collection = store.db().collection(paths.collection_of(pattern, experimentId=experiment_id))
@@ -64,7 +65,11 @@ def stored_profiles(
             chunk = ids[start : start + IN_LIMIT]
             query = collection.where(filter=firestore.FieldFilter("publicId", "in", chunk))
             key = ("profiles", experiment_id, sender_type, tuple(chunk))
-            found.update(memo.cached(key, functools.partial(_profiles, query, sender_type)))
+            load = functools.partial(_profiles, query, sender_type)
+            reads.append(functools.partial(memo.cached, key, load))
+    found: dict[SenderKey, ProfileBase] = {}
+    for profiles in all_at_once(reads):  # participants' and mediators' queries at once
+        found.update(profiles)
     return found
 
 

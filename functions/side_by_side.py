@@ -1,8 +1,8 @@
-"""Two independent reads of one step made at once instead of one after the other.
+"""Independent reads of one step made at once instead of one after the other.
 
 A chat reply waits on every round trip before and after its model call (bench.reply_path: the
-functions' own run time is most of message -> reply); where a step needs two things that do not
-depend on each other, the second is read on a pool thread while the first is read here. The
+functions' own run time is most of message -> reply); where a step needs things that do not depend
+on each other, all but the first are read on pool threads while the first is read here. The
 invocation's context (its memo, prefetched documents, the function named in error records)
 goes with it.
 """
@@ -13,11 +13,12 @@ import concurrent.futures
 import contextvars
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 A = TypeVar("A")
 B = TypeVar("B")
+T = TypeVar("T")
 POOL_THREADS = 8
 
 
@@ -33,3 +34,13 @@ def side_by_side(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]
     raised here (the other's result is then dropped)."""
     later = _pool(os.getpid()).submit(contextvars.copy_context().run, second)
     return first(), later.result()
+
+
+def all_at_once(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """Each call's result, in order, the calls run at the same time (the first one here)."""
+    if not calls:
+        return []
+    first, *rest = calls
+    pool = _pool(os.getpid())
+    later = [pool.submit(contextvars.copy_context().run, call) for call in rest]
+    return [first(), *(future.result() for future in later)]

@@ -71,9 +71,17 @@ def _prompt_pattern(agent_type: str) -> str:
 
 
 def _remember(key: tuple[str, str, str, str], read: Sequence[str]) -> None:
+    """A read of the same prompt adds to the guess instead of replacing it: the fan-out and the
+    quiet and conductor paths read a prompt without the keys a turn reads with it, and the
+    turn's next guess lost the keys (one more round trip in half of the claim replies). A
+    different prompt (the persona changed) starts the guess again."""
     if len(_READ_WITH_PROFILE) >= _GUESSES_KEPT:
         _READ_WITH_PROFILE.clear()
-    _READ_WITH_PROFILE[key] = tuple(p for p in read if p)
+    read = tuple(p for p in read if p)
+    before = _READ_WITH_PROFILE.get(key, ())
+    if before[:1] == read[:1]:
+        read = tuple(dict.fromkeys([*before, *read]))
+    _READ_WITH_PROFILE[key] = read
 
 
 def mediator_path(experiment_id: str, mediator_id: str) -> str:

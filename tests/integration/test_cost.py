@@ -101,6 +101,12 @@ def test_an_agents_turn_guesses_its_prompt_from_its_last_one(runtime, db):
     prompt = f"experiments/{e}/agentParticipants/talker/prompts/chat"
     assert agents.likely_documents(e, "participant", pid, "chat") == (prompt,)
     assert agents.likely_documents(e, "mediator", pid, "chat") == ()
+    keys = "experimenterData/someone@lab.org"
+    with memo.invocation():  # a turn reads the creator's keys with the prompt...
+        assert agents.load(e, "participant", pid, stage, [keys]) is not None
+    with memo.invocation():  # ...and a fan-out or quiet round reads the prompt alone
+        assert agents.participant_agent(e, pid, stage) is not None
+    assert agents.likely_documents(e, "participant", pid, "chat") == (prompt, keys)
 
 
 def _tick_reads(runtime) -> int:

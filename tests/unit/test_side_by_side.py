@@ -5,7 +5,7 @@ import threading
 import pytest
 
 from functions import memo
-from functions.side_by_side import side_by_side
+from functions.side_by_side import all_at_once, side_by_side
 
 
 def test_both_run_at_once_and_come_back_in_order():
@@ -37,3 +37,14 @@ def test_an_exception_of_the_second_is_raised():
 
     with pytest.raises(ValueError, match="no such document"):
         side_by_side(lambda: 1, broken)
+
+
+def test_all_at_once_keeps_the_order_of_the_calls():
+    all_started = threading.Barrier(3, timeout=5)
+
+    def read(name: str) -> str:
+        all_started.wait()
+        return name
+
+    assert all_at_once([lambda: read("a"), lambda: read("b"), lambda: read("c")]) == ["a", "b", "c"]
+    assert all_at_once([]) == []
