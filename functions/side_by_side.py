@@ -13,6 +13,7 @@ import concurrent.futures
 import contextvars
 import functools
 import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -20,20 +21,32 @@ A = TypeVar("A")
 B = TypeVar("B")
 T = TypeVar("T")
 POOL_THREADS = 8
+THREAD_PREFIX = "side-by-side"
 
 
 @functools.cache
 def _pool(pid: int) -> concurrent.futures.ThreadPoolExecutor:
     """One pool per process (keyed by pid: a forked child gets its own, not the parent's
     threads, which it does not have)."""
-    return concurrent.futures.ThreadPoolExecutor(POOL_THREADS, thread_name_prefix="side-by-side")
+    return concurrent.futures.ThreadPoolExecutor(POOL_THREADS, thread_name_prefix=THREAD_PREFIX)
+
+
+def _submit(call: Callable[[], T]) -> Callable[[], T]:
+    """Start ``call`` on the pool; what waits for its result. From a pool thread it runs where
+    it is instead (a pool thread waiting on the pool could wait for ever once every thread
+    does)."""
+    if threading.current_thread().name.startswith(THREAD_PREFIX):
+        result = call()
+        return lambda: result
+    future = _pool(os.getpid()).submit(contextvars.copy_context().run, call)
+    return future.result
 
 
 def side_by_side(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
     """``(first(), second())``, the two run at the same time; an exception of either is
     raised here (the other's result is then dropped)."""
-    later = _pool(os.getpid()).submit(contextvars.copy_context().run, second)
-    return first(), later.result()
+    later = _submit(second)
+    return first(), later()
 
 
 def all_at_once(calls: Sequence[Callable[[], T]]) -> list[T]:
@@ -41,6 +54,5 @@ def all_at_once(calls: Sequence[Callable[[], T]]) -> list[T]:
     if not calls:
         return []
     first, *rest = calls
-    pool = _pool(os.getpid())
-    later = [pool.submit(contextvars.copy_context().run, call) for call in rest]
-    return [first(), *(future.result() for future in later)]
+    later = [_submit(call) for call in rest]
+    return [first(), *(result() for result in later)]

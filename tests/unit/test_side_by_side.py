@@ -48,3 +48,18 @@ def test_all_at_once_keeps_the_order_of_the_calls():
 
     assert all_at_once([lambda: read("a"), lambda: read("b"), lambda: read("c")]) == ["a", "b", "c"]
     assert all_at_once([]) == []
+
+
+def test_a_pool_thread_that_asks_for_more_runs_them_itself():
+    """Every pool thread waiting on reads queued behind it would never end: from a pool thread,
+    the reads run where they are."""
+
+    def nested() -> list[int]:
+        return all_at_once([lambda: 1, lambda: 2])
+
+    calls = [nested for _ in range(20)]  # more than the pool has threads
+    results: list[list[list[int]]] = []
+    waiting = threading.Thread(target=lambda: results.append(all_at_once(calls)), daemon=True)
+    waiting.start()
+    waiting.join(timeout=10)
+    assert results == [[[1, 2]] * 20]
