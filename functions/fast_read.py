@@ -138,14 +138,12 @@ def parse_batch_get(
     """``base_client._parse_batch_get`` on the raw protobuf."""
     pb = get_doc_response._pb
     result_type = pb.WhichOneof("result")
-    read_time = pb.read_time if pb.HasField("read_time") else None
     if result_type == "found":
-        found = pb.found
-        reference = base_client._get_reference(found.name, reference_map)
-        return Snapshot(reference, decode_fields(found.fields, client), True, read_time, found)
+        reference = base_client._get_reference(pb.found.name, reference_map)
+        return _found(reference, pb, pb.found, client)
     if result_type == "missing":
         reference = base_client._get_reference(pb.missing, reference_map)
-        return Snapshot(reference, None, False, read_time, None)
+        return Snapshot(reference, None, False, _read(pb), None)
     raise ValueError(
         "`BatchGetDocumentsResponse.result` (a oneof) had a field other "
         "than `found` or `missing` set, or was unset"
@@ -159,11 +157,8 @@ def query_response_to_snapshot(
     pb = response_pb._pb
     if not pb.HasField("document"):
         return None
-    found = pb.document
-    reference = collection.document(_helpers.get_doc_id(found, expected_prefix))
-    return Snapshot(
-        reference, decode_fields(found.fields, collection._client), True, _read(pb), found
-    )
+    reference = collection.document(_helpers.get_doc_id(pb.document, expected_prefix))
+    return _found(reference, pb, pb.document, collection._client)
 
 
 def collection_group_query_response_to_snapshot(
@@ -173,10 +168,15 @@ def collection_group_query_response_to_snapshot(
     pb = response_pb._pb
     if not pb.HasField("document"):
         return None
-    found = pb.document
     client = collection._client
-    reference = client.document(found.name)
-    return Snapshot(reference, decode_fields(found.fields, client), True, _read(pb), found)
+    return _found(client.document(pb.document.name), pb, pb.document, client)
+
+
+def _found(reference: Any, response: Any, document: Any, client: Any) -> Snapshot:
+    """The snapshot of a document a response found, its fields decoded here."""
+    return Snapshot(
+        reference, decode_fields(document.fields, client), True, _read(response), document
+    )
 
 
 def _read(pb: Any) -> Any:
