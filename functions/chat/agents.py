@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from google.cloud import firestore
 
@@ -155,11 +155,16 @@ def profile_path(experiment_id: str, agent_type: str, private_id: str) -> str:
     return store.participant_path(experiment_id, private_id)
 
 
-def participants_at(
-    experiment_id: str, cohort_id: str, stage_id: str, *, humans: bool = False
-) -> list[str]:
-    """Private ids of the agent participants (or, with ``humans``, the human ones)
-    IN_PROGRESS at the stage in the cohort."""
+class Present(NamedTuple):
+    """Private ids of the participants IN_PROGRESS at a stage in a cohort, by kind."""
+
+    agents: list[str]
+    humans: list[str]
+
+
+def present_at(experiment_id: str, cohort_id: str, stage_id: str) -> Present:
+    """The agent and the human participants IN_PROGRESS at the stage in the cohort, in one
+    query (a caller that needs both reads them once)."""
     query = (
         store.participants(experiment_id)
         .where(filter=firestore.FieldFilter("currentCohortId", "==", cohort_id))
@@ -168,11 +173,20 @@ def participants_at(
             filter=firestore.FieldFilter("currentStatus", "==", ParticipantStatus.IN_PROGRESS.value)
         )
     )
-    return sorted(
-        s.id
-        for s in query.select(["agentConfig"]).get()
-        if bool((s.to_dict() or {}).get("agentConfig")) != humans
-    )
+    present = Present([], [])
+    for snap in query.select(["agentConfig"]).get():
+        is_agent = bool((snap.to_dict() or {}).get("agentConfig"))
+        (present.agents if is_agent else present.humans).append(snap.id)
+    return Present(sorted(present.agents), sorted(present.humans))
+
+
+def participants_at(
+    experiment_id: str, cohort_id: str, stage_id: str, *, humans: bool = False
+) -> list[str]:
+    """Private ids of the agent participants (or, with ``humans``, the human ones)
+    IN_PROGRESS at the stage in the cohort."""
+    present = present_at(experiment_id, cohort_id, stage_id)
+    return present.humans if humans else present.agents
 
 
 def mediators_of(experiment_id: str, cohort_id: str, stage: StageConfig) -> list[str]:

@@ -41,12 +41,12 @@ def nobody_may_answer(
     conductor picks again."""
     if not _asked_here(room, stage, turn, why_not):
         return False
-    if agents.participants_at(room.experiment_id, room.cohort_id, stage.id, humans=True):
+    present = agents.present_at(room.experiment_id, room.cohort_id, stage.id)
+    if present.humans:
         return False  # a human may always answer
-    others = [
-        ("participant", p)
-        for p in agents.participants_at(room.experiment_id, room.cohort_id, stage.id)
-    ] + [("mediator", m) for m in agents.mediators_of(room.experiment_id, room.cohort_id, stage)]
+    others = [("participant", p) for p in present.agents] + [
+        ("mediator", m) for m in agents.mediators_of(room.experiment_id, room.cohort_id, stage)
+    ]
     for kind, private_id in others:
         if (kind, private_id) == (turn.agent_type, turn.agent_id):
             continue  # may not answer: why_not

@@ -124,8 +124,8 @@ def _abandoned(room: Room, public: ChatPublicData) -> bool:
     """A chat that never started and has nobody in it any more: nothing for its timer to end."""
     if public.discussion_start_timestamp is not None:
         return False
-    args = (room.experiment_id, room.cohort_id, room.stage_id)
-    return not agents.participants_at(*args) and not agents.participants_at(*args, humans=True)
+    present = agents.present_at(room.experiment_id, room.cohort_id, room.stage_id)
+    return not present.agents and not present.humans
 
 
 def _parse_participant(path: str, data: dict[str, Any]) -> ParticipantProfile:
