@@ -37,13 +37,16 @@ def is_reply(message: ChatMessage) -> bool:
 
 
 def moved_on(history: list[ChatMessage], trigger_chat_id: str) -> bool:
-    """Someone spoke after the trigger (system and error messages do not count); a trigger that
-    is itself a system message, such as a new-thread announcement, is answered like any other."""
+    """Someone spoke after the trigger in its thread (system and error messages do not count); a
+    trigger that is itself a system message, such as a new-thread announcement, is answered
+    like any other. A late reply still in the old thread, posted just after the announcement,
+    does not answer it: counting it left the new thread silent until the idle watchdog."""
     ids = [m.id for m in history]
     if trigger_chat_id not in ids:
         return True
-    later = history[ids.index(trigger_chat_id) + 1 :]
-    return any(is_reply(m) for m in later)
+    at = ids.index(trigger_chat_id)
+    thread = history[at].discussion_id
+    return any(is_reply(m) and m.discussion_id == thread for m in history[at + 1 :])
 
 
 def refusal(

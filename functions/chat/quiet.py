@@ -86,7 +86,9 @@ def ask_who_is_ready(
             continue
         spent = gates.refusal(agent, history) == Refusal.MAX_RESPONSES
         if spent and isinstance(agent.profile, ParticipantProfile):
-            readiness.participant_ready(room, stage, agent.profile)
+            readiness.participant_ready(
+                room, stage, agent.profile, decided_in=public.current_discussion_id
+            )
             continue
         turns.append(
             AgentTurn.in_room(

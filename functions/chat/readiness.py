@@ -35,6 +35,8 @@ class Readiness(StrEnum):
     ALREADY_ASKED = "readiness-already-asked"
     QUERY_FAILED = "readiness-failed"
     NOT_READY = "not-ready"
+    THREAD_MOVED_ON = "thread-moved-on"
+    """Decided in a thread the discussion has since left: dropped, not applied to the next."""
     ASKED_EVERYONE = "asked-everyone"
     """Nobody may answer the message: every present agent not yet ready was asked."""
 
@@ -88,12 +90,21 @@ def conversation_over(
 
 
 def participant_ready(
-    room: Room, stage: ConversationStage, participant: ParticipantProfile, *, record: bool = True
+    room: Room,
+    stage: ConversationStage,
+    participant: ParticipantProfile,
+    *,
+    record: bool = True,
+    decided_in: str | None = None,
 ) -> Readiness:
     """Act on a participant's readiness. ``record`` writes DL's private-chat answer
-    ``readyToEndChat`` (not when reacting to that answer)."""
+    ``readyToEndChat`` (not when reacting to that answer). ``decided_in`` is the thread the
+    agent saw when it decided: a model call outlasts a thread switch, and its readiness for
+    the old thread must not mark the new one, or make the agent leave a last thread unseen."""
     history = rooms.history(room) if room.is_private else []
     public = rooms.state(room, history)
+    if decided_in is not None and decided_in != public.current_discussion_id:
+        return Readiness.THREAD_MOVED_ON
     if too_early(stage, public):
         return Readiness.TOO_EARLY
     if turns_left(stage, participant, history):

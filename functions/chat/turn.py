@@ -309,7 +309,7 @@ def _readiness_instead(
         return TurnResult(TurnOutcome.NOTHING_TO_END) if turn.readiness_only else None
     if scene.turn_based and why_not:
         _skip_silently(scene, public)
-    ready = _ask_readiness(scene, participant)
+    ready = _ask_readiness(scene, participant, public.current_discussion_id)
     if turn.readiness_only:
         return TurnResult(TurnOutcome.READINESS_ONLY, ready)
     if why_not and _nobody_may_answer(scene, history, public, why_not):
@@ -374,7 +374,8 @@ def _respond(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
     participant = scene.participant
     if participant is None or not history or fixed:
         return TurnResult(outcome)
-    return TurnResult(outcome, _readiness_after(scene, participant, decision))
+    thread = public.current_discussion_id
+    return TurnResult(outcome, _readiness_after(scene, participant, decision, thread))
 
 
 # ---- steps ---------------------------------------------------------------------------------
@@ -414,15 +415,15 @@ def typing_delay_s(message: str, words_per_minute: float | None, rng: random.Ran
 
 
 def _readiness_after(
-    scene: Scene, participant: ParticipantProfile, decision: Decision
+    scene: Scene, participant: ParticipantProfile, decision: Decision, thread: str | None
 ) -> Readiness | None:
-    """Readiness after a turn: the separate query when the stage asks for it, else the reply's
-    field; in a private chat, declining to answer means ready (DL)."""
+    """Readiness after a turn in ``thread``: the separate query when the stage asks for it,
+    else the reply's field; in a private chat, declining to answer means ready (DL)."""
     if scene.stage.readiness_query:
-        return _ask_readiness(scene, participant, occasion=f"after-{scene.turn.log_id}")
+        return _ask_readiness(scene, participant, thread, occasion=f"after-{scene.turn.log_id}")
     declined_privately = scene.room.is_private and not decision.should_respond
     if decision.ready_to_end or declined_privately:
-        return readiness.participant_ready(scene.room, scene.stage, participant)
+        return readiness.participant_ready(scene.room, scene.stage, participant, decided_in=thread)
     return None
 
 
@@ -584,14 +585,16 @@ def _message(scene: Scene, public: ChatPublicData, decision: Decision) -> dict[s
     ).to_firestore()
 
 
-def _ask_readiness(scene: Scene, participant: ParticipantProfile, occasion: str = "") -> Readiness:
-    """Ask only whether the agent is ready to end (the seed's checkReadyToEndChat); no chat
-    message. An agent that may not speak (maxResponses used up) is asked once per thread, so it
-    never holds a thread back; the watchdog asks again when the chat goes quiet."""
+def _ask_readiness(
+    scene: Scene, participant: ParticipantProfile, thread: str | None, occasion: str = ""
+) -> Readiness:
+    """Ask only whether the agent is ready to end ``thread`` (the seed's checkReadyToEndChat);
+    no chat message. An agent that may not speak (maxResponses used up) is asked once per
+    thread, so it never holds a thread back; the watchdog asks again when the chat goes
+    quiet."""
     turn, room = scene.turn, scene.room
     if not occasion:
-        thread = rooms.state(room).current_discussion_id or "chat"
-        occasion = turn.nonce or f"exhausted-{thread}"
+        occasion = turn.nonce or f"exhausted-{thread or 'chat'}"
     lock = f"ready-{participant.private_id}-{occasion}"
     with messages.lock(room, lock, _responder(scene.agent)) as held:
         if not held.taken:
@@ -620,7 +623,7 @@ def _ask_readiness(scene: Scene, participant: ParticipantProfile, occasion: str 
         held.keep()
     if not ready:
         return Readiness.NOT_READY
-    return readiness.participant_ready(room, scene.stage, participant)
+    return readiness.participant_ready(room, scene.stage, participant, decided_in=thread)
 
 
 def _provider_down(error: Exception) -> bool:

@@ -22,7 +22,8 @@ from delivery_policies import Losing
 from experiment_state import doc, errors, model_logs, participant, settle
 from raw_docs import agent
 
-from functions.chat import turn
+from functions import store
+from functions.chat import readiness, turn
 from functions.chat.watchdog import IDLE_ENV
 from functions.rooms import Room
 from functions.wire import AgentTurn
@@ -70,6 +71,26 @@ def test_threads_advance_only_when_everyone_is_ready(runtime, db):
     assert any(m["discussionId"] == "t2" and m["type"] == "participant" for m in messages[switch:])
     for pid in ids:
         assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+
+
+def test_a_readiness_decided_in_a_thread_the_chat_has_left_is_dropped(runtime, db):
+    """An agent decides it is ready while thread 1 is on; the discussion moves to thread 2,
+    the last, before the mark is written. The mark must not make the agent leave thread 2
+    unseen (it did: in 1 of 12 runs every agent left the last thread without a word)."""
+    e = chat_experiment(db, discussions=THREADS)
+    db.document(f"experiments/{e}/cohorts/cohort-a/publicStageData/chat").update(
+        {"currentDiscussionId": "t2"}
+    )
+    with runtime.delivery_policy(Losing(lambda d: True)):  # the agent itself stays still
+        a = agent(db, e, "chat")
+        runtime.wait_until_idle(timeout=60)
+    room, stage = Room(e, "cohort-a", "chat"), store.read_stage(e, "chat")
+    profile = participant(db, e, a)
+    late = readiness.participant_ready(room, stage, profile, decided_in="t1")
+    assert late == readiness.Readiness.THREAD_MOVED_ON
+    assert participant(db, e, a).current_stage_id == "chat"
+    assert readiness.participant_ready(room, stage, profile, decided_in="t2") == "left"
+    assert participant(db, e, a).current_stage_id == "end"
 
 
 def test_twenty_agents_racing_one_reply_per_message(runtime, db):

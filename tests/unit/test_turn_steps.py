@@ -209,6 +209,16 @@ def test_a_reply_into_a_thread_that_has_moved_on_is_stale() -> None:
     assert gates.stale(_agent(), history, "m1", "t1") is None
 
 
+def test_a_late_reply_in_the_old_thread_does_not_answer_the_switch() -> None:
+    """The switch is announced; a reply to thread 1, already on its way, lands after it. The
+    announcement is still unanswered in thread 2 (else nobody restarts the conversation)."""
+    switch = _message("s", "", UserType.SYSTEM).model_copy(update={"discussion_id": "t2"})
+    late = _message("late", "other").model_copy(update={"discussion_id": "t1"})
+    answer = _message("a", "other").model_copy(update={"discussion_id": "t2"})
+    assert gates.stale(_agent(), [switch, late], "s", "t2") is None
+    assert gates.stale(_agent(), [switch, late, answer], "s", "t2") == gates.Refusal.MOVED_ON
+
+
 def test_nothing_is_said_after_the_authors_own_departure() -> None:
     left = _message("l", "me", UserType.SYSTEM).model_copy(update={"leftChatBy": "me"})
     history = [_message("m1", "other"), left]
