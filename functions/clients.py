@@ -11,7 +11,7 @@ import os
 
 from google.cloud import firestore, pubsub_v1  # type: ignore[attr-defined]
 
-from functions import fast_read
+from functions import fast_read, fast_write
 
 
 def project_id() -> str | None:
@@ -21,6 +21,7 @@ def project_id() -> str | None:
 @functools.cache
 def db() -> firestore.Client:
     fast_read.install()  # documents decoded from their protobuf, not through proto-plus
+    fast_write.install()  # and encoded into it
     return firestore.Client(project=project_id())
 
 
