@@ -53,6 +53,22 @@ def cohort_members(
     return documents.valid(query.get(transaction=transaction), _parse_profile, id_field="privateId")
 
 
+SHOWN_FIELDS = [
+    "privateId",
+    "publicId",
+    "name",
+    "avatar",
+    "pronouns",
+    "anonymousProfiles",
+    "currentStatus",
+    "currentCohortId",
+    "transferCohortId",
+]
+"""What a participant's own stage prompt shows of the other members (names, avatars,
+pronouns, anonymous profiles, public ids; the template variables are the agent's own): not
+their timestamps or agent configs, which were most of each member's decoding."""
+
+
 def _unlock_fields(stage_id: str) -> list[str]:
     """What the unlock check reads of each member: at a wait-for-all barrier every arrival
     reads the whole cohort (N² profiles per barrier), and a profile's timestamps for every

@@ -280,7 +280,11 @@ def build_stage_prompt(
     stage: StageConfig,
 ) -> StagePrompt:
     config, config_path = prompt_config(experiment.id, participant, stage)
-    members = LazySequence(lambda: cohort_lock.cohort_members(experiment.id, cohort.id))
+    members = LazySequence(
+        lambda: cohort_lock.cohort_members(
+            experiment.id, cohort.id, fields=cohort_lock.SHOWN_FIELDS
+        )
+    )
     peers = LazySequence(
         lambda: [
             Peer(m.public_id, m.display_name)

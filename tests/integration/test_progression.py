@@ -65,6 +65,13 @@ def test_demo_template_every_agent_reaches_success_with_valid_answers(runtime, d
     assert len(logs) == 3 * 4  # profile, survey, survey per participant, ranking
     assert all(log.response.status == "OK" and log.response.usage.total_tokens > 0 for log in logs)
     assert all(log.prompt and log.response.parsed_response is not None for log in logs)
+    for a in agents:  # the other members as read for the prompt: name and public id
+        (log,) = [
+            g for g in logs if (g.stage_id, g.private_id) == ("surveyPerParticipant", a.private_id)
+        ]
+        for other in agents:
+            shown = f"{other.name} ({other.public_id})" in log.prompt
+            assert shown == (other.public_id != a.public_id), (other.name, log.prompt)
     assert errors(db, e) == []
     assert not [d for d in runtime.deliveries if d.outcome == "error"]
 
