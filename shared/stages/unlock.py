@@ -13,19 +13,22 @@ def stage_ready(stage: StageConfig, members: Sequence[ParticipantProfile]) -> bo
     progress = stage.progress
     if progress.min_participants > len(members):
         return False
-    ready = sum(
-        1
-        for m in members
-        if not (
-            m.current_stage_id == stage.id
-            and m.current_status == ParticipantStatus.TRANSFER_PENDING
-        )
-        and m.timestamps.start_experiment is not None
-        and stage.id in m.timestamps.ready_stages
-    )
+    ready = sum(1 for m in members if arrived(stage, m))
     if progress.wait_for_all_participants:
         return ready >= len(members)
     return ready >= progress.min_participants
+
+
+def arrived(stage: StageConfig, member: ParticipantProfile) -> bool:
+    """Whether ``member`` counts as at the stage for its lock."""
+    return (
+        not (
+            member.current_stage_id == stage.id
+            and member.current_status == ParticipantStatus.TRANSFER_PENDING
+        )
+        and member.timestamps.start_experiment is not None
+        and stage.id in member.timestamps.ready_stages
+    )
 
 
 def initial_unlock_map(stages: Sequence[StageConfig]) -> dict[str, bool]:

@@ -8,12 +8,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from chat_docs import chat_experiment, persona_prompt
+from delivery_policies import Losing
 from experiment_state import doc
 from google.api_core import exceptions as gexc
 from google.cloud.firestore import FieldFilter
-from raw_docs import agent
+from raw_docs import agent, human, stage, write_experiment
 
 from functions import memo, store, usage
+from functions.agents import cohort_lock
 from functions.chat import active, agents, watchdog
 from functions.rooms import Room
 from tools import usage_report
@@ -198,3 +200,32 @@ def test_a_snapshots_data_is_not_copied_again(runtime, db):
     assert store.data_of(snap) == snap.to_dict()
     assert store.data_of(snap) is store.data_of(snap)  # no copy: the same dict each time
     assert store.data_of(store.ref("copy-test/missing").get()) is None
+
+
+def test_a_barrier_check_that_finds_someone_missing_reads_a_few_members(runtime, db):
+    """Wait for all: every arrival checks the lock, and all but the last find someone missing.
+    A first look at a few members settles that; only a check that finds them all arrived
+    reads the whole cohort (before, every check read it: N² profiles per barrier)."""
+    barrier = stage("meet", "info", infoLines=["Hi"])
+    barrier["progress"] = {**barrier["progress"], "waitForAllParticipants": True}
+    e = write_experiment(db, [stage("intro", "info", infoLines=["Hi"]), barrier])
+    size = 3 * cohort_lock.FIRST_LOOK
+    with runtime.delivery_policy(Losing(lambda d: True)):  # the documents alone, no functions
+        ids = [human(db, e, "meet") for _ in range(size)]
+        late = sorted(ids)[0]  # in the first look (document order)
+        db.document(f"experiments/{e}/participants/{late}").update(
+            {"currentStageId": "intro", "timestamps.readyStages": {"intro": datetime.now(UTC)}}
+        )
+        runtime.wait_until_idle(timeout=60)
+    with usage.counting() as waiting:
+        assert not cohort_lock.unlock_if_ready(e, "cohort-a", "meet")
+    assert waiting.reads <= cohort_lock.FIRST_LOOK + 2  # the cohort, the stage, the first look
+    with runtime.delivery_policy(Losing(lambda d: True)):
+        db.document(f"experiments/{e}/participants/{late}").update(
+            {"currentStageId": "meet", "timestamps.readyStages.meet": datetime.now(UTC)}
+        )
+        runtime.wait_until_idle(timeout=60)
+    with usage.counting() as last:
+        assert cohort_lock.unlock_if_ready(e, "cohort-a", "meet")
+    assert last.reads >= size  # the last arrival sees everyone
+    assert doc(db, f"experiments/{e}/cohorts/cohort-a")["stageUnlockMap"]["meet"] is True
