@@ -14,9 +14,12 @@ import threading
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from google.events.cloud.firestore import DocumentEventData
 
 from emulator.delivery import Delivery
-from functions._events import decode_document_event_data
+from functions._events import document_path
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +40,31 @@ def decode_body(body: bytes) -> bytes:
 
 
 def classify(event_type: str, raw: bytes) -> tuple[str | None, str | None]:
-    """(drop reason or None, document path) for what production would never deliver."""
-    before, after, path = decode_document_event_data(raw)
-    if before is None and after is None:
-        return "phantom", path
-    if before == after and event_type.endswith((".updated", ".written")):
+    """(drop reason or None, document path) for what production would never deliver.
+
+    The documents are compared as stored (their protobuf), not decoded: decoding both of
+    every event was a quarter of the runtime process's CPU."""
+    event = _EVENT_DATA()
+    event.ParseFromString(raw)
+    has_after, has_before = event.HasField("value"), event.HasField("old_value")
+    if not (has_after or has_before):
+        return "phantom", None
+    name = (event.value if has_after else event.old_value).name
+    path = document_path(name) if name else None
+    updated = event_type.endswith((".updated", ".written"))
+    if updated and has_after and has_before and _stored(event.old_value) == _stored(event.value):
         return "no-op update", path
     return None, path
+
+
+_EVENT_DATA = DocumentEventData.pb()
+
+
+def _stored(document: Any) -> bytes:
+    """The document's fields (deterministic bytes: maps in key order), its times left out."""
+    document.ClearField("update_time")
+    document.ClearField("create_time")
+    return bytes(document.SerializeToString(deterministic=True))
 
 
 def to_delivery(project: str, trigger: str, headers: dict[str, str], body: bytes) -> Delivery:

@@ -50,7 +50,8 @@ _TIMES_KEPT = 20_000
 200 bytes an entry (4 MB when full, then emptied): 100 members' 25 timestamps are 2,500."""
 
 
-def _timestamp(stamp: Any) -> datetime.datetime:
+def timestamp(stamp: Any) -> datetime.datetime:
+    """A Timestamp protobuf as a UTC datetime, shared by every read of the same instant."""
     key = (stamp.seconds, stamp.nanos)
     found = _times.get(key)
     if found is not None:
@@ -73,7 +74,7 @@ def decode_value(value: Any, client: Any) -> Any:
     if kind == "map_value":
         return decode_fields(value.map_value.fields, client)
     if kind == "timestamp_value":
-        return _timestamp(value.timestamp_value)
+        return timestamp(value.timestamp_value)
     if kind == "boolean_value":
         return value.boolean_value
     if kind == "integer_value":

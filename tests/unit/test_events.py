@@ -8,6 +8,7 @@ from cloudevents.http import CloudEvent
 from google.events.cloud.firestore import Document, DocumentEventData, Value
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from emulator import receiver
 from functions import _events
 from shared import paths
 
@@ -88,3 +89,39 @@ def test_pubsub_envelope():
     )
     assert (event.id, event.topic, event.attributes) == ("m-1", "agent-wake", {"a": "b"})
     assert event.json() == payload
+
+
+def _stamp(second: int) -> Timestamp:
+    ts = Timestamp()
+    ts.FromDatetime(datetime(2026, 1, 2, 0, 0, second, tzinfo=UTC))
+    return ts
+
+
+def _stored(update_second: int, **fields) -> Document:
+    return Document(name=NAME, fields=fields, update_time=_stamp(update_second))
+
+
+def test_the_runtime_drops_what_production_never_delivers():
+    """The local runtime's receiver compares the documents as stored: a rewrite of the same
+    fields (maps in any key order, new update time) is a no-op; any changed value is not."""
+    updated = "google.cloud.firestore.document.v1.updated"
+
+    def raw(before, after):
+        return DocumentEventData.serialize(DocumentEventData(value=after, old_value=before))
+
+    def nested(*keys):
+        return Value(map_value={"fields": {k: Value(integer_value=i) for i, k in keys}})
+
+    a = _stored(1, m=nested((1, "x"), (2, "y")), s=Value(string_value="v"))
+    same = _stored(2, s=Value(string_value="v"), m=nested((2, "y"), (1, "x")))
+    changed = _stored(2, m=nested((1, "x"), (3, "y")), s=Value(string_value="v"))
+    typed = _stored(2, m=nested((1, "x"), (2, "y")), s=Value(bytes_value=b"v"))
+    path = "experiments/e1/participants/p1"
+    assert receiver.classify(updated, raw(a, same)) == ("no-op update", path)
+    assert receiver.classify(updated, raw(a, changed)) == (None, path)
+    assert receiver.classify(updated, raw(a, typed)) == (None, path)
+    assert receiver.classify("google.cloud.firestore.document.v1.created", raw(None, a)) == (
+        None,
+        path,
+    )
+    assert receiver.classify(updated, b"") == ("phantom", None)
