@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import jsonschema
@@ -26,6 +27,7 @@ from shared.prompts import (
 from shared.prompts.constants import DEFAULT_AGENT_PARTICIPANT_PROMPT_INSTRUCTIONS
 from shared.prompts.display.stocks import format_currency
 from shared.prompts.display.survey import answers_about
+from shared.prompts.schema import pretty_json
 
 F = json.loads((Path(__file__).parent / "golden" / "prompt_fixture.json").read_text())
 STAGES = {s["id"]: parse_stage(s["id"], s) for s in F["stages"]}
@@ -298,3 +300,24 @@ def test_survey_per_participant_answers_in_either_layout():
     question = stage.questions[0]
     assert answers_about(question_first, question) == answers_about(participant_first, question)
     assert answers_about(question_first, question)[0][0] == "p2"
+
+
+def test_the_response_format_prints_json_as_the_standard_library_indents_it() -> None:
+    question = {"type": "integer", "minimum": 1, "maximum": 7, "description": "1 = «non», 7 = 🐻"}
+    schema = {
+        "type": "object",
+        "properties": {
+            f"q{i}": {"type": "object", "properties": {f"p{n}": question for n in range(50)}}
+            for i in range(3)
+        },
+        "required": ["q0", "q1", "q2"],
+        "empty": {"map": {}, "list": [], "text": 'a "quoted"\n\\ \u0001 line'},
+        "flags": [True, False, None, -3, 2.5],
+    }
+    assert pretty_json(schema) == json.dumps(schema, indent=2, ensure_ascii=False)
+
+
+def test_json_where_python_and_javascript_differ_prints_as_javascript() -> None:
+    assert pretty_json({"x": math.inf, "tiny": 1e-05}) == '{\n  "x": null,\n  "tiny": 0.00001\n}'
+    huge = {"n": 2**70}  # beyond orjson: the standard library prints it
+    assert pretty_json(huge) == json.dumps(huge, indent=2)
