@@ -372,7 +372,7 @@ def _respond(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
     if outcome == TurnOutcome.DECLINED:
         _pass_on(turn, TurnResult(outcome))
     participant = scene.participant
-    if participant is None or not history or fixed:
+    if participant is None or not history or fixed or _beaten(scene, outcome):
         return TurnResult(outcome)
     thread = public.current_discussion_id
     return TurnResult(outcome, _readiness_after(scene, participant, decision, thread))
@@ -412,6 +412,18 @@ def typing_delay_s(message: str, words_per_minute: float | None, rng: random.Ran
         return 0.0
     words = len(message.split(" "))
     return min(words / words_per_minute * 60 * rng.uniform(0.75, 1.25), MAX_TYPING_DELAY_S)
+
+
+def _beaten(scene: Scene, outcome: TurnOutcome | Refusal) -> bool:
+    """The reply was dropped because another answer came first (someone spoke after the
+    message it answers, or another participant won its election): the readiness decided with
+    it goes too. It was decided on a conversation that has moved on, and the message that beat
+    it gives the agent a turn of its own, where it decides again on what it has then seen.
+    Applied, it made an agent leave a chat, or its last thread, without a word (its answer
+    to the new thread's announcement lost to the mediator's, and it left).
+    A turn-based chat is left as it was: its holder may not get another turn soon."""
+    beaten = (TurnOutcome.MOVED_ON_AFTER_DELAY, TurnOutcome.NOT_ELECTED)
+    return outcome in beaten and not scene.turn_based
 
 
 def _readiness_after(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
@@ -27,6 +28,8 @@ from functions.chat import readiness, turn
 from functions.chat.watchdog import IDLE_ENV
 from functions.rooms import Room
 from functions.wire import AgentTurn
+from shared.llm import providers
+from shared.llm.base import ModelReply, Usage
 from shared.models import ParticipantStatus
 
 THREADS = [
@@ -56,8 +59,15 @@ def test_agents_only_chat_starts_runs_and_everyone_moves_on(runtime, db):
 
 
 def test_threads_advance_only_when_everyone_is_ready(runtime, db):
+    """Agents that always speak when they have a turn (only their readiness is the model's
+    choice), so that someone must answer in thread 2: an agent that could decline made a
+    silent thread 2 a legitimate outcome now and then."""
     e = chat_experiment(db, discussions=THREADS)
-    ids = [agent(db, e, "intro", number=i) for i in range(3)]
+    config = persona_prompt(db, e, max_responses=100)
+    db.document(f"experiments/{e}/agentParticipants/talker/prompts/chat").update(
+        {"structuredOutputConfig": ALWAYS_SPEAKS}
+    )
+    ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(3)]
     settle(runtime, all_done(db, e, ids))
     messages = check_single_responders(db, e)
     public = doc(db, f"experiments/{e}/cohorts/cohort-a/publicStageData/chat")
@@ -91,6 +101,59 @@ def test_a_readiness_decided_in_a_thread_the_chat_has_left_is_dropped(runtime, d
     assert participant(db, e, a).current_stage_id == "chat"
     assert readiness.participant_ready(room, stage, profile, decided_in="t2") == "left"
     assert participant(db, e, a).current_stage_id == "end"
+
+
+class _AnsweredMeanwhile:
+    """A model that replies, ready to end, while someone else answers the message (h2)."""
+
+    def __init__(self, db, e):
+        self.chats = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/chats"
+        self.db = db
+
+    def generate(self, request):
+        _human_message(self.db, self.chats, "h2", "Or the park?")
+        reply = {
+            "explanation": "",
+            "shouldRespond": True,
+            "response": "The park.",
+            "readyToEndChat": True,
+        }
+        return ModelReply(text=json.dumps(reply), usage=Usage(1, 1))
+
+
+def _human_message(db, chats, mid, text):
+    db.document(f"{chats}/{mid}").set(
+        {
+            "id": mid,
+            "type": "participant",
+            "message": text,
+            "senderId": "human-1",
+            "timestamp": datetime.now(UTC),
+            "profile": {"name": "Hu"},
+        }
+    )
+
+
+def test_the_readiness_of_a_reply_that_came_too_late_is_dropped_with_it(runtime, db):
+    """An agent answers h1, ready to end; someone answers h1 first, so its reply is dropped.
+    Its readiness goes with it: it was decided on a conversation that has moved on, and h2
+    gives the agent a turn of its own. (Applied, it made an agent whose answer to a new
+    thread's announcement lost to the mediator's leave the last thread without a word, and
+    test_threads_advance_only_when_everyone_is_ready fail.)"""
+    e = chat_experiment(db, mediator=False)
+    config = persona_prompt(db, e, max_responses=5, structured=True)
+    chats = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/chats"
+    with runtime.delivery_policy(Losing(lambda d: True)):  # the agent itself stays still
+        a = agent(db, e, "chat", agentConfig=config)
+        _human_message(db, chats, "h1", "Which project first?")
+        runtime.wait_until_idle(timeout=60)
+        room = Room(e, "cohort-a", "chat")
+        with providers.wrapped(lambda client: _AnsweredMeanwhile(db, e)):
+            result = turn.run(AgentTurn.in_room(room, "participant", a, trigger_chat_id="h1"))
+        runtime.wait_until_idle(timeout=60)
+    assert (result.outcome, result.readiness) == (turn.TurnOutcome.MOVED_ON_AFTER_DELAY, None)
+    assert participant(db, e, a).current_stage_id == "chat"  # still there to answer h2
+    assert not [m for m in chat_messages(db, e) if m.get("leftChatBy")]
 
 
 def test_twenty_agents_racing_one_reply_per_message(runtime, db):

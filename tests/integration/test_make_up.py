@@ -26,6 +26,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO_ROOT / "templates" / "group_decision_locked.json"
 PROJECT = "demo-up-test"
 _HOST = re.compile(r"Firestore\s+(\S+)")
+STARTUP_S = 180.0
+"""How long ``make up`` may take to print its banner: what starting may take (an emulator's
+readiness up to 30 s, an admin call such as loading the rules up to 120 s), and a margin."""
 
 
 class Up:
@@ -43,7 +46,8 @@ class Up:
             stderr=subprocess.STDOUT,
             text=True,
         )
-        self.banner = self._read_until("Live log", timeout=60)
+        # 60 s was not enough at load 10-20 (the banner came just after)
+        self.banner = self._read_until("Live log", timeout=STARTUP_S)
         match = _HOST.search(self.banner)
         assert match, self.banner
         self.firestore_host = match[1]

@@ -237,7 +237,12 @@ def test_chaos_mode_duplicates_every_event_and_retries_retry_enabled_functions()
     created = [c.event.id for c in probe.calls_of("created")]
     assert len(created) == 8 and all(n == 2 for n in Counter(created).values())
     assert len(probe.calls_of("flaky")) >= 1
-    assert [r.outcome for r in flaky[:2]] == ["error", "error"] and flaky[-1].outcome == "ok"
+    # the probe fails the message's first two calls; the delivery and its duplicate run at once,
+    # and the log lists deliveries as they end, so one's retry may end "ok" before the other's
+    # "error" is listed (it was, in a loaded run). Every failure was retried to an ok.
+    outcomes = Counter(r.outcome for r in flaky)
+    assert outcomes["error"] == 2 and flaky[-1].outcome == "ok", [r.outcome for r in flaky]
+    assert outcomes["ok"] == sum(r.attempt == 1 for r in flaky)  # each delivery ends in an ok
     assert {r.event_id for r in flaky} == {message_id}
     assert max(r.attempt for r in flaky) >= 2  # the runtime retried, not only Pub/Sub
     assert counts["retried"] >= 2 and counts["duplicated"] >= 5

@@ -12,7 +12,7 @@ import pytest
 from functions._events import PubSubEvent
 from functions.agents import moves
 from functions.agents.progression import _resolve_attention_check
-from functions.chat import fanout, gates
+from functions.chat import fanout, gates, turn
 from functions.chat.agents import ChatAgent
 from functions.chat.readiness import Readiness
 from functions.chat.turn import Scene, TurnOutcome, TurnResult, typing_delay_s
@@ -145,6 +145,23 @@ def test_claims_are_taken_for_openings_turn_based_chats_and_the_claim_policy() -
     assert Scene(reply, _chat(election_policy="claim"), agent).claims
     assert Scene(reply, _chat(is_turn_based=True), agent).claims
     assert Scene(opening, _chat(), agent).claims
+
+
+def test_a_reply_beaten_by_another_answer_takes_its_readiness_with_it() -> None:
+    """Moved on after the model call, or another participant elected: the readiness decided
+    with the dropped reply is not applied (the message that beat it brings a new turn); a
+    turn-based chat's holder is left as it was."""
+    reply = AgentTurn.in_room(ROOM, "participant", "p1", trigger_chat_id="m")
+    race, turn_based = (
+        Scene(reply, _chat(), _agent()),
+        Scene(reply, _chat(is_turn_based=True), _agent()),
+    )
+    assert turn._beaten(race, TurnOutcome.MOVED_ON_AFTER_DELAY)
+    assert turn._beaten(race, TurnOutcome.NOT_ELECTED)
+    assert not turn._beaten(race, TurnOutcome.SPOKE)
+    assert not turn._beaten(race, TurnOutcome.DECLINED)
+    assert not turn._beaten(turn_based, TurnOutcome.MOVED_ON_AFTER_DELAY)
+    assert not turn._beaten(turn_based, TurnOutcome.NOT_ELECTED)
 
 
 def test_a_participant_owing_private_turns_must_respond() -> None:
