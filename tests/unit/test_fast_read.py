@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import datetime
-import math
 
 import pytest
-from google.auth.credentials import AnonymousCredentials
+from firestore_values import T0, every_type, offline_client
 from google.cloud import firestore
 from google.cloud.firestore_v1 import _helpers, base_client
 from google.cloud.firestore_v1 import client as client_module
@@ -18,42 +17,12 @@ from proto.datetime_helpers import DatetimeWithNanoseconds
 
 from functions import fast_read
 
-T0 = datetime.datetime(2026, 11, 23, 18, 0, 1, 234567, tzinfo=datetime.UTC)
 PATH = "experiments/e1/participants/p1"
 
 
 @pytest.fixture(scope="module")
 def client() -> firestore.Client:
-    return firestore.Client(project="p", credentials=AnonymousCredentials())
-
-
-def _every_type(client: firestore.Client) -> dict:
-    return {
-        "null": None,
-        "true": True,
-        "false": False,
-        "int": -(2**62),
-        "zero": 0,
-        "float": 2.5,
-        "inf": math.inf,
-        "string": "héllo 🐻",
-        "empty": "",
-        "bytes": b"\x00\xff",
-        "time": T0,
-        "nanos": DatetimeWithNanoseconds(
-            2026, 1, 2, 3, 4, 5, nanosecond=123456789, tzinfo=datetime.UTC
-        ),
-        "epoch": datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC),
-        "before epoch": datetime.datetime(1969, 7, 20, 20, 17, 40, 5, tzinfo=datetime.UTC),
-        "ref": client.document("experiments/e2"),
-        "geo": firestore.GeoPoint(48.85, 2.35),
-        "array": [1, "two", None, [3.0], {"k": T0}],
-        "emptyArray": [],
-        "map": {"a": {"b": {"c": T0, "d": [T0]}}, "dotted.key": 1, "`tick`": 2},
-        "emptyMap": {},
-        "vector": Vector([1.0, 2.0]),
-        "looks": {"__oid__": "nope", "other": 1},
-    }
+    return offline_client()
 
 
 def _document(client: firestore.Client, data: dict) -> document_types.Document:
@@ -73,11 +42,11 @@ def _document(client: firestore.Client, data: dict) -> document_types.Document:
 
 
 def test_every_value_type_decodes_as_the_client_decodes_it(client):
-    fields = _document(client, _every_type(client))._pb.fields
+    fields = _document(client, every_type(client))._pb.fields
     ours = fast_read.decode_fields(fields, client)
     theirs = _helpers.decode_dict(fields, client)
     assert ours == theirs
-    assert ours.keys() == _every_type(client).keys()
+    assert ours.keys() == every_type(client).keys()
     assert isinstance(ours["vector"], Vector)
     assert ours["nanos"].nanosecond == 123456789
     assert type(ours["nanos"]) is type(theirs["nanos"])
@@ -106,7 +75,7 @@ def _response(**result):
 def test_snapshots_match_the_clients(client):
     ref = client.document(PATH)
     refs = {ref._document_path: ref}
-    found = _response(found=_document(client, _every_type(client)))
+    found = _response(found=_document(client, every_type(client)))
     missing = _response(missing=ref._document_path)
     for response in (found, missing):
         ours = fast_read.parse_batch_get(response, refs, client)

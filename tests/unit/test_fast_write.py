@@ -2,57 +2,17 @@
 
 from __future__ import annotations
 
-import datetime
-import math
-
 import pytest
-from google.api_core.datetime_helpers import DatetimeWithNanoseconds
-from google.auth.credentials import AnonymousCredentials
+from firestore_values import every_type, offline_client
 from google.cloud import firestore
 from google.cloud.firestore_v1.types import write
-from google.cloud.firestore_v1.vector import Vector
 
 from functions import fast_write
-
-T0 = datetime.datetime(2026, 11, 23, 18, 0, 1, 234567, tzinfo=datetime.UTC)
 
 
 @pytest.fixture(scope="module")
 def client() -> firestore.Client:
-    return firestore.Client(project="p", credentials=AnonymousCredentials())
-
-
-def _every_type(client: firestore.Client) -> dict:
-    return {
-        "null": None,
-        "true": True,
-        "false": False,
-        "int": -(2**62),
-        "zero": 0,
-        "float": 2.5,
-        "inf": math.inf,
-        "string": "héllo 🐻",
-        "empty": "",
-        "bytes": b"\x00\xff",
-        "time": T0,
-        "naive": datetime.datetime(2026, 1, 2, 3, 4, 5, 6),
-        "other zone": datetime.datetime(
-            2026, 1, 2, 3, 4, 5, 6, tzinfo=datetime.timezone(datetime.timedelta(hours=-5))
-        ),
-        "nanos": DatetimeWithNanoseconds(
-            2026, 1, 2, 3, 4, 5, nanosecond=123456789, tzinfo=datetime.UTC
-        ),
-        "before epoch": datetime.datetime(1969, 7, 20, 20, 17, 40, 5, tzinfo=datetime.UTC),
-        "ref": client.document("experiments/e2"),
-        "geo": firestore.GeoPoint(48.85, 2.35),
-        "array": [1, "two", None, [3.0], {"k": T0}, ()],
-        "tuple": (1, 2),
-        "set": {3},
-        "emptyArray": [],
-        "map": {"a": {"b": {"c": T0, "d": [T0]}}, "dotted.key": 1, "`tick`": 2},
-        "emptyMap": {},
-        "vector": Vector([1.0, 2.0]),
-    }
+    return offline_client()
 
 
 def _writes(client: firestore.Client, build) -> list[write.Write]:
@@ -82,7 +42,7 @@ def _both(client: firestore.Client, build) -> tuple[list[write.Write], list[writ
         lambda b, ref, data: b.set(ref, data, merge=["map.a", "int"]),
         lambda b, ref, data: b.update(ref, {"map.a.b": data["map"]["a"]["b"], "int": 1}),
         lambda b, ref, data: b.update(
-            ref, {"n": 1}, option=b._client.write_option(last_update_time=data["nanos"])
+            ref, {"n": 1}, option=b._client.write_option(last_update_time=data["api nanos"])
         ),
         lambda b, ref, data: b.set(
             ref,
@@ -113,7 +73,7 @@ def _both(client: firestore.Client, build) -> tuple[list[write.Write], list[writ
     ],
 )
 def test_every_write_is_the_protobuf_the_client_builds(client, build) -> None:
-    data = _every_type(client)
+    data = every_type(client)
     theirs, ours = _both(client, lambda b, ref: build(b, ref, data))
     assert [type(w) for w in ours] == [write.Write] * len(theirs)
     assert [write.Write.pb(w) for w in ours] == [write.Write.pb(w) for w in theirs]
