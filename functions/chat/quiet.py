@@ -10,6 +10,8 @@ either. It stops at the first agent that may answer, so a lively chat pays a rea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from functions.chat import agents, gates, readiness
 from functions.chat.gates import Refusal
 from functions.rooms import Room
@@ -32,18 +34,20 @@ def nobody_may_answer(
     history: list[ChatMessage],
     turn: AgentTurn,
     why_not: Refusal,
-) -> bool:
-    """True if no agent may answer the turn's message; ``why_not``: why the turn's own agent
-    may not (so it is not asked again). Race: asked in the author's turn. Claim: asked in the
+) -> list[str] | None:
+    """The agent participants present (private ids) if no agent may answer the turn's
+    message, for ``ask_who_is_ready`` to ask without reading them again; None if one may, or
+    this turn is not the one that asks. ``why_not``: why the turn's own agent may not (so it
+    is not asked again). Race: asked in the author's turn. Claim: asked in the
     turn of the last agent of the order, so one earlier in it that declined (it may speak, it
     chose not to) leaves the question to the watchdog. A turn come too late (the chat moved on)
     asks nothing. Turn-based chats pass the turn, a private chat has its own rules, and the
     conductor picks again."""
     if not _asked_here(room, stage, turn, why_not):
-        return False
+        return None
     present = agents.present_at(room.experiment_id, room.cohort_id, stage.id)
     if present.humans:
-        return False  # a human may always answer
+        return None  # a human may always answer
     others = [("participant", p) for p in present.agents] + [
         ("mediator", m) for m in agents.mediators_of(room.experiment_id, room.cohort_id, stage)
     ]
@@ -52,8 +56,8 @@ def nobody_may_answer(
             continue  # may not answer: why_not
         agent = agents.load(room.experiment_id, kind, private_id, stage)
         if agent is not None and gates.refusal(agent, history) is None:
-            return False
-    return True
+            return None
+    return present.agents
 
 
 def _asked_here(room: Room, stage: ConversationStage, turn: AgentTurn, why_not: Refusal) -> bool:
@@ -73,14 +77,18 @@ def ask_who_is_ready(
     public: ChatPublicData,
     history: list[ChatMessage],
     message_id: str,
+    present: Sequence[str] | None = None,
 ) -> int:
     """Each agent participant present that has not yet said it is ready for the current thread:
     one that has used up its responses can add nothing more here and counts as ready (no model
     call: asking it again could only stall the chat); any other gets a readiness-only turn,
-    once per message (the occasion is the message). Returns how many were asked."""
+    once per message (the occasion is the message). ``present``: the agent participants at the
+    stage, when the caller has just read them. Returns how many were asked."""
     ready = set(public.discussion_timestamp_map.get(public.current_discussion_id or "", {}))
     turns = []
-    for private_id in agents.participants_at(room.experiment_id, room.cohort_id, stage.id):
+    if present is None:
+        present = agents.participants_at(room.experiment_id, room.cohort_id, stage.id)
+    for private_id in present:
         agent = agents.participant_agent(room.experiment_id, private_id, stage)
         if agent is None or agent.public_id in ready:
             continue

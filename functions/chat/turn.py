@@ -337,9 +337,11 @@ def _nobody_may_answer(
 ) -> bool:
     """If nobody may answer the message (``quiet``), everyone present is asked at once whether
     they are ready to end, instead of the chat waiting for the idle watchdog."""
-    if not quiet.nobody_may_answer(scene.room, scene.stage, history, scene.turn, why_not):
+    present = quiet.nobody_may_answer(scene.room, scene.stage, history, scene.turn, why_not)
+    if present is None:
         return False
-    quiet.ask_who_is_ready(scene.room, scene.stage, public, history, scene.turn.trigger_chat_id)
+    message_id = scene.turn.trigger_chat_id
+    quiet.ask_who_is_ready(scene.room, scene.stage, public, history, message_id, present)
     return True
 
 
