@@ -5,6 +5,9 @@ relative to it. Below the chat logic, so that prompts can show a chat without de
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
+from concurrent.futures import Future
 from typing import Any
 
 from functions import documents, memo, store
@@ -50,16 +53,73 @@ class Room:
         return f"{self.base_path}/triggerLogs/{log_id}"
 
 
+SHARED_READ_S = 1.0
+"""How old (from its start) a read of a chat another invocation of this instance made may be
+for a turn to take it instead of reading the chat again (``history_showing``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Read:
+    started: float
+    done: Future[list[ChatMessage]]
+
+
+_recent: dict[tuple[str | None, Room], _Read] = {}
+"""Per instance: the latest read of each chat started, in flight or done."""
+_recent_lock = threading.Lock()
+
+
 def history(room: Room) -> list[ChatMessage]:
     """The chat as the backend saw it: in the order Firestore stored it, dated by the server
     and showing the senders' stored profiles, never what a writer claimed
-    (``functions/as_seen.py``). A message that does not validate is recorded and left out."""
+    (``functions/as_seen.py``). A message that does not validate is recorded and left out.
+    Always read now (what decides whether a reply is still wanted needs that)."""
+    key, read = (store.project_id(), room), _Read(time.monotonic(), Future())
+    with _recent_lock:
+        _forget_old(read.started)
+        _recent[key] = read
+    try:
+        seen = _read(room)
+    except BaseException as error:
+        read.done.set_exception(error)
+        with _recent_lock:
+            if _recent.get(key) is read:
+                del _recent[key]
+        raise
+    read.done.set_result(seen)
+    memo.put(("history", room), list(seen))
+    return list(seen)
+
+
+def history_showing(room: Room, message_id: str) -> list[ChatMessage]:
+    """The chat as read at most ``SHARED_READ_S`` ago by any invocation of this instance (or
+    being read now), if that read shows ``message_id``; else read now. A new message gives
+    every agent of the chat a turn at once, and each read the whole chat (and its senders'
+    profiles) for itself: on one instance with a few cores, seven turns' reads of the same
+    chat were half their CPU. A read that shows the message a turn answers is one it could
+    have made itself had it been delivered a moment sooner; whether the chat moved on before
+    the reply is posted is still decided on a read made after the model answered.
+    No ``message_id`` (an opening): read now."""
+    with _recent_lock:
+        read = _recent.get((store.project_id(), room)) if message_id else None
+    if read is not None and time.monotonic() - read.started <= SHARED_READ_S:
+        seen = None if read.done.exception() else read.done.result()
+        if seen is not None and any(m.id == message_id for m in seen):
+            memo.put(("history", room), list(seen))
+            return list(seen)
+    return history(room)
+
+
+def _forget_old(now: float) -> None:
+    for key in [k for k, r in _recent.items() if now - r.started > SHARED_READ_S]:
+        del _recent[key]
+
+
+def _read(room: Room) -> list[ChatMessage]:
     snaps = list(store.db().collection(room.chats_path).get())
     created = {snap.reference.path: snap.create_time for snap in snaps}
     parsed = documents.valid(snaps, lambda path, data: (path, _parse_message(path, data)))
-    seen = as_seen(room.experiment_id, [(created[path], message) for path, message in parsed])
-    memo.put(("history", room), seen)
-    return seen
+    return as_seen(room.experiment_id, [(created[path], message) for path, message in parsed])
 
 
 def seen_history(room: Room) -> list[ChatMessage]:

@@ -227,7 +227,7 @@ def _run(turn: AgentTurn) -> TurnResult:
     scene = _load(turn)
     if isinstance(scene, TurnOutcome):
         return _pass_on(turn, TurnResult(scene))  # e.g. it left since the fan-out
-    history = rooms.history(scene.room)
+    history = rooms.history_showing(scene.room, turn.trigger_chat_id)
     public = rooms.state(scene.room, history)
     if scene.turn_based and turn.is_opening and history:
         # the chat was opened meanwhile: the holder answers its last message, once (the same

@@ -14,7 +14,7 @@ from google.api_core import exceptions as gexc
 from google.cloud.firestore import FieldFilter
 from raw_docs import agent, human, stage, write_experiment
 
-from functions import memo, store, usage
+from functions import memo, rooms, store, usage
 from functions.agents import cohort_lock
 from functions.chat import active, agents, watchdog
 from functions.rooms import Room
@@ -229,3 +229,37 @@ def test_a_barrier_check_that_finds_someone_missing_reads_a_few_members(runtime,
         assert cohort_lock.unlock_if_ready(e, "cohort-a", "meet")
     assert last.reads >= size  # the last arrival sees everyone
     assert doc(db, f"experiments/{e}/cohorts/cohort-a")["stageUnlockMap"]["meet"] is True
+
+
+def _chat_message(db, room: Room, mid: str) -> None:
+    db.document(room.message_path(mid)).set(
+        {"id": mid, "type": "system", "message": mid, "timestamp": datetime.now(UTC)}
+    )
+
+
+def test_turns_on_one_instance_share_a_recent_read_of_the_chat(runtime, db, monkeypatch):
+    """``rooms.history_showing``: a read another invocation just made is taken when it shows
+    the message the turn answers (no RPC), never when it does not (a newer message's turn
+    reads it now) or when it is older than ``SHARED_READ_S``; ``history`` always reads."""
+    e = chat_experiment(db, mediator=False)
+    room = Room(e, "cohort-a", "chat")
+    monkeypatch.setattr(rooms, "SHARED_READ_S", 60.0)  # a slow machine takes it as it is
+    _chat_message(db, room, "m1")
+    first = rooms.history(room)
+    _chat_message(db, room, "m2")  # not in the read above
+    with usage.counting() as shared:
+        taken = rooms.history_showing(room, "m1")
+    assert [m.id for m in taken] == [m.id for m in first] == ["m1"]
+    assert shared.rpcs == 0
+    with usage.counting() as newer:
+        assert [m.id for m in rooms.history_showing(room, "m2")] == ["m1", "m2"]
+    assert newer.rpcs > 0
+    assert [m.id for m in rooms.history_showing(room, "m1")] == ["m1", "m2"]  # the latest read
+    taken.clear()  # a caller's list is its own
+    assert [m.id for m in rooms.history_showing(room, "m1")] == ["m1", "m2"]
+    _chat_message(db, room, "m3")
+    assert [m.id for m in rooms.history(room)] == ["m1", "m2", "m3"]
+    monkeypatch.setattr(rooms, "SHARED_READ_S", 0.0)
+    _chat_message(db, room, "m4")
+    assert [m.id for m in rooms.history_showing(room, "m1")][-1] == "m4"  # too old: read now
+    assert [m.id for m in rooms.history_showing(room, "")][-1] == "m4"  # an opening reads now
