@@ -61,7 +61,15 @@ on_created = _recorder("created")
 on_updated = _recorder("updated")
 on_deleted = _recorder("deleted")
 on_written = _recorder("written")
-on_message = _recorder("message")
+
+
+def on_message(event: Any) -> None:
+    """Sleeps for the message's ``sleep`` seconds, if any (a function that outlasts its
+    message's ack deadline)."""
+    time.sleep(float(event.json().get("sleep", 0)))
+    _record("message", event)
+
+
 on_cascade_b = _recorder("cascade_end")
 
 

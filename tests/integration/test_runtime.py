@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from google.cloud import firestore
 
+from emulator import pubsub as runtime_pubsub
 from emulator.chaos import ChaosSettings
 from emulator.runtime import LocalRuntime
 from functions import pubsub
@@ -258,3 +259,19 @@ def test_a_runtime_restarted_on_the_same_project_gets_every_message_at_once() ->
                 pubsub.publish(probe.TOPIC, {"round": round_, "i": i})
             again.wait_until_idle(timeout=20)  # a message on a stale stream takes 60 s
             assert len(probe.calls_of("message")) == 10
+
+
+def test_a_message_whose_function_outlasts_its_ack_deadline_is_leased_not_sent_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(runtime_pubsub, "ACK_DEADLINE_S", 10)  # the least Pub/Sub allows
+    monkeypatch.setattr(runtime_pubsub, "LEASE_EVERY_S", 1.0)
+    with LocalRuntime(
+        project="demo-probe-lease", registry=probe.PROBE_REGISTRY, source=PROBE_SOURCE
+    ) as leased:
+        probe.clear()
+        message_id = pubsub.publish(probe.TOPIC, {"sleep": 13})
+        leased.wait_until_idle(timeout=60)
+        time.sleep(1)  # a message sent again would be on its way
+        assert [c.event.id for c in probe.calls_of("message")] == [message_id]
+        assert outcomes(leased, "probeMessage") == ["ok"]
