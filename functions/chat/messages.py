@@ -62,16 +62,19 @@ def post(
     *,
     election: str | None,
     slot: int | None,
+    look_first: bool = True,
 ) -> bool:
     """Write an agent's message in one atomic batch that also creates its election record
     ``triggerLogs/{election}`` (race policy) and its response slot ``quota-{agent}-{slot}``; the
     batch fails if either exists. So only one agent of a type answers a message (DL's check is
     read-then-write and races), and concurrent turns of one agent cannot exceed maxResponses.
-    No transaction: twenty agents electing at once do not contend for locks."""
+    No transaction: twenty agents electing at once do not contend for locks. ``look_first``:
+    read the election record before writing (most losers stop there, without a write); False
+    when the caller has just done so (``answered``)."""
     logs = lambda log_id: store.ref(room.log_path(log_id))  # noqa: E731
     chat_ref = store.ref(room.message_path(message["id"]))
     record = {**responder, "messageId": message["id"], "timestamp": now()}
-    if election is not None and logs(election).get().exists:
+    if election is not None and look_first and answered(room, election):
         return False  # most losers stop here, without a write
     batch = store.db().batch()
     if election is not None:
@@ -86,6 +89,11 @@ def post(
         return False
     logged()
     return True
+
+
+def answered(room: Room, election: str) -> bool:
+    """Whether the message has its responder of the type (the election record exists)."""
+    return bool(store.ref(room.log_path(election)).get().exists)
 
 
 def quota_id(responder: dict[str, Any], slot: int) -> str:

@@ -519,6 +519,10 @@ def _speak(
     delay = typing_delay_s(decision.message, agent.settings.words_per_minute, rng)
     if delay:
         time.sleep(delay)
+    if not claimed and messages.answered(room, turn.log_id):
+        # another agent's answer came first (race: most of the message's turns): one read of
+        # its election record, not the whole chat again
+        return TurnOutcome.NOT_ELECTED
     history, public = _read_again(scene, public)
     if gates.stale(agent, history, turn.trigger_chat_id, public.current_discussion_id):
         return TurnOutcome.MOVED_ON_AFTER_DELAY
@@ -552,7 +556,9 @@ def _post(
         return turn_order.post_in_turn(
             scene.room, scene.stage, message, responder, election, slot, history
         )
-    return messages.post(scene.room, message, responder, election=election, slot=slot)
+    return messages.post(
+        scene.room, message, responder, election=election, slot=slot, look_first=False
+    )
 
 
 def _post_decline(scene: Scene) -> None:
