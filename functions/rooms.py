@@ -5,13 +5,11 @@ relative to it. Below the chat logic, so that prompts can show a chat without de
 from __future__ import annotations
 
 import dataclasses
-import threading
-import time
-from concurrent.futures import Future
 from typing import Any
 
 from functions import documents, memo, store
 from functions.as_seen import as_seen
+from functions.shared_reads import SharedReads
 from shared.models import ChatMessage, ChatPublicData, parse_document
 
 
@@ -53,20 +51,8 @@ class Room:
         return f"{self.base_path}/triggerLogs/{log_id}"
 
 
-SHARED_READ_S = 1.0
-"""How old (from its start) a read of a chat another invocation of this instance made may be
-for a turn to take it instead of reading the chat again (``history_showing``)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class _Read:
-    started: float
-    done: Future[list[ChatMessage]]
-
-
-_recent: dict[tuple[str | None, Room], _Read] = {}
-"""Per instance: the latest read of each chat started, in flight or done."""
-_recent_lock = threading.Lock()
+recent_reads: SharedReads[list[ChatMessage]] = SharedReads(max_age_s=1.0)
+"""Reads of each chat, shared by this instance's turns for a second (``history_showing``)."""
 
 
 def history(room: Room) -> list[ChatMessage]:
@@ -74,45 +60,24 @@ def history(room: Room) -> list[ChatMessage]:
     and showing the senders' stored profiles, never what a writer claimed
     (``functions/as_seen.py``). A message that does not validate is recorded and left out.
     Always read now (what decides whether a reply is still wanted needs that)."""
-    key, read = (store.project_id(), room), _Read(time.monotonic(), Future())
-    with _recent_lock:
-        _forget_old(read.started)
-        _recent[key] = read
-    try:
-        seen = _read(room)
-    except BaseException as error:
-        read.done.set_exception(error)
-        with _recent_lock:
-            if _recent.get(key) is read:
-                del _recent[key]
-        raise
-    read.done.set_result(seen)
-    memo.put(("history", room), list(seen))
-    return list(seen)
+    return _kept(room, recent_reads.now(room, lambda: _read(room)))
 
 
 def history_showing(room: Room, message_id: str) -> list[ChatMessage]:
-    """The chat as read at most ``SHARED_READ_S`` ago by any invocation of this instance (or
-    being read now), if that read shows ``message_id``; else read now. A new message gives
-    every agent of the chat a turn at once, and each read the whole chat (and its senders'
-    profiles) for itself: on one instance with a few cores, seven turns' reads of the same
-    chat were half their CPU. A read that shows the message a turn answers is one it could
-    have made itself had it been delivered a moment sooner; whether the chat moved on before
-    the reply is posted is still decided on a read made after the model answered.
-    No ``message_id`` (an opening): read now."""
-    with _recent_lock:
-        read = _recent.get((store.project_id(), room)) if message_id else None
-    if read is not None and time.monotonic() - read.started <= SHARED_READ_S:
-        seen = None if read.done.exception() else read.done.result()
-        if seen is not None and any(m.id == message_id for m in seen):
-            memo.put(("history", room), list(seen))
-            return list(seen)
-    return history(room)
+    """The chat as another invocation of this instance read it in the last moment
+    (``shared_reads``), if that read shows ``message_id``, the message a turn answers; else
+    read now. Whether the chat moved on before the reply is posted is still decided on a
+    read made after the model answered. No ``message_id`` (an opening): read now."""
+    if not message_id:
+        return history(room)
+    shows = lambda seen: any(m.id == message_id for m in seen)  # noqa: E731
+    return _kept(room, recent_reads.recent(room, lambda: _read(room), shows))
 
 
-def _forget_old(now: float) -> None:
-    for key in [k for k, r in _recent.items() if now - r.started > SHARED_READ_S]:
-        del _recent[key]
+def _kept(room: Room, seen: list[ChatMessage]) -> list[ChatMessage]:
+    """Kept for this invocation's prompt (``seen_history``); each caller's list its own."""
+    memo.put(("history", room), list(seen))
+    return list(seen)
 
 
 def _read(room: Room) -> list[ChatMessage]:

@@ -9,6 +9,7 @@ from google.cloud.firestore_v1.base_query import And, Or
 from google.cloud.firestore_v1.field_path import FieldPath
 
 from functions import documents, errors, store
+from functions.shared_reads import SharedReads
 from shared.models import (
     ACTIVE_STATUSES,
     CohortConfig,
@@ -74,6 +75,21 @@ SHOWN_FIELDS = [
 """What a participant's own stage prompt shows of the other members (names, avatars,
 pronouns, anonymous profiles, public ids; the template variables are the agent's own): not
 their timestamps or agent configs, which were most of each member's decoding."""
+
+
+CHAT_SHOWN_FIELDS = [*SHOWN_FIELDS, "currentStageId"]
+"""What a chat prompt reads of the members: what it shows, and who is at the chat's stage."""
+_shown: SharedReads[list[ParticipantProfile]] = SharedReads(max_age_s=1.0)
+
+
+def members_shown(experiment_id: str, cohort_id: str) -> list[ParticipantProfile]:
+    """The members as a chat prompt shows them (``CHAT_SHOWN_FIELDS``), from a read this
+    instance made in the last second if there is one (``shared_reads``): every agent of a chat
+    writes its prompt for the same message at once. A prompt only shows them; the barrier and
+    the thread's advance read them now."""
+    fields = CHAT_SHOWN_FIELDS
+    load = lambda: cohort_members(experiment_id, cohort_id, fields=fields)  # noqa: E731
+    return _shown.recent((experiment_id, cohort_id), load, lambda _members: True)
 
 
 def _unlock_fields(stage_id: str) -> list[str]:

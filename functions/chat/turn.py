@@ -165,7 +165,7 @@ class Scene:
         cohort = store.read(CohortConfig, store.cohort_path(turn.experiment_id, turn.cohort_id))
         members = [
             m
-            for m in cohort_lock.cohort_members(turn.experiment_id, turn.cohort_id)
+            for m in cohort_lock.members_shown(turn.experiment_id, turn.cohort_id)
             if m.current_stage_id == stage.id
             and (not self.room.is_private or m.private_id == turn.participant_id)
         ]

@@ -240,10 +240,10 @@ def _chat_message(db, room: Room, mid: str) -> None:
 def test_turns_on_one_instance_share_a_recent_read_of_the_chat(runtime, db, monkeypatch):
     """``rooms.history_showing``: a read another invocation just made is taken when it shows
     the message the turn answers (no RPC), never when it does not (a newer message's turn
-    reads it now) or when it is older than ``SHARED_READ_S``; ``history`` always reads."""
+    reads it now) or when it is older than its ``max_age_s``; ``history`` always reads."""
     e = chat_experiment(db, mediator=False)
     room = Room(e, "cohort-a", "chat")
-    monkeypatch.setattr(rooms, "SHARED_READ_S", 60.0)  # a slow machine takes it as it is
+    monkeypatch.setattr(rooms.recent_reads, "max_age_s", 60.0)  # a slow machine takes it as it is
     _chat_message(db, room, "m1")
     first = rooms.history(room)
     _chat_message(db, room, "m2")  # not in the read above
@@ -259,7 +259,26 @@ def test_turns_on_one_instance_share_a_recent_read_of_the_chat(runtime, db, monk
     assert [m.id for m in rooms.history_showing(room, "m1")] == ["m1", "m2"]
     _chat_message(db, room, "m3")
     assert [m.id for m in rooms.history(room)] == ["m1", "m2", "m3"]
-    monkeypatch.setattr(rooms, "SHARED_READ_S", 0.0)
+    monkeypatch.setattr(rooms.recent_reads, "max_age_s", 0.0)
     _chat_message(db, room, "m4")
     assert [m.id for m in rooms.history_showing(room, "m1")][-1] == "m4"  # too old: read now
     assert [m.id for m in rooms.history_showing(room, "")][-1] == "m4"  # an opening reads now
+
+
+def test_chat_prompts_share_a_recent_read_of_the_cohort(runtime, db, monkeypatch):
+    """``cohort_lock.members_shown``: what a chat prompt shows of the members, read once for
+    the turns of a message (a read from the last ``max_age_s`` is taken), with where each one
+    is; the barrier's ``cohort_members`` reads now."""
+    e = chat_experiment(db, mediator=False)
+    monkeypatch.setattr(cohort_lock._shown, "max_age_s", 60.0)
+    first = human(db, e, "chat")
+    with memo.invocation():
+        shown = cohort_lock.members_shown(e, "cohort-a")
+    assert [(m.private_id, m.current_stage_id) for m in shown] == [(first, "chat")]
+    second = human(db, e, "chat")
+    with usage.counting() as shared:
+        assert [m.private_id for m in cohort_lock.members_shown(e, "cohort-a")] == [first]
+    assert shared.rpcs == 0
+    assert {m.private_id for m in cohort_lock.cohort_members(e, "cohort-a")} == {first, second}
+    monkeypatch.setattr(cohort_lock._shown, "max_age_s", 0.0)
+    assert {m.private_id for m in cohort_lock.members_shown(e, "cohort-a")} == {first, second}
