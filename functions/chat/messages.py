@@ -7,12 +7,13 @@ import dataclasses
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
-from functions import store
+from functions import store, transactions
 from functions.rooms import Room
 from shared.models import ChatMessage, ProfileBase, UserType, now
 
@@ -55,6 +56,17 @@ def write(room: Room, message: dict[str, Any]) -> None:
     store.ref(room.message_path(message["id"])).set(message)
 
 
+class Posted(StrEnum):
+    """What became of an agent's message (``post``)."""
+
+    POSTED = "posted"
+    ANSWERED = "answered"
+    """Another agent of the type answered the message first (its election record exists), or
+    another turn of this agent took the response slot."""
+    THREAD_MOVED = "thread-moved"
+    """The chat moved to another thread since the message was written for its own."""
+
+
 def post(
     room: Room,
     message: dict[str, Any],
@@ -63,32 +75,71 @@ def post(
     election: str | None,
     slot: int | None,
     look_first: bool = True,
-) -> bool:
-    """Write an agent's message in one atomic batch that also creates its election record
+) -> Posted:
+    """Write an agent's message in one atomic write that also creates its election record
     ``triggerLogs/{election}`` (race policy) and its response slot ``quota-{agent}-{slot}``; the
-    batch fails if either exists. So only one agent of a type answers a message (DL's check is
+    write fails if either exists. So only one agent of a type answers a message (DL's check is
     read-then-write and races), and concurrent turns of one agent cannot exceed maxResponses.
-    No transaction: twenty agents electing at once do not contend for locks. ``look_first``:
-    read the election record before writing (most losers stop there, without a write); False
-    when the caller has just done so (``answered``)."""
+    No transaction on the chat's public data: twenty agents electing at once do not contend
+    for it. A message in a discussion thread is written in a transaction that reads the
+    thread marker (``THREAD_MARKER``, written only by a thread switch) and writes nothing if
+    the chat moved on since: a reply read the thread, and the switch and its announcement
+    could come before the reply was written, which then sat in the old thread after the new
+    one began. ``look_first``: read the election record before writing (most losers stop
+    there, without a write); False when the caller has just done so (``answered``)."""
     logs = lambda log_id: store.ref(room.log_path(log_id))  # noqa: E731
     chat_ref = store.ref(room.message_path(message["id"]))
     record = {**responder, "messageId": message["id"], "timestamp": now()}
     if election is not None and look_first and answered(room, election):
-        return False  # most losers stop here, without a write
-    batch = store.db().batch()
-    if election is not None:
-        batch.create(logs(election), record)
-    if slot is not None:
-        batch.create(logs(quota_id(responder, slot)), record)
-    batch.set(chat_ref, message)
-    logged = store.with_later(batch)  # the log of the model call that wrote the message
+        return Posted.ANSWERED  # most losers stop here, without a write
+    thread = message.get("discussionId")
+
+    def write(batch: Any) -> Posted:
+        if thread and not _still_in(room, thread, batch):
+            return Posted.THREAD_MOVED
+        if election is not None:
+            batch.create(logs(election), record)
+        if slot is not None:
+            batch.create(logs(quota_id(responder, slot)), record)
+        batch.set(chat_ref, message)
+        logged = store.with_later(batch)  # the log of the model call that wrote the message
+        writes.append(logged)
+        return Posted.POSTED
+
+    writes: list[Any] = []
     try:
-        batch.commit()
+        if thread:
+            outcome = transactions.run(write)
+        else:
+            batch = store.db().batch()
+            outcome = write(batch)
+            batch.commit()
     except gexc.AlreadyExists:
-        return False
-    logged()
-    return True
+        return Posted.ANSWERED
+    if outcome == Posted.POSTED:
+        writes[-1]()
+    return outcome
+
+
+THREAD_MARKER = "current-thread"
+"""``triggerLogs/current-thread``: the thread the chat is in, written with each switch
+(``readiness.advance_thread``) and read by each threaded post. A marker of its own, not the
+public data, which every participant's readiness marks write: a post's transaction reading
+that would hold them up."""
+
+
+def _still_in(room: Room, thread: str, transaction: Any) -> bool:
+    """The chat has not moved on from ``thread``: the marker says so, or there is none yet
+    (no switch since the chat began with its first thread)."""
+    marker = store.snapshot_data(room.log_path(THREAD_MARKER), transaction)
+    return marker is None or marker.get("discussionId") == thread
+
+
+def mark_thread(room: Room, thread: str, transaction: Any) -> None:
+    """Record a switch to ``thread`` in the switch's own transaction (``THREAD_MARKER``)."""
+    transaction.set(
+        store.ref(room.log_path(THREAD_MARKER)), {"discussionId": thread, "timestamp": now()}
+    )
 
 
 def answered(room: Room, election: str) -> bool:

@@ -189,6 +189,7 @@ def advance_thread(experiment_id: str, cohort_id: str, stage: ChatStage) -> str 
             return None
         following = ids[ids.index(current) + 1]
         transaction.update(store.ref(room.public_path), {"currentDiscussionId": following})
+        messages.mark_thread(room, following, transaction)
         return following
 
     following = transactions.run(body)

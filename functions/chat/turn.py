@@ -531,8 +531,7 @@ def _speak(
     limit = agent.settings.max_responses
     if limit is not None and slot > limit:  # another turn of this agent spoke meanwhile
         return Refusal.MAX_RESPONSES
-    posted = _post(scene, message, history, slot, claimed)
-    return TurnOutcome.SPOKE if posted else TurnOutcome.NOT_ELECTED
+    return _post(scene, message, history, slot, claimed)
 
 
 def _read_again(scene: Scene, public: ChatPublicData) -> tuple[list[ChatMessage], ChatPublicData]:
@@ -547,18 +546,28 @@ def _read_again(scene: Scene, public: ChatPublicData) -> tuple[list[ChatMessage]
     return rooms.history(room), public
 
 
+POSTED: dict[messages.Posted, TurnOutcome | Refusal] = {
+    messages.Posted.POSTED: TurnOutcome.SPOKE,
+    messages.Posted.ANSWERED: TurnOutcome.NOT_ELECTED,
+    messages.Posted.THREAD_MOVED: Refusal.THREAD_CHANGED,
+}
+
+
 def _post(
     scene: Scene, message: dict[str, Any], history: list[ChatMessage], slot: int, claimed: bool
-) -> bool:
+) -> TurnOutcome | Refusal:
     election = None if claimed else scene.turn.log_id
     responder = _responder(scene.agent)
     if scene.turn_based and isinstance(scene.stage, ChatStage):
-        return turn_order.post_in_turn(
+        posted = turn_order.post_in_turn(
             scene.room, scene.stage, message, responder, election, slot, history
         )
-    return messages.post(
-        scene.room, message, responder, election=election, slot=slot, look_first=False
-    )
+        return TurnOutcome.SPOKE if posted else TurnOutcome.NOT_ELECTED
+    return POSTED[
+        messages.post(
+            scene.room, message, responder, election=election, slot=slot, look_first=False
+        )
+    ]
 
 
 def _post_decline(scene: Scene) -> None:

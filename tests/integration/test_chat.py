@@ -23,8 +23,8 @@ from delivery_policies import Losing
 from experiment_state import doc, errors, model_logs, participant, settle
 from raw_docs import agent
 
-from functions import store
-from functions.chat import readiness, turn
+from functions import store, transactions
+from functions.chat import messages, readiness, turn
 from functions.chat.watchdog import IDLE_ENV
 from functions.rooms import Room
 from functions.wire import AgentTurn
@@ -72,6 +72,8 @@ def test_threads_advance_only_when_everyone_is_ready(runtime, db):
     messages = check_single_responders(db, e)
     public = doc(db, f"experiments/{e}/cohorts/cohort-a/publicStageData/chat")
     assert public["currentDiscussionId"] == "t2"
+    marker = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/triggerLogs/current-thread"
+    assert doc(db, marker)["discussionId"] == "t2"  # written with the switch
     assert set(public["discussionTimestampMap"]["t1"]) == {f"agent-{i}" for i in range(3)}
     switch = next(
         i for i, m in enumerate(messages) if m["type"] == "system" and m["discussionId"] == "t2"
@@ -81,6 +83,29 @@ def test_threads_advance_only_when_everyone_is_ready(runtime, db):
     assert any(m["discussionId"] == "t2" and m["type"] == "participant" for m in messages[switch:])
     for pid in ids:
         assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+
+
+def test_a_reply_written_for_a_thread_the_chat_has_left_is_not_posted(runtime, db):
+    """A reply reads the thread, the chat switches (and announces it), then the reply is
+    written: it must not land in the old thread after the new one began (the stress chat saw
+    it in 2 of 10 runs). The post checks the switch's marker in its transaction."""
+    e = chat_experiment(db, discussions=THREADS, mediator=False)
+    room = Room(e, "cohort-a", "chat")
+    responder = {"agentType": "participant", "privateId": "a", "publicId": "agent-a"}
+
+    def reply(thread: str) -> dict:
+        return {**messages.system_message("hi", thread), "type": "participant"}
+
+    first = reply("t1")
+    assert messages.post(room, first, responder, election=None, slot=None) == "posted"
+    transactions.run(lambda transaction: messages.mark_thread(room, "t2", transaction))
+    late, on_time = reply("t1"), reply("t2")
+    assert messages.post(room, late, responder, election=None, slot=None) == "thread-moved"
+    assert messages.post(room, on_time, responder, election="m1-participant", slot=1) == "posted"
+    again = reply("t2")
+    assert messages.post(room, again, responder, election="m1-participant", slot=2) == "answered"
+    posted = {m["id"] for m in chat_messages(db, e)}
+    assert posted == {first["id"], on_time["id"]}
 
 
 def test_a_readiness_decided_in_a_thread_the_chat_has_left_is_dropped(runtime, db):
