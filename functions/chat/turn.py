@@ -519,11 +519,14 @@ def _speak(
     delay = typing_delay_s(decision.message, agent.settings.words_per_minute, rng)
     if delay:
         time.sleep(delay)
-    if not claimed and messages.answered(room, turn.log_id):
-        # another agent's answer came first (race: most of the message's turns): one read of
-        # its election record, not the whole chat again
-        return TurnOutcome.NOT_ELECTED
-    history, public = _read_again(scene, public)
+    if claimed:
+        history, public = _read_again(scene, public)
+    else:  # the election record, read with the chat: most of a message's turns have lost
+        (history, public), beaten = side_by_side(
+            lambda: _read_again(scene, public), lambda: messages.answered(room, turn.log_id)
+        )
+        if beaten:
+            return TurnOutcome.NOT_ELECTED
     if gates.stale(agent, history, turn.trigger_chat_id, public.current_discussion_id):
         return TurnOutcome.MOVED_ON_AFTER_DELAY
     message = _message(scene, public, decision)
