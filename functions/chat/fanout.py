@@ -142,11 +142,13 @@ def request_openings(
     cohort_id: str,
     stage: ConversationStage,
     participant: ParticipantProfile,
+    nonce: str = "",
 ) -> int:
     """A participant entered an unlocked chat: opening turns (each agent opens at most once per
     cohort and stage, or per private chat: the turn takes a lock). Group chat: the cohort's
     mediators and the participant if it is an agent; turn-based: only the turn holder.
-    Private chat: the mediators open it; an agent participant opens only when there is none."""
+    Private chat: the mediators open it; an agent participant opens only when there is none.
+    ``nonce``: a round of openings asked again (a model that chose silence is asked anew)."""
     if isinstance(stage, PrivateChatStage):
         room = Room(experiment_id, cohort_id, stage.id, participant.private_id)
         mediators = agents.mediators_of(experiment_id, cohort_id, stage)
@@ -163,7 +165,9 @@ def request_openings(
         seats = [("mediator", m) for m in agents.mediators_of(experiment_id, cohort_id, stage)]
         if participant.is_agent:
             seats.append(("participant", participant.private_id))
-    publish_turns(*(AgentTurn.in_room(room, kind, agent_id) for kind, agent_id in seats))
+    publish_turns(
+        *(AgentTurn.in_room(room, kind, agent_id, nonce=nonce) for kind, agent_id in seats)
+    )
     return len(seats)
 
 

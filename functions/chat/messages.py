@@ -74,23 +74,23 @@ def post(
     *,
     election: str | None,
     slot: int | None,
-    look_first: bool = True,
+    named_in: str | None = None,
 ) -> Posted:
     """Write an agent's message in one atomic write that also creates its election record
-    ``triggerLogs/{election}`` (race policy) and its response slot ``quota-{agent}-{slot}``; the
-    write fails if either exists. So only one agent of a type answers a message (DL's check is
+    ``triggerLogs/{election}`` and its response slot ``quota-{agent}-{slot}``; the write fails
+    if either exists. So only one agent of a type answers a message (DL's check is
     read-then-write and races), and concurrent turns of one agent cannot exceed maxResponses.
-    No transaction on the chat's public data: twenty agents electing at once do not contend
-    for it. A message in a discussion thread is written in a transaction that reads the
-    thread marker (``THREAD_MARKER``, written only by a thread switch) and writes nothing if
-    the chat moved on since: a reply read the thread, and the switch and its announcement
-    could come before the reply was written, which then sat in the old thread after the new
-    one began. ``look_first``: read the election record before writing (most losers stop
-    there, without a write); False when the caller has just done so (``answered``)."""
+    ``named_in``: the election record the turn already holds (taken as a lock, ``lock``): the
+    message is named in it. No transaction on the chat's public data: twenty agents electing at
+    once do not contend for it. A message in a discussion thread is written in a transaction
+    that reads the thread marker (``THREAD_MARKER``, written only by a thread switch) and writes
+    nothing if the chat moved on since: a reply read the thread, and the switch and its
+    announcement could come before the reply was written, which then sat in the old thread
+    after the new one began."""
     logs = lambda log_id: store.ref(room.log_path(log_id))  # noqa: E731
     chat_ref = store.ref(room.message_path(message["id"]))
     record = {**responder, "messageId": message["id"], "timestamp": now()}
-    if election is not None and look_first and answered(room, election):
+    if election is not None and answered(room, election):
         return Posted.ANSWERED  # most losers stop here, without a write
     thread = message.get("discussionId")
 
@@ -99,6 +99,8 @@ def post(
             return Posted.THREAD_MOVED
         if election is not None:
             batch.create(logs(election), record)
+        if named_in is not None:
+            batch.update(logs(named_in), {"messageId": message["id"]})
         if slot is not None:
             batch.create(logs(quota_id(responder, slot)), record)
         batch.set(chat_ref, message)
@@ -219,15 +221,18 @@ def has_locks(room: Room, prefix: str) -> bool:
     return bool(_locks(room, prefix))
 
 
-def release_unfinished(room: Room, *prefixes: str, older_than: datetime) -> int:
+def release_unfinished(
+    room: Room, *prefixes: str, older_than: datetime, done_too: bool = False
+) -> int:
     """Delete the locks with one of ``prefixes`` that are older than ``older_than`` and not
-    done: their invocations died. Conditional on the lock being as read, so a lock taken anew
-    meanwhile stays. Returns how many were released."""
+    done (``done_too``: done ones as well): their invocations died. Conditional on the lock
+    being as read, so a lock taken anew meanwhile stays. Returns how many were released."""
     released = 0
     for snap in (snap for prefix in prefixes for snap in _locks(room, prefix)):
         data = snap.to_dict() or {}
         stamp = data.get("timestamp")
-        if data.get(DONE_FIELD) or not isinstance(stamp, datetime) or stamp > older_than:
+        done = data.get(DONE_FIELD) and not done_too
+        if done or not isinstance(stamp, datetime) or stamp > older_than:
             continue
         try:
             snap.reference.delete(option=store.db().write_option(last_update_time=snap.update_time))

@@ -483,7 +483,9 @@ def _ask(scene: Scene, must_respond: bool) -> Decision:
         if must_respond:
             schema = without_should_respond(schema)
     text = render(agent.config, agent.config_path, ctx, schema)
-    what = "opening message" if turn.is_opening else f"reply to {turn.trigger_chat_id}"
+    what = f"reply to {turn.trigger_chat_id}"
+    if turn.is_opening:  # an opening asked again (``nonce``) is a call of its own
+        what = f"opening message ({turn.nonce})" if turn.nonce else "opening message"
     where = f"private chat with {turn.participant_id}: " if scene.room.is_private else "chat "
     site = CallSite(turn.experiment_id, agent.profile, stage.id, where + what)
     return ask(
@@ -520,13 +522,25 @@ def _speak(
     if delay:
         time.sleep(delay)
     if claimed:
-        history, public = _read_again(scene, public)
-    else:  # the election record, read with the chat: most of a message's turns have lost
-        (history, public), beaten = side_by_side(
-            lambda: _read_again(scene, public), lambda: messages.answered(room, turn.log_id)
-        )
-        if beaten:
+        return _post_if_wanted(scene, decision, public)
+    # race: the first of the type whose answer is ready takes the message (its election record,
+    # as a lock); the others stop here. All of a message's turns call the model at once and
+    # their answers come back together: each read the whole chat again only to lose.
+    with messages.lock(room, turn.log_id, _responder(agent)) as held:
+        if not held.taken:
             return TurnOutcome.NOT_ELECTED
+        outcome = _post_if_wanted(scene, decision, public, named_in=turn.log_id)
+        if outcome == TurnOutcome.SPOKE:
+            held.keep()
+        return outcome
+
+
+def _post_if_wanted(
+    scene: Scene, decision: Decision, public: ChatPublicData, named_in: str | None = None
+) -> TurnOutcome | Refusal:
+    """Post unless the chat moved on while the model answered (read again now)."""
+    turn, agent = scene.turn, scene.agent
+    history, public = _read_again(scene, public)
     if gates.stale(agent, history, turn.trigger_chat_id, public.current_discussion_id):
         return TurnOutcome.MOVED_ON_AFTER_DELAY
     message = _message(scene, public, decision)
@@ -534,7 +548,7 @@ def _speak(
     limit = agent.settings.max_responses
     if limit is not None and slot > limit:  # another turn of this agent spoke meanwhile
         return Refusal.MAX_RESPONSES
-    return _post(scene, message, history, slot, claimed)
+    return _post(scene, message, history, slot, named_in)
 
 
 def _read_again(scene: Scene, public: ChatPublicData) -> tuple[list[ChatMessage], ChatPublicData]:
@@ -557,20 +571,22 @@ POSTED: dict[messages.Posted, TurnOutcome | Refusal] = {
 
 
 def _post(
-    scene: Scene, message: dict[str, Any], history: list[ChatMessage], slot: int, claimed: bool
+    scene: Scene,
+    message: dict[str, Any],
+    history: list[ChatMessage],
+    slot: int,
+    named_in: str | None,
 ) -> TurnOutcome | Refusal:
-    election = None if claimed else scene.turn.log_id
     responder = _responder(scene.agent)
     if scene.turn_based and isinstance(scene.stage, ChatStage):
         posted = turn_order.post_in_turn(
-            scene.room, scene.stage, message, responder, election, slot, history
+            scene.room, scene.stage, message, responder, None, slot, history
         )
         return TurnOutcome.SPOKE if posted else TurnOutcome.NOT_ELECTED
-    return POSTED[
-        messages.post(
-            scene.room, message, responder, election=election, slot=slot, look_first=False
-        )
-    ]
+    outcome = messages.post(
+        scene.room, message, responder, election=None, slot=slot, named_in=named_in
+    )
+    return POSTED[outcome]
 
 
 def _post_decline(scene: Scene) -> None:

@@ -25,7 +25,7 @@ from raw_docs import agent
 
 from functions import store, transactions
 from functions.chat import messages, readiness, turn
-from functions.chat.watchdog import IDLE_ENV
+from functions.chat.watchdog import IDLE_ENV, STALLED_ENV
 from functions.rooms import Room
 from functions.wire import AgentTurn
 from shared.llm import providers
@@ -40,8 +40,11 @@ THREADS = [
 
 @pytest.fixture(autouse=True)
 def _idle_now(monkeypatch):
-    """Every watchdog tick counts every chat agent as idle (ticks stand for time passing)."""
+    """Every watchdog tick counts every chat agent as idle (ticks stand for time passing), and
+    a chat still empty a second after its agents arrived as stalled: when every agent chose
+    silence for its opening (1 in 12 runs of two agents), it is opened again."""
     monkeypatch.setenv(IDLE_ENV, "0")
+    monkeypatch.setenv(STALLED_ENV, "1")
 
 
 def test_agents_only_chat_starts_runs_and_everyone_moves_on(runtime, db):
