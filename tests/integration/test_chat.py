@@ -111,6 +111,30 @@ def test_a_reply_written_for_a_thread_the_chat_has_left_is_not_posted(runtime, d
     assert posted == {first["id"], on_time["id"]}
 
 
+def test_a_chat_whose_openings_all_chose_silence_is_opened_again(runtime, db, monkeypatch):
+    """Two agents open the chat, and both choose silence (their opening locks marked done, as
+    such an opening leaves them): nobody would ever speak. Once the chat has stayed empty past
+    the stall time, the watchdog asks for the openings again, each a new model call."""
+    e = chat_experiment(db, mediator=False)
+    config = persona_prompt(db, e, max_responses=5)
+    with runtime.delivery_policy(Losing(lambda d: d.function == "onAgentTurn")):
+        ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(2)]
+        runtime.wait_until_idle(timeout=60)
+    logs = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/triggerLogs"
+    silent = datetime.now(UTC) - timedelta(minutes=5)
+    for pid in ids:
+        lock = {"privateId": pid, "timestamp": silent, "done": True}
+        db.document(f"{logs}/initial-participant-{pid}").set(lock)
+    monkeypatch.setenv(STALLED_ENV, "0")
+    runtime.tick()
+    runtime.wait_until_idle(timeout=60)
+    again = trigger_logs(db, e)
+    for pid in ids:  # taken anew by the new openings (the old ones were released)
+        assert again[f"initial-participant-{pid}"]["timestamp"] > silent
+    described = {log.description for log in model_logs(db, e)}
+    assert any(d.startswith("chat opening message (reopened-") for d in described), described
+
+
 def test_a_readiness_decided_in_a_thread_the_chat_has_left_is_dropped(runtime, db):
     """An agent decides it is ready while thread 1 is on; the discussion moves to thread 2,
     the last, before the mark is written. The mark must not make the agent leave thread 2
