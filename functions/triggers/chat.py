@@ -25,11 +25,14 @@ log = logging.getLogger(__name__)
 
 def on_chat_message_created(event: FirestoreEvent) -> None:
     e, c, s = (event.params[k] for k in ("experimentId", "cohortId", "stageId"))
-    stage = store.read_stage(e, s)
-    if not isinstance(stage, ChatStage):
-        return
-    message = _message(event)
-    _start_timer(Room(e, c, s), stage)
+    room = Room(e, c, s)
+    stage_path = [p for p in store.unless_kept(e, s) if p == store.stage_path(e, s)]
+    with store.prefetch([*stage_path, room.public_path]):  # one round trip
+        stage = store.read_stage(e, s)
+        if not isinstance(stage, ChatStage):
+            return
+        message = _message(event)
+        _start_timer(room, stage)
     fanout.fan_out(e, c, stage, message)
 
 
@@ -59,7 +62,7 @@ def _start_timer(room: Room, stage: ChatStage) -> None:
     every message of a busy chat contend for one document. A chat with a time limit enters the
     index of running chats (``active``) in the same batch, so the watchdog ends it on time."""
     ref = store.ref(room.public_path)
-    data = store.snapshot_data(ref.path, fields=["discussionStartTimestamp"]) or {}
+    data = store.snapshot_data(ref.path) or {}  # read with the stage (``prefetch``)
     if data.get("discussionStartTimestamp") is None:
         stamp = firestore.SERVER_TIMESTAMP
         batch = store.db().batch()
