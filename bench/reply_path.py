@@ -28,8 +28,8 @@ What the bench adds to see this, outside ``functions/``: a delivery policy that 
 production policy (each event once, at once) and keeps each ``onAgentTurn`` message's body (a
 Pub/Sub delivery's subject is the topic, not the message answered); a publish observer
 (``functions.pubsub.add_observer``) for the publish times; and a wrapper of
-``WriteBatch.commit`` (this process: the stress runtime runs the functions on threads) for the
-commit call's times of the documents it writes.
+``WriteBatch.commit`` and ``Transaction._commit`` (this process: the stress runtime runs the
+functions on threads) for the commit call's times of the documents they write.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from unittest import mock
 
 from google.cloud import firestore
 from google.cloud.firestore_v1.batch import WriteBatch
+from google.cloud.firestore_v1.transaction import Transaction
 
 from bench import stress_chat
 from bench.stack import Stack, env, machine, percentile, say
@@ -184,11 +185,11 @@ class Clocks:
     def _on_publish(self, topic: str, message_id: str) -> None:
         self.published[message_id] = time.time()
 
-    @contextlib.contextmanager
-    def watching(self) -> Iterator[None]:
-        original = WriteBatch.commit
+    def _timed(self, original: Any) -> Any:
+        """A batch's or a transaction's commit (a post in a discussion thread is a
+        transaction), timing the chat messages it writes."""
 
-        def commit(batch: WriteBatch, *args: Any, **kwargs: Any) -> Any:
+        def commit(batch: Any, *args: Any, **kwargs: Any) -> Any:
             names = [w.update.name for w in batch._write_pbs if w.update.name]
             called = time.time()
             results = original(batch, *args, **kwargs)
@@ -200,10 +201,15 @@ class Clocks:
                         self.commits[doc] = done
             return results
 
+        return commit
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
         function_pubsub.add_observer(self._on_publish)
         try:
             with (
-                mock.patch.object(WriteBatch, "commit", commit),
+                mock.patch.object(WriteBatch, "commit", self._timed(WriteBatch.commit)),
+                mock.patch.object(Transaction, "_commit", self._timed(Transaction._commit)),
                 mock.patch.object(chat_turn, "ask", self._ask),
                 mock.patch.object(function_pubsub, "publish_all", self._publish_all),
             ):
