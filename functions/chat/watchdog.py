@@ -252,13 +252,15 @@ def _reopen(
 ) -> None:
     """A chat still empty long after the participant arrived: its openings either never
     finished, or every agent chose silence for its opening (then nobody would ever speak; a
-    two-agent chat stayed empty in 1 of 12 test runs). Their locks are released, done ones too,
-    and the openings asked for again: one model call per agent per idle period while the chat
-    stays empty. Each is taken once more by its lock, so duplicate ticks open once."""
-    released = messages.release_unfinished(
-        room, messages.OPENING_PREFIX, older_than=stalled, done_too=True
-    )
-    if released or not messages.has_locks(room, messages.OPENING_PREFIX):
+    two-agent chat stayed empty in 1 of 12 test runs). The participant's and the mediators'
+    opening locks are released, done ones too (each agent participant's by its own round, so
+    none is left out), and the openings asked for again: one model call per agent per stall
+    period while the chat stays empty. Each is taken once more by its lock, so duplicate ticks
+    open once."""
+    own = f"{messages.OPENING_PREFIX}participant-{participant.private_id}"
+    mediators = f"{messages.OPENING_PREFIX}mediator-"
+    released = messages.release_unfinished(room, own, mediators, older_than=stalled, done_too=True)
+    if released or not messages.has_locks(room, own):  # this participant's, and the mediators'
         again = f"reopened-{stalled:%Y%m%dT%H%M%S}"  # a new opening call, not the same one
         fanout.request_openings(room.experiment_id, room.cohort_id, stage, participant, again)
 
