@@ -179,7 +179,9 @@ class PubSubBridge:
                 if self._topic_of[spec.name] == topic and key not in self._acked:
                     self._outstanding.add(key)
         for name in self._pulled_from.get(topic, ()):
-            self._kicks[name].set()
+            kick = self._kicks.get(name)  # gone if the runtime stopped meanwhile
+            if kick is not None:
+                kick.set()
 
     def _pull(self, spec: FunctionSpec, subscription: str) -> None:
         while self._pull_once(spec, subscription, at_once=False):
