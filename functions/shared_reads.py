@@ -55,9 +55,11 @@ class SharedReads(Generic[T]):
         read.done.set_result(value)
         return value
 
-    def recent(self, key: Hashable, load: Callable[[], T], serves: Callable[[T], bool]) -> T:
+    def recent(
+        self, key: Hashable, load: Callable[[], T], serves: Callable[[T], bool] = lambda _: True
+    ) -> T:
         """The latest read of ``key`` started at most ``max_age_s`` ago if ``serves`` accepts
-        its value (a failed one never does), else ``now(key, load)``."""
+        its value (any, by default; a failed one never does), else ``now(key, load)``."""
         with self._lock:
             read = self._latest.get((clients.project_id(), key))
         fresh = read is not None and time.monotonic() - read.started <= self.max_age_s

@@ -89,7 +89,7 @@ def members_shown(experiment_id: str, cohort_id: str) -> list[ParticipantProfile
     the thread's advance read them now."""
     fields = CHAT_SHOWN_FIELDS
     load = lambda: cohort_members(experiment_id, cohort_id, fields=fields)  # noqa: E731
-    return _shown.recent((experiment_id, cohort_id), load, lambda _members: True)
+    return _shown.recent((experiment_id, cohort_id), load)
 
 
 def _unlock_fields(stage_id: str) -> list[str]:

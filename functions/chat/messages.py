@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -94,9 +94,10 @@ def post(
         return Posted.ANSWERED  # most losers stop here, without a write
     thread = message.get("discussionId")
 
-    def write(batch: Any) -> Posted:
+    def write(batch: Any) -> Callable[[], None] | None:
+        """The writes, and what to call once they are committed; None if the thread moved."""
         if thread and not _still_in(room, thread, batch):
-            return Posted.THREAD_MOVED
+            return None
         if election is not None:
             batch.create(logs(election), record)
         if named_in is not None:
@@ -104,23 +105,21 @@ def post(
         if slot is not None:
             batch.create(logs(quota_id(responder, slot)), record)
         batch.set(chat_ref, message)
-        logged = store.with_later(batch)  # the log of the model call that wrote the message
-        writes.append(logged)
-        return Posted.POSTED
+        return store.with_later(batch)  # the log of the model call that wrote the message
 
-    writes: list[Any] = []
     try:
         if thread:
-            outcome = transactions.run(write)
+            logged = transactions.run(write)
         else:
             batch = store.db().batch()
-            outcome = write(batch)
+            logged = write(batch)
             batch.commit()
     except gexc.AlreadyExists:
         return Posted.ANSWERED
-    if outcome == Posted.POSTED:
-        writes[-1]()
-    return outcome
+    if logged is None:
+        return Posted.THREAD_MOVED
+    logged()
+    return Posted.POSTED
 
 
 THREAD_MARKER = "current-thread"
