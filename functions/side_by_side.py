@@ -19,6 +19,7 @@ from typing import TypeVar
 
 A = TypeVar("A")
 B = TypeVar("B")
+C = TypeVar("C")
 T = TypeVar("T")
 POOL_THREADS = 8
 THREAD_PREFIX = "side-by-side"
@@ -47,6 +48,15 @@ def side_by_side(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]
     raised here (the other's result is then dropped)."""
     later = _submit(second)
     return first(), later()
+
+
+def three_at_once(
+    first: Callable[[], A], second: Callable[[], B], third: Callable[[], C]
+) -> tuple[A, B, C]:
+    """``side_by_side`` of three. ``first`` runs here and has returned by the time an
+    exception of another is raised."""
+    later, last = _submit(second), _submit(third)
+    return first(), later(), last()
 
 
 def all_at_once(calls: Sequence[Callable[[], T]]) -> list[T]:

@@ -75,6 +75,7 @@ def post(
     election: str | None,
     slot: int | None,
     named_in: str | None = None,
+    thread_read: transactions.Begun | None = None,
 ) -> Posted:
     """Write an agent's message in one atomic write that also creates its election record
     ``triggerLogs/{election}`` and its response slot ``quota-{agent}-{slot}``; the write fails
@@ -86,7 +87,8 @@ def post(
     that reads the thread marker (``THREAD_MARKER``, written only by a thread switch) and writes
     nothing if the chat moved on since: a reply read the thread, and the switch and its
     announcement could come before the reply was written, which then sat in the old thread
-    after the new one began."""
+    after the new one began. ``thread_read``: that transaction, begun by its read of the marker
+    beside the turn's last read of the chat (``read_thread``); the post commits or closes it."""
     logs = lambda log_id: store.ref(room.log_path(log_id))  # noqa: E731
     chat_ref = store.ref(room.message_path(message["id"]))
     record = {**responder, "messageId": message["id"], "timestamp": now()}
@@ -94,9 +96,9 @@ def post(
         return Posted.ANSWERED  # most losers stop here, without a write
     thread = message.get("discussionId")
 
-    def write(batch: Any) -> Callable[[], None] | None:
+    def write(batch: Any, marker: dict[str, Any] | None) -> Callable[[], None] | None:
         """The writes, and what to call once they are committed; None if the thread moved."""
-        if thread and not _still_in(room, thread, batch):
+        if thread and not _still_in(marker, thread):
             return None
         if election is not None:
             batch.create(logs(election), record)
@@ -109,10 +111,10 @@ def post(
 
     try:
         if thread:
-            logged = transactions.run(write)
+            logged = _in_thread(room, write, thread_read)
         else:
             batch = store.db().batch()
-            logged = write(batch)
+            logged = write(batch, None)
             batch.commit()
     except gexc.AlreadyExists:
         return Posted.ANSWERED
@@ -129,10 +131,36 @@ public data, which every participant's readiness marks write: a post's transacti
 that would hold them up."""
 
 
-def _still_in(room: Room, thread: str, transaction: Any) -> bool:
+Writes = Callable[[Any, dict[str, Any] | None], Callable[[], None] | None]
+"""A post's writes into a transaction, given the thread marker it read (``post``)."""
+
+
+def _in_thread(room: Room, write: Writes, thread_read: transactions.Begun | None) -> Any:
+    """The writes in the transaction ``thread_read`` began, else (none, or it met contention)
+    in one that reads the marker first, retried on contention."""
+    marker = room.log_path(THREAD_MARKER)
+    if thread_read is not None:
+        with thread_read:
+            logged = write(thread_read.transaction, thread_read.documents.get(marker))
+            try:
+                if logged is not None:
+                    thread_read.commit()
+                return logged
+            except gexc.Aborted:
+                pass  # a switch held the marker: read it again in a transaction of our own
+    return transactions.run(
+        lambda transaction: write(transaction, store.snapshot_data(marker, transaction))
+    )
+
+
+def read_thread(room: Room) -> transactions.Begun:
+    """Begin a threaded post's transaction by reading the thread marker (``post``)."""
+    return transactions.begin_by_reading([room.log_path(THREAD_MARKER)])
+
+
+def _still_in(marker: dict[str, Any] | None, thread: str) -> bool:
     """The chat has not moved on from ``thread``: the marker says so, or there is none yet
     (no switch since the chat began with its first thread)."""
-    marker = store.snapshot_data(room.log_path(THREAD_MARKER), transaction)
     return marker is None or marker.get("discussionId") == thread
 
 

@@ -8,6 +8,7 @@ chats; each step returns a typed outcome or lets the turn go on:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -17,7 +18,7 @@ import uuid
 from enum import StrEnum
 from typing import Any
 
-from functions import rooms, store
+from functions import rooms, store, transactions
 from functions.agents import cohort_lock
 from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
 from functions.agents.prompting import build_context, creator_api_keys, creator_keys_path, render
@@ -27,7 +28,7 @@ from functions.chat.gates import Refusal
 from functions.chat.readiness import Readiness
 from functions.errors import record_error
 from functions.rooms import Room
-from functions.side_by_side import side_by_side
+from functions.side_by_side import side_by_side, three_at_once
 from functions.wire import AgentTurn, publish_turns
 from shared.llm import ModelError
 from shared.llm.json_output import parse_json_reply
@@ -540,27 +541,49 @@ def _post_if_wanted(
 ) -> TurnOutcome | Refusal:
     """Post unless the chat moved on while the model answered (read again now)."""
     turn, agent = scene.turn, scene.agent
-    history, public = _read_again(scene, public)
-    if gates.stale(agent, history, turn.trigger_chat_id, public.current_discussion_id):
-        return TurnOutcome.MOVED_ON_AFTER_DELAY
-    message = _message(scene, public, decision)
-    slot = len(gates.own(history, agent)) + 1
-    limit = agent.settings.max_responses
-    if limit is not None and slot > limit:  # another turn of this agent spoke meanwhile
-        return Refusal.MAX_RESPONSES
-    return _post(scene, message, history, slot, named_in)
+    history, public, thread_read = _read_again(scene, public)
+    with thread_read or contextlib.nullcontext():
+        if gates.stale(agent, history, turn.trigger_chat_id, public.current_discussion_id):
+            return TurnOutcome.MOVED_ON_AFTER_DELAY
+        message = _message(scene, public, decision)
+        slot = len(gates.own(history, agent)) + 1
+        limit = agent.settings.max_responses
+        if limit is not None and slot > limit:  # another turn of this agent spoke meanwhile
+            return Refusal.MAX_RESPONSES
+        return _post(scene, message, history, slot, named_in, thread_read)
 
 
-def _read_again(scene: Scene, public: ChatPublicData) -> tuple[list[ChatMessage], ChatPublicData]:
+def _read_again(
+    scene: Scene, public: ChatPublicData
+) -> tuple[list[ChatMessage], ChatPublicData, transactions.Begun | None]:
     """The history after the model's call, and the public data if it can have moved on: a
-    group chat's threads, read at the same time (a private chat's comes from its history)."""
+    group chat's threads, read at the same time (a private chat's comes from its history).
+    With threads, the post's transaction begins beside them with its read of the thread
+    marker (``messages.post``); the caller ends it."""
     room = scene.room
     if room.is_private:
         history = rooms.history(room)
-        return history, rooms.state(room, history)
-    if scene.threaded:
-        return side_by_side(lambda: rooms.history(room), lambda: rooms.group_state(room))
-    return rooms.history(room), public
+        return history, rooms.state(room, history), None
+    if not scene.threaded:
+        return rooms.history(room), public, None
+    if scene.turn_based:  # its post is the turn order's transaction
+        history, public = side_by_side(lambda: rooms.history(room), lambda: rooms.group_state(room))
+        return history, public, None
+    begun: list[transactions.Begun] = []
+
+    def begin() -> transactions.Begun:
+        begun.append(messages.read_thread(room))
+        return begun[-1]
+
+    try:
+        thread_read, history, public = three_at_once(
+            begin, lambda: rooms.history(room), lambda: rooms.group_state(room)
+        )
+    except BaseException:
+        for opened in begun:  # ``begin`` runs first: done by the time another read fails
+            opened.close()
+        raise
+    return history, public, thread_read
 
 
 POSTED: dict[messages.Posted, TurnOutcome | Refusal] = {
@@ -576,6 +599,7 @@ def _post(
     history: list[ChatMessage],
     slot: int,
     named_in: str | None,
+    thread_read: transactions.Begun | None,
 ) -> TurnOutcome | Refusal:
     responder = _responder(scene.agent)
     if scene.turn_based and isinstance(scene.stage, ChatStage):
@@ -584,7 +608,13 @@ def _post(
         )
         return TurnOutcome.SPOKE if posted else TurnOutcome.NOT_ELECTED
     outcome = messages.post(
-        scene.room, message, responder, election=None, slot=slot, named_in=named_in
+        scene.room,
+        message,
+        responder,
+        election=None,
+        slot=slot,
+        named_in=named_in,
+        thread_read=thread_read,
     )
     return POSTED[outcome]
 

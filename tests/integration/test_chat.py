@@ -21,6 +21,7 @@ from chat_docs import (
 )
 from delivery_policies import Losing
 from experiment_state import doc, errors, model_logs, participant, settle
+from google.api_core import exceptions as gexc
 from raw_docs import agent
 
 from functions import store, transactions
@@ -109,6 +110,39 @@ def test_a_reply_written_for_a_thread_the_chat_has_left_is_not_posted(runtime, d
     assert messages.post(room, again, responder, election="m1-participant", slot=2) == "answered"
     posted = {m["id"] for m in chat_messages(db, e)}
     assert posted == {first["id"], on_time["id"]}
+
+
+def test_a_threaded_post_commits_in_the_transaction_its_marker_read_began(runtime, db, monkeypatch):
+    """A reply's post begins its transaction with the marker's read, made beside the chat's
+    last read (``messages.read_thread``: one round trip fewer than the client's own begin).
+    It posts as before; it stops when the switch came first; either way it ends, so the next
+    switch's write of the marker is not held up (an open one would hold it 2 s and abort it);
+    and one that meets contention posts in a transaction of its own."""
+    e = chat_experiment(db, discussions=THREADS, mediator=False)
+    room = Room(e, "cohort-a", "chat")
+    responder = {"agentType": "participant", "privateId": "a", "publicId": "agent-a"}
+    marker = db.document(room.log_path(messages.THREAD_MARKER))
+
+    def post(thread: str, read: transactions.Begun) -> str:
+        message = {**messages.system_message("hi", thread), "type": "participant"}
+        return messages.post(room, message, responder, election=None, slot=None, thread_read=read)
+
+    first = messages.read_thread(room)
+    assert first.documents == {marker.path: None}  # no switch yet
+    assert post("t1", first) == "posted" and first.ended
+    transactions.run(lambda transaction: messages.mark_thread(room, "t2", transaction))
+    late = messages.read_thread(room)
+    assert late.documents[marker.path]["discussionId"] == "t2"
+    assert post("t1", late) == "thread-moved" and late.ended
+    marker.update({"checked": True}, timeout=10)  # at once: nothing holds the marker
+    contended = messages.read_thread(room)
+
+    def aborted() -> None:
+        raise gexc.Aborted("Transaction lock timeout.")
+
+    monkeypatch.setattr(contended, "commit", aborted)
+    assert post("t2", contended) == "posted" and contended.ended
+    assert sorted(m["discussionId"] for m in chat_messages(db, e)) == ["t1", "t2"]
 
 
 def test_a_chat_whose_openings_all_chose_silence_is_opened_again(runtime, db, monkeypatch):
