@@ -53,6 +53,9 @@ read (its persona's prompt, the creator's keys), by (experiment, prompt pattern,
 stage); the next turn reads them in its first round trip, with the profile. Paths only, never
 data: a guess that no longer holds (a persona changed) costs the reads it saved."""
 _GUESSES_KEPT = 10_000
+_MEDIATOR_PROMPTS: dict[tuple[str, str, str], tuple[str, ...]] = {}
+"""Per instance: the prompts ``mediators_of`` last found for a cohort's stage, by (experiment,
+cohort, stage), for the next fan-out to read in its first round trip (paths only, as above)."""
 
 
 def likely_documents(
@@ -195,16 +198,25 @@ def mediators_of(experiment_id: str, cohort_id: str, stage: StageConfig) -> list
     query = col.where(filter=firestore.FieldFilter("currentCohortId", "==", cohort_id)).where(
         filter=firestore.FieldFilter("currentStatus", "==", MediatorStatus.ACTIVE.value)
     )
-    ids = []
+    ids, prompts = [], []
     for mediator in documents.valid(query.get(), _parse_mediator, id_field="privateId"):
         try:
-            prompt, _ = _prompt_doc(paths.AGENT_MEDIATOR_PROMPT, experiment_id, mediator, stage)
+            prompt, path = _prompt_doc(paths.AGENT_MEDIATOR_PROMPT, experiment_id, mediator, stage)
         except DocumentError as error:  # one broken mediator silences only itself
             errors.record_error(errors.current_function(), error)
             continue
-        if prompt is not None:
+        if prompt is not None and path is not None:
             ids.append(mediator.private_id)
+            prompts.append(path)
+    if len(_MEDIATOR_PROMPTS) >= _GUESSES_KEPT:
+        _MEDIATOR_PROMPTS.clear()
+    _MEDIATOR_PROMPTS[(experiment_id, cohort_id, stage.id)] = tuple(prompts)
     return sorted(ids)
+
+
+def likely_mediator_prompts(experiment_id: str, cohort_id: str, stage_id: str) -> tuple[str, ...]:
+    """The prompts ``mediators_of`` will read for the stage, as far as this instance knows."""
+    return _MEDIATOR_PROMPTS.get((experiment_id, cohort_id, stage_id), ())
 
 
 def _parse_mediator(path: str, data: dict[str, Any]) -> MediatorProfile:

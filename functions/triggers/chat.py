@@ -8,7 +8,7 @@ from google.cloud import firestore
 
 from functions import store
 from functions._events import FirestoreEvent, PubSubEvent
-from functions.chat import active, fanout, turn, watchdog
+from functions.chat import active, agents, fanout, turn, watchdog
 from functions.rooms import Room
 from functions.wire import AgentTurn
 from shared.models import (
@@ -27,13 +27,14 @@ def on_chat_message_created(event: FirestoreEvent) -> None:
     e, c, s = (event.params[k] for k in ("experimentId", "cohortId", "stageId"))
     room = Room(e, c, s)
     stage_path = [p for p in store.unless_kept(e, s) if p == store.stage_path(e, s)]
-    with store.prefetch([*stage_path, room.public_path]):  # one round trip
+    prompts = agents.likely_mediator_prompts(e, c, s)  # read by the fan-out's mediator query
+    with store.prefetch([*stage_path, room.public_path, *prompts]):  # one round trip
         stage = store.read_stage(e, s)
         if not isinstance(stage, ChatStage):
             return
         message = _message(event)
         _start_timer(room, stage)
-    fanout.fan_out(e, c, stage, message)
+        fanout.fan_out(e, c, stage, message)
 
 
 def on_private_chat_message_created(event: FirestoreEvent) -> None:
