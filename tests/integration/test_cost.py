@@ -111,6 +111,24 @@ def test_an_agents_turn_guesses_its_prompt_from_its_last_one(runtime, db):
     assert agents.likely_documents(e, "participant", pid, "chat") == (prompt, keys)
 
 
+def test_a_fan_out_reads_the_mediators_prompts_with_the_stage(runtime, db):
+    """The mediators' prompts a fan-out found for a stage are read, the next time, in the
+    first round trip (with the stage and the chat's public data): the mediator query is then
+    the only read after it."""
+    e = chat_experiment(db)
+    assert agents.likely_mediator_prompts(e, "cohort-a", "chat") == ()
+    with memo.invocation():
+        stage = store.read_stage(e, "chat")
+        assert agents.mediators_of(e, "cohort-a", stage) == ["med-1"]
+    prompt = f"experiments/{e}/agentMediators/host/prompts/chat"
+    assert agents.likely_mediator_prompts(e, "cohort-a", "chat") == (prompt,)
+    assert agents.likely_mediator_prompts(e, "cohort-b", "chat") == ()
+    public = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat"
+    with memo.invocation(), usage.counting() as used, store.prefetch([public, prompt]):
+        assert agents.mediators_of(e, "cohort-a", stage) == ["med-1"]
+    assert used.by_method == {"BatchGetDocuments": 1, "RunQuery": 1}
+
+
 def _tick_reads(runtime) -> int:
     """One tick in this thread, as an invocation runs it (reads kept per invocation)."""
     with usage.counting() as used, memo.invocation():
