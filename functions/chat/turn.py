@@ -228,7 +228,7 @@ def _run(turn: AgentTurn) -> TurnResult:
     scene = _load(turn)
     if isinstance(scene, TurnOutcome):
         return _pass_on(turn, TurnResult(scene))  # e.g. it left since the fan-out
-    history = rooms.history_showing(scene.room, turn.trigger_chat_id)
+    history = _history(scene)
     public = rooms.state(scene.room, history)
     if scene.turn_based and turn.is_opening and history:
         # the chat was opened meanwhile: the holder answers its last message, once (the same
@@ -242,6 +242,18 @@ def _run(turn: AgentTurn) -> TurnResult:
         or _not_now(scene, history, public)
         or _respond(scene, history, public)
     )
+
+
+def _history(scene: Scene) -> list[ChatMessage]:
+    """The chat the turn decides on; beside it, the cohort's members a prompt shows, which the
+    turn's prompt then takes (``members_shown``: a read the message's other turns share, so
+    one that stops at a gate costs nothing more)."""
+    turn = scene.turn
+    history, _ = side_by_side(
+        lambda: rooms.history_showing(scene.room, turn.trigger_chat_id),
+        lambda: cohort_lock.members_shown(turn.experiment_id, turn.cohort_id),
+    )
+    return history
 
 
 def _load(turn: AgentTurn) -> Scene | TurnOutcome:
