@@ -180,6 +180,13 @@ def _found(reference: Any, response: Any, document: Any, client: Any) -> Snapsho
     )
 
 
+def listed(document: Any, client: Any) -> Snapshot:
+    """The snapshot of a document a ListDocuments response holds (raw protobuf)."""
+    return Snapshot(
+        client.document(document.name), decode_fields(document.fields, client), True, None, document
+    )
+
+
 def _read(pb: Any) -> Any:
     return pb.read_time if pb.HasField("read_time") else None
 

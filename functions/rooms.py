@@ -81,7 +81,7 @@ def _kept(room: Room, seen: list[ChatMessage]) -> list[ChatMessage]:
 
 
 def _read(room: Room) -> list[ChatMessage]:
-    snaps = list(store.db().collection(room.chats_path).get())
+    snaps = store.every_document(room.chats_path)
     created = {snap.reference.path: snap.create_time for snap in snaps}
     parsed = documents.valid(snaps, lambda path, data: (path, _parse_message(path, data)))
     return as_seen(room.experiment_id, [(created[path], message) for path, message in parsed])

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from google.cloud import firestore
 from pydantic import BaseModel
 
-from functions import memo
+from functions import fast_read, memo
 from functions.clients import db, project_id
 from functions.clients import reset as reset_clients
 from shared import paths
@@ -56,6 +56,31 @@ def snapshot_data(
     """The document's data (None if it does not exist); ``fields``: only these (a field mask,
     so the rest is neither sent nor decoded)."""
     return data_of(_get(path, transaction, fields))
+
+
+LIST_PAGE_SIZE = 1000
+"""Documents per ListDocuments page (``every_document``): a chat's whole history in one."""
+
+
+def every_document(collection_path: str) -> list[Any]:
+    """Every document of a collection (snapshots), read with ListDocuments: a unary call whose
+    pages hold the documents, where a query streams one response per document. The gRPC
+    stream cost the client about a quarter of a millisecond of CPU per document (a chat of 50
+    messages: 13.5 ms of Python CPU as a query, 1.4 ms listed; the emulator's own CPU fell by
+    a third), and every turn reads its whole chat. Billed the same: one read per document."""
+    client = db()
+    parent, _, collection_id = collection_path.rpartition("/")
+    request = {
+        "parent": f"{client._database_string}/documents/{parent}".rstrip("/"),
+        "collection_id": collection_id,
+        "page_size": LIST_PAGE_SIZE,
+    }
+    pages = client._firestore_api.list_documents(request=request, metadata=client._rpc_metadata)
+    return [
+        fast_read.listed(document, client)
+        for page in pages.pages
+        for document in page._pb.documents
+    ]
 
 
 def data_of(snap: Any) -> dict[str, Any] | None:

@@ -218,7 +218,14 @@ def _counted_call(original: Any) -> Any:
         elif method == "BeginTransaction":
             for usage in scopes:
                 usage.transactions += 1
+        elif method == "ListDocuments":
+            listed = max(len(response.documents), 1)  # none listed still bills one read
+            for usage in scopes:
+                usage.reads += listed
         elif method in _STREAMED_READS:
+            if method == "BatchGetDocuments" and _has(request, "new_transaction"):
+                for usage in scopes:  # a read that begins a transaction
+                    usage.transactions += 1
             return _CountedStream(response, method, scopes)
         return response
 

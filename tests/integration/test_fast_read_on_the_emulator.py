@@ -1,7 +1,8 @@
 """Documents of every value type written to the emulator read back through fast_read (the
 functions' read path) equal to what the client's own decoding gives, by every read the
 functions make: a get, a batch get with a missing document, a field mask, a query, a
-collection group query, a read in a transaction; and the usage counters count the same."""
+collection group query, a read in a transaction, a collection listed (``store.every_document``);
+and the usage counters count the same."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from google.cloud.firestore_v1.vector import Vector
 from google.protobuf import timestamp_pb2
 from proto.datetime_helpers import DatetimeWithNanoseconds
 
-from functions import fast_read, usage
+from functions import fast_read, store, transactions, usage
 
 T0 = datetime.datetime(2026, 11, 23, 18, 0, 1, 234567, tzinfo=datetime.UTC)
 
@@ -120,3 +121,46 @@ def test_an_update_time_read_here_is_a_precondition_that_holds(db):
     assert isinstance(snap, fast_read.Snapshot)
     ref.update({"n": 2}, option=db.write_option(last_update_time=snap.update_time))
     assert ref.get().to_dict() == {"n": 2}
+
+
+@pytest.mark.usefixtures("clean")
+def test_a_listed_collection_reads_as_the_clients_query_reads_it(db, monkeypatch):
+    """``store.every_document`` (ListDocuments, page by page) gives the snapshots the client's
+    query of the whole collection gives, not its subcollections' documents, and bills one read
+    per document (one for none), as the query does."""
+    every_type = _every_type(db)
+    reference = every_type.pop("ref")  # decoded with the functions' client (``store.db``)
+    db.document("fastRead/a").set(every_type)
+    db.document("fastRead/b").set({"kind": "probe", "at": firestore.SERVER_TIMESTAMP})
+    db.document("fastRead/c").set({"kind": "probe", "ref": reference})
+    db.document("fastRead/a/under/x").set({"kind": "probe"})
+    fast_read.uninstall()
+    try:
+        theirs = sorted(db.collection("fastRead").get(), key=lambda s: s.id)
+    finally:
+        fast_read.install()
+    monkeypatch.setattr(store, "LIST_PAGE_SIZE", 2)
+    with usage.counting() as counted:
+        ours = sorted(store.every_document("fastRead"), key=lambda s: s.id)
+    for snap in (ours[2], theirs[2]):  # the two clients' references differ; their paths not
+        assert snap._data.pop("ref").path == reference.path
+    _compare({"listed": ours}, {"listed": theirs})
+    assert (counted.reads, counted.by_method) == (3, {"ListDocuments": 2})
+    with usage.counting() as counted:
+        assert store.every_document("fastRead/a/nothing") == []
+    assert counted.reads == 1
+
+
+@pytest.mark.usefixtures("clean")
+def test_a_transaction_begun_by_its_read_counts_as_one(db):
+    """``transactions.begin_by_reading`` begins no transaction of its own (no BeginTransaction):
+    the usage counters count the read that began it."""
+    db.document("fastRead/a").set({"n": 1})
+    paths = ["fastRead/a", "fastRead/gone"]
+    with usage.counting() as counted, transactions.begin_by_reading(paths) as begun:
+        assert begun.documents == {"fastRead/a": {"n": 1}, "fastRead/gone": None}
+        begun.transaction.update(db.document("fastRead/a"), {"n": 2})
+        begun.commit()
+    assert (counted.transactions, counted.reads, counted.writes) == (1, 2, 1)
+    assert counted.by_method == {"BatchGetDocuments": 1, "Commit": 1}
+    assert db.document("fastRead/a").get().to_dict() == {"n": 2}
