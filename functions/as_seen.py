@@ -19,7 +19,8 @@ from typing import Any
 
 from google.cloud import firestore
 
-from functions import memo, store
+from functions import store
+from functions.shared_reads import SharedReads
 from functions.side_by_side import all_at_once
 from shared import paths
 from shared.models import ChatMessage, ProfileBase, UserType
@@ -31,6 +32,10 @@ IN_LIMIT = 30
 PROFILE_FIELDS = ["publicId", "name", "avatar", "pronouns"]
 
 SenderKey = tuple[UserType, str]
+_recent: SharedReads[dict[SenderKey, ProfileBase]] = SharedReads(max_age_s=1.0)
+"""The senders' profiles as this instance read them in the last second (``shared_reads``):
+every read of a chat shows them, and they decide nothing (a reply's re-check after its model
+reads the chat again, and took them again, one round trip after the other)."""
 
 
 def as_seen(
@@ -64,9 +69,9 @@ def stored_profiles(
         for start in range(0, len(ids), IN_LIMIT):
             chunk = ids[start : start + IN_LIMIT]
             query = collection.where(filter=firestore.FieldFilter("publicId", "in", chunk))
-            key = ("profiles", experiment_id, sender_type, tuple(chunk))
+            key = (experiment_id, sender_type, tuple(chunk))
             load = functools.partial(_profiles, query, sender_type)
-            reads.append(functools.partial(memo.cached, key, load))
+            reads.append(functools.partial(_recent.recent, key, load))
     found: dict[SenderKey, ProfileBase] = {}
     for profiles in all_at_once(reads):  # participants' and mediators' queries at once
         found.update(profiles)
@@ -74,7 +79,7 @@ def stored_profiles(
 
 
 def _profiles(query: Any, sender_type: UserType) -> dict[SenderKey, ProfileBase]:
-    """The senders' profiles a query finds (read once per invocation: ``memo``)."""
+    """The senders' profiles a query finds."""
     found: dict[SenderKey, ProfileBase] = {}
     for snap in query.select(PROFILE_FIELDS).get():
         data = snap.to_dict() or {}
