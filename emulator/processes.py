@@ -6,6 +6,7 @@ import contextlib
 import ctypes
 import logging
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -13,12 +14,22 @@ import subprocess
 import threading
 import time
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 30.0
 _PR_SET_PDEATHSIG = 1
+JVM_OPTIONS_ENV = "DLAB_EMULATOR_JVM_OPTIONS"
+DEFAULT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+PUBSUB_OPTIONS_ENV = "CLOUD_PUBSUB_EMULATOR_OPTS"
+"""The emulators' JVMs compile with C1 only. With both compilers, the C2 compiler thread was a
+fifth to a third of a core through a whole stress chat (Java Flight Recorder), the Firestore
+emulator used 180-290 ms of CPU per chat message, and the two emulators outran the functions
+for the machine's two cores. C1 alone: 63-123 ms, and the reply overhead fell by a quarter
+(``bench/RESULTS.md``). Local runs are minutes long; C2's faster code would pay for its
+compiling only in far longer ones."""
 
 
 class EmulatorStartError(RuntimeError):
@@ -51,6 +62,12 @@ def sdk_root() -> Path:
     return Path("/usr/lib/google-cloud-sdk")
 
 
+def jvm_options(env: Mapping[str, str] = os.environ) -> list[str]:
+    """The emulators' JVM options: ``$DLAB_EMULATOR_JVM_OPTIONS`` if set (empty: the JVM's
+    defaults), else ``DEFAULT_JVM_OPTIONS``."""
+    return shlex.split(env.get(JVM_OPTIONS_ENV, DEFAULT_JVM_OPTIONS))
+
+
 def firestore_command(port: int, functions_host: str, import_file: Path | None = None) -> list[str]:
     # The jar, not the wrapper script: the script does not exec java, and gcloud rejects
     # --functions_emulator. No --single_project_mode: runtimes use one project id each.
@@ -59,6 +76,7 @@ def firestore_command(port: int, functions_host: str, import_file: Path | None =
         raise EmulatorStartError(f"Firestore emulator jar not found at {jar}")
     return [
         "java",
+        *jvm_options(),
         "-Duser.language=en",
         "-cp",
         str(jar),
@@ -77,7 +95,15 @@ def pubsub_command(port: int) -> list[str]:
     script = sdk_root() / "platform/pubsub-emulator/bin/cloud-pubsub-emulator"
     if not script.exists():
         raise EmulatorStartError(f"Pub/Sub emulator not found at {script}")
-    return [str(script), "--host=127.0.0.1", f"--port={port}"]
+    # its launcher script passes $CLOUD_PUBSUB_EMULATOR_OPTS to the JVM (a user's own, last, win)
+    options = " ".join([*map(shlex.quote, jvm_options()), os.environ.get(PUBSUB_OPTIONS_ENV, "")])
+    return [
+        "env",
+        f"{PUBSUB_OPTIONS_ENV}={options.strip()}",
+        str(script),
+        "--host=127.0.0.1",
+        f"--port={port}",
+    ]
 
 
 def _die_with_parent() -> None:

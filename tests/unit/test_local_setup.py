@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from console import firestore_json, validation
-from emulator import config, model_choice, persistence
+from emulator import config, model_choice, persistence, processes
 
 EXPERIMENT = "experiments/e1"
 
@@ -79,3 +79,28 @@ def test_the_newest_export_is_imported(tmp_path: Path) -> None:
         os.utime(metadata, (1_000_000 + age, 1_000_000 + age))
     newest = persistence.import_file(tmp_path)
     assert newest is not None and newest.parent.name == "firestore_export_2"
+
+
+def test_the_emulators_jvms_compile_with_c1_only_unless_told_otherwise(monkeypatch, tmp_path):
+    """Both emulators' commands carry the JVM options (``processes.jvm_options``): C1 only by
+    default, ``$DLAB_EMULATOR_JVM_OPTIONS`` instead when set (empty: the JVM's defaults); the
+    Pub/Sub emulator's launcher gets them through its own variable, before a user's own."""
+    jar = tmp_path / "platform/cloud-firestore-emulator/cloud-firestore-emulator.jar"
+    script = tmp_path / "platform/pubsub-emulator/bin/cloud-pubsub-emulator"
+    for path in (jar, script):
+        path.parent.mkdir(parents=True)
+        path.touch()
+    monkeypatch.setenv("CLOUDSDK_ROOT_DIR", str(tmp_path))
+    monkeypatch.delenv(processes.JVM_OPTIONS_ENV, raising=False)
+    monkeypatch.setenv(processes.PUBSUB_OPTIONS_ENV, "-Xmx1g")
+    firestore = processes.firestore_command(8080, "127.0.0.1:5001")
+    assert firestore[:2] == ["java", "-XX:TieredStopAtLevel=1"]
+    pubsub = processes.pubsub_command(8085)
+    assert pubsub[:2] == ["env", "CLOUD_PUBSUB_EMULATOR_OPTS=-XX:TieredStopAtLevel=1 -Xmx1g"]
+    assert pubsub[2] == str(script)
+    monkeypatch.setenv(processes.JVM_OPTIONS_ENV, "-Xss2m '-Dname=a b'")
+    assert processes.firestore_command(8080, "x")[1:3] == ["-Xss2m", "-Dname=a b"]
+    monkeypatch.setenv(processes.JVM_OPTIONS_ENV, "")
+    assert processes.firestore_command(8080, "x")[1] == "-Duser.language=en"
+    monkeypatch.delenv(processes.PUBSUB_OPTIONS_ENV)
+    assert processes.pubsub_command(8085)[1] == "CLOUD_PUBSUB_EMULATOR_OPTS="
