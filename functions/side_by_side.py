@@ -21,7 +21,9 @@ A = TypeVar("A")
 B = TypeVar("B")
 C = TypeVar("C")
 T = TypeVar("T")
-POOL_THREADS = 8
+POOL_THREADS = 32
+"""Enough for every invocation of a runtime's 8 at a time to wait on two or three reads at once
+(a turn's first round trip is three); a task waiting for a pool thread waits its whole read."""
 THREAD_PREFIX = "side-by-side"
 
 

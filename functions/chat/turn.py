@@ -189,8 +189,21 @@ def run(turn: AgentTurn) -> TurnResult:
     """Take the turn; a turn that does not answer hands the message on (claim policy)."""
     if turn.conducted and not conducted.still_picked(turn):
         return TurnResult(TurnOutcome.NOT_ELECTED)  # the conductor has picked another since
-    with store.prefetch(_scene_documents(turn)), store.writing_later():  # logs: with the post
-        return _run(turn)
+    with store.prefetch(()), store.writing_later():  # logs: with the post
+        return _run(turn, _read_first(turn))
+
+
+def _read_first(turn: AgentTurn) -> list[ChatMessage]:
+    """The turn's first round trip: the documents the scene reads (``_scene_documents``, read
+    ahead for the turn), the chat it decides on, and the cohort's members a prompt shows, which
+    its prompt then takes (``members_shown``). The chat and the members are reads the message's
+    other turns share, so a turn that then stops (a gate, an agent gone) costs little more."""
+    history, _, _ = three_at_once(
+        lambda: rooms.history_showing(turn.room, turn.trigger_chat_id),
+        lambda: cohort_lock.members_shown(turn.experiment_id, turn.cohort_id),
+        lambda: store.read_ahead(_scene_documents(turn)),
+    )
+    return history
 
 
 def _scene_documents(turn: AgentTurn) -> list[str]:
@@ -224,11 +237,10 @@ def _keys_path(experiment_id: str) -> str:
     return creator_keys_path(experiment) or ""
 
 
-def _run(turn: AgentTurn) -> TurnResult:
+def _run(turn: AgentTurn, history: list[ChatMessage]) -> TurnResult:
     scene = _load(turn)
     if isinstance(scene, TurnOutcome):
         return _pass_on(turn, TurnResult(scene))  # e.g. it left since the fan-out
-    history = _history(scene)
     public = rooms.state(scene.room, history)
     if scene.turn_based and turn.is_opening and history:
         # the chat was opened meanwhile: the holder answers its last message, once (the same
@@ -242,18 +254,6 @@ def _run(turn: AgentTurn) -> TurnResult:
         or _not_now(scene, history, public)
         or _respond(scene, history, public)
     )
-
-
-def _history(scene: Scene) -> list[ChatMessage]:
-    """The chat the turn decides on; beside it, the cohort's members a prompt shows, which the
-    turn's prompt then takes (``members_shown``: a read the message's other turns share, so
-    one that stops at a gate costs nothing more)."""
-    turn = scene.turn
-    history, _ = side_by_side(
-        lambda: rooms.history_showing(scene.room, turn.trigger_chat_id),
-        lambda: cohort_lock.members_shown(turn.experiment_id, turn.cohort_id),
-    )
-    return history
 
 
 def _load(turn: AgentTurn) -> Scene | TurnOutcome:
