@@ -192,14 +192,27 @@ def participants_at(
     return present.humans if humans else present.agents
 
 
-def mediators_of(experiment_id: str, cohort_id: str, stage: StageConfig) -> list[str]:
-    """Private ids of the cohort's active mediators whose persona has a prompt for the stage."""
+def active_mediators(experiment_id: str, cohort_id: str) -> list[MediatorProfile]:
+    """The cohort's active mediators (a broken profile is recorded and left out)."""
     col = store.db().collection(paths.collection_of(paths.MEDIATOR, experimentId=experiment_id))
     query = col.where(filter=firestore.FieldFilter("currentCohortId", "==", cohort_id)).where(
         filter=firestore.FieldFilter("currentStatus", "==", MediatorStatus.ACTIVE.value)
     )
+    return list(documents.valid(query.get(), _parse_mediator, id_field="privateId"))
+
+
+def mediators_of(
+    experiment_id: str,
+    cohort_id: str,
+    stage: StageConfig,
+    active: Sequence[MediatorProfile] | None = None,
+) -> list[str]:
+    """Private ids of the cohort's active mediators whose persona has a prompt for the stage;
+    ``active``: those mediators, read already (``active_mediators``)."""
     ids, prompts = [], []
-    for mediator in documents.valid(query.get(), _parse_mediator, id_field="privateId"):
+    if active is None:
+        active = active_mediators(experiment_id, cohort_id)
+    for mediator in active:
         try:
             prompt, path = _prompt_doc(paths.AGENT_MEDIATOR_PROMPT, experiment_id, mediator, stage)
         except DocumentError as error:  # one broken mediator silences only itself

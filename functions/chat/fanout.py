@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from collections.abc import Callable
 from datetime import timedelta
 
 from functions import leases, rooms, store
 from functions.chat import active, agents, conducted, messages, turn_order
 from functions.rooms import Room
-from functions.side_by_side import side_by_side
+from functions.side_by_side import three_at_once
 from functions.wire import AgentTurn, publish_turns
 from shared.models import (
     ChatMessage,
     ChatStage,
     ConversationStage,
+    MediatorProfile,
     ParticipantProfile,
     PrivateChatStage,
     UserType,
@@ -23,27 +26,71 @@ NO_MEDIATORS = "No mediators found"
 ORDER_LEASE = "order-lease"
 """A turn-based chat's lease on building its turn order (``triggerLogs/order-lease``)."""
 ORDER_LEASE_TTL = timedelta(seconds=60)
+MEMORY_KEPT = 10_000
+"""Entries of ``_ASKS_EVERYONE`` kept before it starts again."""
 MAX_FAILURES_IN_A_ROW = 2
 """A mediator's model failing this often in a row no longer hands the participant the turn (the
 two would otherwise trade error messages and model calls for ever)."""
 
 
-def fan_out(experiment_id: str, cohort_id: str, stage: ChatStage, message: ChatMessage) -> int:
+@dataclasses.dataclass(frozen=True)
+class Members:
+    """Who may get a turn, read before the stage was (``read_members``)."""
+
+    participants: list[str]
+    """Agent participants at the stage (private ids)."""
+    mediators: list[MediatorProfile]
+    """The cohort's active mediators, whatever their prompts."""
+
+
+_ASKS_EVERYONE: set[tuple[str, str]] = set()
+"""Per instance: the chats (experiment, stage) whose last fan-out here asked the agents
+themselves (race or claim): the next reads who is in the chat in its first round trip, beside
+the stage (``read_members``), where a turn-based or conducted chat would not use it."""
+
+
+def asks_everyone(experiment_id: str, stage_id: str) -> bool:
+    return (experiment_id, stage_id) in _ASKS_EVERYONE
+
+
+def read_members(
+    experiment_id: str, cohort_id: str, stage_id: str, beside: Callable[[], object] = lambda: None
+) -> Members:
+    """The agent participants at the stage and the cohort's active mediators, read at once,
+    and ``beside()`` with them (another read of the same round trip)."""
+    _, participants, mediators = three_at_once(
+        beside,
+        lambda: agents.participants_at(experiment_id, cohort_id, stage_id),
+        lambda: agents.active_mediators(experiment_id, cohort_id),
+    )
+    return Members(participants, mediators)
+
+
+def fan_out(
+    experiment_id: str,
+    cohort_id: str,
+    stage: ChatStage,
+    message: ChatMessage,
+    members: Members | None = None,
+) -> int:
     """Race (DL's default): a turn for every eligible agent. Claim: one turn per agent type for
     the first agent of a seeded order; it passes the message on if it declines. Turn-based:
-    only the agent holding the turn."""
+    only the agent holding the turn. ``members``: who is in the chat, read already."""
     if message.is_error:
         return 0
     room = Room(experiment_id, cohort_id, stage.id)
+    plain = not stage.is_turn_based and stage.election_policy != "conductor"
+    if len(_ASKS_EVERYONE) >= MEMORY_KEPT:
+        _ASKS_EVERYONE.clear()
+    (_ASKS_EVERYONE.add if plain else _ASKS_EVERYONE.discard)((experiment_id, stage.id))
     if stage.is_turn_based:
         return _turn_based(room, stage, message)
     if stage.election_policy == "conductor":
         return conducted.request(room, message)  # the conductor picks the one agent to ask
-    participants, mediators = side_by_side(
-        lambda: agents.participants_at(experiment_id, cohort_id, stage.id),
-        lambda: agents.mediators_of(experiment_id, cohort_id, stage),
-    )
-    groups = {"participant": participants, "mediator": mediators}
+    if members is None:
+        members = read_members(experiment_id, cohort_id, stage.id)
+    mediators = agents.mediators_of(experiment_id, cohort_id, stage, members.mediators)
+    groups = {"participant": members.participants, "mediator": mediators}
     turns = []
     for agent_type, ids in groups.items():
         turns += _turns_for(room, stage, message, agent_type, ids)

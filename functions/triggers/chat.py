@@ -28,13 +28,19 @@ def on_chat_message_created(event: FirestoreEvent) -> None:
     room = Room(e, c, s)
     stage_path = [p for p in store.unless_kept(e, s) if p == store.stage_path(e, s)]
     prompts = agents.likely_mediator_prompts(e, c, s)  # read by the fan-out's mediator query
-    with store.prefetch([*stage_path, room.public_path, *prompts]):  # one round trip
+    ahead = [*stage_path, room.public_path, *prompts]
+    with store.prefetch(()):
+        members = None
+        if fanout.asks_everyone(e, s):  # who is in the chat, in the same round trip
+            members = fanout.read_members(e, c, s, beside=lambda: store.read_ahead(ahead))
+        else:
+            store.read_ahead(ahead)
         stage = store.read_stage(e, s)
         if not isinstance(stage, ChatStage):
             return
         message = _message(event)
         _start_timer(room, stage)
-        fanout.fan_out(e, c, stage, message)
+        fanout.fan_out(e, c, stage, message, members)
 
 
 def on_private_chat_message_created(event: FirestoreEvent) -> None:

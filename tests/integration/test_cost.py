@@ -16,8 +16,9 @@ from raw_docs import agent, human, stage, write_experiment
 
 from functions import memo, rooms, store, usage
 from functions.agents import cohort_lock
-from functions.chat import active, agents, watchdog
+from functions.chat import active, agents, fanout, messages, watchdog
 from functions.rooms import Room
+from shared.models import ChatMessage
 from tools import usage_report
 
 
@@ -127,6 +128,30 @@ def test_a_fan_out_reads_the_mediators_prompts_with_the_stage(runtime, db):
     with memo.invocation(), usage.counting() as used, store.prefetch([public, prompt]):
         assert agents.mediators_of(e, "cohort-a", stage) == ["med-1"]
     assert used.by_method == {"BatchGetDocuments": 1, "RunQuery": 1}
+
+
+def test_a_fan_out_reads_who_is_in_the_chat_beside_the_stage_once_it_knows_the_chat(runtime, db):
+    """An instance whose last fan-out for a chat asked its agents (race, claim) reads who is in
+    the chat in the next one's first round trip (``fanout.read_members``), beside the stage;
+    one that found the chat turn-based stops doing so (it would not use them)."""
+    e = chat_experiment(db)
+    message = ChatMessage.model_validate(messages.system_message("hello", None))
+    assert not fanout.asks_everyone(e, "chat")
+    with runtime.delivery_policy(Losing(lambda d: d.function == "onAgentTurn")):
+        with memo.invocation():
+            stage = store.read_stage(e, "chat")
+            assert fanout.fan_out(e, "cohort-a", stage, message) == 1  # the mediator
+        assert fanout.asks_everyone(e, "chat")
+        with memo.invocation(), usage.counting() as used:
+            members = fanout.read_members(e, "cohort-a", "chat")
+            assert fanout.fan_out(e, "cohort-a", stage, message, members) == 1
+        assert (members.participants, [m.private_id for m in members.mediators]) == ([], ["med-1"])
+        assert used.by_method["RunQuery"] == 2  # the two reads of who is in the chat, no more
+        db.document(f"experiments/{e}/stages/chat").update({"isTurnBased": True})
+        with memo.invocation():
+            fanout.fan_out(e, "cohort-a", store.read_stage(e, "chat"), message)
+        runtime.wait_until_idle(timeout=60)
+    assert not fanout.asks_everyone(e, "chat")
 
 
 def _tick_reads(runtime) -> int:
