@@ -15,6 +15,7 @@ from google.cloud import firestore
 
 from functions import store, transactions
 from functions.rooms import Room
+from functions.shared_reads import SharedReads
 from shared.models import ChatMessage, ProfileBase, UserType, now
 
 LEFT_CHAT_FIELD = "leftChatBy"
@@ -217,13 +218,44 @@ class Lock:
         self.kept = True
 
 
+_elections: SharedReads[bool] = SharedReads(max_age_s=2.0)
+"""Race elections this instance took part in during the last two seconds (``take_election``)."""
+
+
+def take_election(room: Room, log_id: str, owner: dict[str, Any]) -> bool:
+    """``take_lock`` for a race election: the first of a message's turns on this instance whose
+    answer is ready tries the record; the others, whose models answered at the same moment,
+    wait for that try and lose without one of their own (six creates failing at once, beside
+    the winner's reply). A try that failed (not lost) leaves the next turn to try again."""
+    tried_here = False
+
+    def take() -> bool:
+        nonlocal tried_here
+        tried_here = True
+        return take_lock(room, log_id, owner)
+
+    won = _elections.recent(room.log_path(log_id), take)
+    return tried_here and won
+
+
+Take = Callable[[Room, str, dict[str, Any]], bool]
+
+
 @contextlib.contextmanager
-def lock(room: Room, log_id: str, owner: dict[str, Any], *, needed: bool = True) -> Iterator[Lock]:
+def lock(
+    room: Room,
+    log_id: str,
+    owner: dict[str, Any],
+    *,
+    needed: bool = True,
+    take: Take = take_lock,
+) -> Iterator[Lock]:
     """Take ``triggerLogs/{log_id}`` by atomic create for the block, so duplicate or concurrent
     deliveries do the work once without contending in transactions. Released on every exit
     (an exception included) unless ``keep()`` was called, so a failed attempt never leaves the
-    work locked. ``needed=False`` yields a lock that is held without taking anything."""
-    held = Lock(room, log_id, take_lock(room, log_id, owner) if needed else True)
+    work locked. ``needed=False`` yields a lock that is held without taking anything; ``take``:
+    how it is taken (``take_election``)."""
+    held = Lock(room, log_id, take(room, log_id, owner) if needed else True)
     if not needed:
         held.kept = True
     try:

@@ -539,7 +539,7 @@ def _speak(
     # race: the first of the type whose answer is ready takes the message (its election record,
     # as a lock); the others stop here. All of a message's turns call the model at once and
     # their answers come back together: each read the whole chat again only to lose.
-    with messages.lock(room, turn.log_id, _responder(agent)) as held:
+    with messages.lock(room, turn.log_id, _responder(agent), take=messages.take_election) as held:
         if not held.taken:
             return TurnOutcome.NOT_ELECTED
         outcome = _post_if_wanted(scene, decision, public, named_in=turn.log_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -24,7 +25,7 @@ from experiment_state import doc, errors, model_logs, participant, settle
 from google.api_core import exceptions as gexc
 from raw_docs import agent
 
-from functions import store, transactions
+from functions import store, transactions, usage
 from functions.chat import messages, readiness, turn
 from functions.chat.watchdog import IDLE_ENV, STALLED_ENV
 from functions.rooms import Room
@@ -143,6 +144,28 @@ def test_a_threaded_post_commits_in_the_transaction_its_marker_read_began(runtim
     monkeypatch.setattr(contended, "commit", aborted)
     assert post("t2", contended) == "posted" and contended.ended
     assert sorted(m["discussionId"] for m in chat_messages(db, e)) == ["t1", "t2"]
+
+
+def test_a_race_election_is_tried_once_by_the_turns_of_one_instance(runtime, db):
+    """A message's turns on one instance, their models answering together, try its election
+    record once (``messages.take_election``): one takes it, the others lose without a create
+    of their own; another message's election is tried anew, and the record stands for the
+    turns of other instances (``take_lock``)."""
+    e = chat_experiment(db, mediator=False)
+    room = Room(e, "cohort-a", "chat")
+    owner = {"agentType": "participant", "privateId": "a", "publicId": "agent-a"}
+
+    def take(log_id: str) -> bool:
+        return messages.take_election(room, log_id, owner)
+
+    with concurrent.futures.ThreadPoolExecutor(7) as pool:
+        together = list(pool.map(take, ["m1-participant"] * 7))
+    assert sorted(together) == [False] * 6 + [True]
+    with usage.counting() as used:
+        assert [take("m2-participant") for _ in range(3)] == [True, False, False]
+    assert used.by_method == {"Commit": 1}
+    assert messages.take_lock(room, "m2-participant", owner) is False
+    assert set(trigger_logs(db, e)) == {"m1-participant", "m2-participant"}
 
 
 def test_a_chat_whose_openings_all_chose_silence_is_opened_again(runtime, db, monkeypatch):
