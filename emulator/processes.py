@@ -22,8 +22,9 @@ log = logging.getLogger(__name__)
 READY_TIMEOUT_S = 30.0
 _PR_SET_PDEATHSIG = 1
 JVM_OPTIONS_ENV = "DLAB_EMULATOR_JVM_OPTIONS"
-DEFAULT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 PUBSUB_OPTIONS_ENV = "CLOUD_PUBSUB_EMULATOR_OPTS"
+"""What the Pub/Sub emulator's launcher script passes to its JVM."""
+DEFAULT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 """The emulators' JVMs compile with C1 only. With both compilers, the C2 compiler thread was a
 fifth to a third of a core through a whole stress chat (Java Flight Recorder), the Firestore
 emulator used 180-290 ms of CPU per chat message, and the two emulators outran the functions
