@@ -174,17 +174,15 @@ def collection_group_query_response_to_snapshot(
 
 
 def _found(reference: Any, response: Any, document: Any, client: Any) -> Snapshot:
-    """The snapshot of a document a response found, its fields decoded here."""
-    return Snapshot(
-        reference, decode_fields(document.fields, client), True, _read(response), document
-    )
+    """The snapshot of a document a response found, its fields decoded here (``response``:
+    None for a listed one, whose page has no read time)."""
+    read_time = None if response is None else _read(response)
+    return Snapshot(reference, decode_fields(document.fields, client), True, read_time, document)
 
 
 def listed(document: Any, client: Any) -> Snapshot:
     """The snapshot of a document a ListDocuments response holds (raw protobuf)."""
-    return Snapshot(
-        client.document(document.name), decode_fields(document.fields, client), True, None, document
-    )
+    return _found(client.document(document.name), None, document, client)
 
 
 def _read(pb: Any) -> Any:
