@@ -10,7 +10,7 @@ from typing import Any
 
 import functions_framework
 
-from functions import _events, memo, usage
+from functions import _events, memo, usage, work
 from functions.deadline import running_for
 from functions.errors import AlreadyRecorded, invoked_as, record_error
 from functions.registry import FirestoreTrigger, FunctionSpec
@@ -51,13 +51,33 @@ def _run(spec: FunctionSpec, event: Any) -> None:
     except DocumentError as error:
         record_error(spec.name, error, event_id=event.id)
     except AlreadyRecorded:
+        if not _retry_again(spec, event, None):
+            return
         raise
     except Exception as error:
         # Anything else is a bug or an outage: recorded where the experimenter looks, then
         # raised so the delivery counts as failed (and retry-enabled functions run again).
         where = DocumentError(_subject(event), "(function)", f"{type(error).__name__}: {error}")
         record_error(spec.name, where, event_id=event.id)
+        if not _retry_again(spec, event, where):
+            return
         raise
+
+
+def _retry_again(spec: FunctionSpec, event: Any, where: DocumentError | None) -> bool:
+    """Whether a failed delivery of a retrying function may be retried: not once the event
+    failed ``DLAB_DELIVERY_MAX_FAILURES`` times (it is then acknowledged, with a record), so
+    no event is retried, and its model called, without bound."""
+    if not spec.retry:
+        return True
+    settings = work.work_settings()
+    failures = work.bounded_delivery(spec.name, event.id, settings)
+    if failures < settings.delivery_max_failures:
+        return True
+    cause = f"; the last: {where.reason}" if where is not None else ""
+    reason = f"gave up on event {event.id} after {failures} failed deliveries{cause}"
+    record_error(spec.name, DocumentError(_subject(event), "(delivery)", reason), event.id)
+    return False
 
 
 OWN_ROOTS = {"societyId": "societies", "debateId": "debates", "conversationId": "conversations"}

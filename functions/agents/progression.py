@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
-from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
-from functions import leases, memo, store, transactions
+from functions import memo, store, transactions, work
 from functions.agents import cohort_lock, moves
 from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
 from functions.agents.prompting import (
@@ -65,15 +63,6 @@ class Move(StrEnum):
 
 
 BLOCKED_FIELD = "agentBlockedOn"
-MOVE_LEASE_ENV = "DLAB_MOVE_LEASE_SECONDS"
-DEFAULT_MOVE_LEASE_S = 360.0
-"""Longer than the moving functions' timeout (300 s): a lease older than that was left by an
-invocation that died, and the next delivery (or the watchdog) takes it over. A local run with
-fast models may shorten it (the crash test does) to recover sooner."""
-
-
-def move_lease_ttl() -> timedelta:
-    return timedelta(seconds=float(os.environ.get(MOVE_LEASE_ENV, DEFAULT_MOVE_LEASE_S)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,11 +192,13 @@ def advance_agent(experiment_id: str, participant_id: str, seen: Seen | None = N
     The participant is read under the lease (a human's update takes it too, so the document is
     read once per run, not once to tell an agent and again to move it).
     """
-    outcome = leases.coalesce(
-        store.move_lease_path(experiment_id, participant_id),
-        lambda: _advance_once(experiment_id, participant_id, seen),
-        ttl=move_lease_ttl(),
-        on_overflow=lambda: publish_wakes(experiment_id, "moves queued", participant_id),
+    outcome = work.run(
+        work.Unit(
+            store.move_lease_path(experiment_id, participant_id),
+            store.participant_path(experiment_id, participant_id),
+            lambda: _advance_once(experiment_id, participant_id, seen),
+            on_overflow=lambda: publish_wakes(experiment_id, "moves queued", participant_id),
+        )
     )
     if outcome.result is None:
         return Advance(Move.COALESCED)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Callable
-from datetime import timedelta
 
-from functions import leases, rooms, store
+from functions import rooms, store, work
 from functions.chat import active, agents, conducted, messages, turn_order
 from functions.rooms import Room
 from functions.side_by_side import three_at_once
@@ -25,7 +24,6 @@ from shared.models import (
 NO_MEDIATORS = "No mediators found"
 ORDER_LEASE = "order-lease"
 """A turn-based chat's lease on building its turn order (``triggerLogs/order-lease``)."""
-ORDER_LEASE_TTL = timedelta(seconds=60)
 MEMORY_KEPT = 10_000
 """Entries of ``_ASKS_EVERYONE`` kept before it starts again."""
 MAX_FAILURES_IN_A_ROW = 2
@@ -233,9 +231,8 @@ def _open_in_turn(room: Room, stage: ChatStage) -> int:
         publish_turns(AgentTurn.in_room(room, holder.kind, holder.private_id))
         return 1
 
-    outcome = leases.coalesce(
-        room.log_path(ORDER_LEASE), build, ttl=ORDER_LEASE_TTL, on_overflow=build
-    )
+    path = room.log_path(ORDER_LEASE)
+    outcome = work.run(work.Unit(path, room.public_path, build, on_overflow=build))
     return outcome.result or 0
 
 

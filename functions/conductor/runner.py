@@ -16,7 +16,7 @@ from typing import Any
 
 from google.cloud import firestore
 
-from functions import errors, leases, store, transactions
+from functions import errors, store, transactions, work
 from functions.conductor import commit, decide
 from functions.conductor.decide import Completion, conversation_path, step_path
 from functions.conductor.wire import ConductorStep, publish_steps
@@ -35,9 +35,6 @@ from shared.models import DocumentError, now, parse_document
 
 log = logging.getLogger(__name__)
 
-LEASE_ENV = "DLAB_CONDUCTOR_LEASE_SECONDS"
-DEFAULT_LEASE_S = 330.0
-"""Longer than a step's invocation may run (300 s): a live holder is never taken over."""
 STALLED_ENV = "DLAB_CONDUCTOR_STALLED_SECONDS"
 DEFAULT_STALLED_S = 360.0
 """A pending step this old lost its invocation (or its message): the watchdog re-drives it."""
@@ -79,8 +76,8 @@ def run_step(message: ConductorStep) -> None:
     lease = paths.build(
         STEP_LEASE, conversationId=message.conversation_id, stepId=step_id(message.index)
     )
-    ttl = timedelta(seconds=_seconds(LEASE_ENV, DEFAULT_LEASE_S))
-    leases.coalesce(lease, lambda: _run_once(message.conversation_id, message.index), ttl=ttl)
+    where = step_path(message.conversation_id, message.index)
+    work.run(work.Unit(lease, where, lambda: _run_once(message.conversation_id, message.index)))
 
 
 def _run_once(conversation_id: str, index: int) -> None:

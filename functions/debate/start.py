@@ -3,24 +3,24 @@ by the token budget, and the first layer (its clusters and their opening rounds)
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from google.cloud import firestore
 
-from functions import leases, store, transactions
+from functions import store, transactions, work
 from functions.debate import asking, docs
 from shared.debate import kits, naming, packing
 from shared.debate.models import Debate, DebateStatus, Layer, Round, StatementKind
 from shared.models import now
 
-LEASE = timedelta(minutes=6)
 BATCH = 400
 
 
 def start(debate_id: str) -> None:
     """Plan and create the first layer, unless it exists (a duplicate or a touch)."""
-    leases.coalesce(docs.lease(debate_id, "start"), lambda: _start(debate_id), ttl=LEASE)
+    work.run(
+        work.Unit(docs.lease(debate_id, "start"), docs.debate(debate_id), lambda: _start(debate_id))
+    )
 
 
 def started(debate_id: str) -> bool:

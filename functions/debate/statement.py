@@ -7,14 +7,12 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
-from datetime import timedelta
 from typing import Any
 
 from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
-from functions import errors, leases, store
+from functions import errors, store, work
 from functions.agents.model_call import AnswerFailed
 from functions.debate import asking, docs
 from functions.debate.messages import DebateTurn
@@ -34,17 +32,12 @@ from shared.llm import ModelError
 from shared.models import DocumentError, now
 
 log = logging.getLogger(__name__)
-LEASE_ENV = "DLAB_DEBATE_TURN_LEASE_SECONDS"
-
-
-def _lease() -> timedelta:
-    return timedelta(seconds=float(os.environ.get(LEASE_ENV, "360")))
 
 
 def take_turn(turn: DebateTurn) -> None:
-    leases.coalesce(
-        docs.lease(turn.debate_id, turn.statement_id), lambda: _make(turn), ttl=_lease()
-    )
+    lease = docs.lease(turn.debate_id, turn.statement_id)
+    where = docs.agent(turn.debate_id, turn.agent)
+    work.run(work.Unit(lease, where, lambda: _make(turn)))
 
 
 def _make(turn: DebateTurn) -> None:

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-from datetime import timedelta
 from typing import Any
 
 from google.api_core import exceptions as gexc
 from google.cloud.firestore import Increment
 
-from functions import errors, leases, store
+from functions import errors, leases, store, work
 from functions.agents.model_call import AnswerFailed, CallSite, CallStats, ask_counted
 from functions.society import docs
 from functions.society.wire import SocietyTurn
@@ -33,17 +31,11 @@ from shared.society.models import ActionRecord, Day, Member, SocietySettings
 from shared.society.prompts import render, variables
 
 log = logging.getLogger(__name__)
-TURN_LEASE_ENV = "DLAB_SOCIETY_TURN_LEASE_S"
-DEFAULT_TURN_LEASE_S = 150.0
-"""A turn whose invocation died holding its lease is run again (watchdog re-drive) after this."""
-
-
-def turn_lease_ttl() -> timedelta:
-    return timedelta(seconds=float(os.environ.get(TURN_LEASE_ENV, DEFAULT_TURN_LEASE_S)))
 
 
 def run(turn: SocietyTurn) -> None:
-    leases.coalesce(_lease(turn), lambda: act(turn), ttl=turn_lease_ttl())
+    where = docs.action_path(turn.society_id, turn.day, turn.action_id)
+    work.run(work.Unit(_lease(turn), where, lambda: act(turn)))
 
 
 def _lease(turn: SocietyTurn) -> str:

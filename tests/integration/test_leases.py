@@ -1,5 +1,7 @@
-"""Move leases on the emulator: deliveries for one agent coalesce instead of racing, a lease
-left by a dead invocation is taken over, and a barrier stage costs each agent one model call."""
+"""Units of work on the emulator: deliveries for one unit coalesce instead of racing, a lease
+left by a dead invocation is taken over (a new attempt, counted), a unit ends after its attempt
+budget or at once when user code raises, a live holder's lease is renewed, and a barrier stage
+costs each agent one model call."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import pytest
 from experiment_state import model_logs, participant
 from raw_docs import PROGRESS_OPEN, agent, stage, write_experiment
 
-from functions import leases
+from functions import leases, work
+from functions.settings import WorkSettings
 from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.models import ParticipantStatus, now
 from tests.fakes import fake_openai as openai
@@ -25,10 +28,10 @@ TTL = timedelta(seconds=60)
 def test_concurrent_requests_coalesce_into_few_runs_and_none_is_lost(runtime, db):
     path = "experiments/e-lease/moveLeases/p1"
     runs: list[float] = []
-    outcomes: list[leases.Held] = []
+    outcomes: list[work.State] = []
     requested: list[float] = []
 
-    def work() -> int:
+    def run_once() -> int:
         """The first run lasts until every other request came back (however slow the machine):
         all of them arrive while the lease is held."""
         runs.append(time.monotonic())
@@ -39,15 +42,15 @@ def test_concurrent_requests_coalesce_into_few_runs_and_none_is_lost(runtime, db
 
     def request() -> None:
         requested.append(time.monotonic())
-        outcomes.append(leases.coalesce(path, work, ttl=TTL).held)
+        outcomes.append(work.run(work.Unit(path, "experiments/e-lease", run_once)).state)
 
     threads = [threading.Thread(target=request) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout=30)
-    assert outcomes.count(leases.Held.RAN) == 1
-    assert outcomes.count(leases.Held.COALESCED) == 7
+    assert outcomes.count(work.State.RAN) == 1
+    assert outcomes.count(work.State.COALESCED) == 7
     assert len(runs) == 2  # the holder ran once more for all those who asked meanwhile
     assert runs[-1] > max(requested)  # the last request came before the last run began
     assert not db.document(path).get().exists
@@ -56,9 +59,10 @@ def test_concurrent_requests_coalesce_into_few_runs_and_none_is_lost(runtime, db
 def test_a_lease_left_by_a_dead_invocation_is_taken_over(runtime, db):
     path = "experiments/e-lease/moveLeases/p2"
     db.document(path).set({"token": "dead", "expiresAt": now() - timedelta(seconds=1)})
-    assert leases.coalesce(path, lambda: "moved", ttl=TTL).result == "moved"
+    assert work.run(work.Unit(path, "experiments/e-lease", lambda: "moved")).result == "moved"
     db.document(path).set({"token": "alive", "expiresAt": now() + TTL, "pending": False})
-    assert leases.coalesce(path, lambda: "moved", ttl=TTL).held == leases.Held.COALESCED
+    unit = work.Unit(path, "experiments/e-lease", lambda: "moved")
+    assert work.run(unit).state == work.State.COALESCED
     assert db.document(path).get().to_dict()["pending"] is True
 
 
@@ -66,11 +70,11 @@ def test_runs_past_the_limit_are_handed_on(runtime, db):
     path = "experiments/e-lease/moveLeases/p3"
     handed: list[bool] = []
 
-    def work() -> None:  # every run is asked for again while it runs
+    def again() -> None:  # every run is asked for again while it runs
         db.document(path).update({"pending": True})
 
-    result = leases.coalesce(path, work, ttl=TTL, on_overflow=lambda: handed.append(True))
-    assert result.held == leases.Held.RAN and handed == [True]
+    unit = work.Unit(path, "experiments/e-lease", again, on_overflow=lambda: handed.append(True))
+    assert work.run(unit).state == work.State.RAN and handed == [True]
     assert not db.document(path).get().exists
 
 
@@ -109,7 +113,7 @@ def test_the_lease_goes_with_the_works_write_unless_someone_asked_meanwhile(runt
     target = db.document("experiments/e-lease/written/w")
     seen: list[bool] = []
 
-    def work(ask_again: bool) -> None:
+    def write(ask_again: bool) -> None:
         if ask_again and not seen:  # a duplicate delivery marks the lease while the work runs
             db.document(path).update({"pending": True})
 
@@ -121,12 +125,12 @@ def test_the_lease_goes_with_the_works_write_unless_someone_asked_meanwhile(runt
         leases.commit_letting_go(path, batch)
         seen.append(db.document(path).get().exists)
 
-    leases.coalesce(path, lambda: work(False), ttl=TTL)
+    work.run(work.Unit(path, "experiments/e-lease", lambda: write(False)))
     assert seen == [False]  # let go in the work's own batch
     assert target.get().to_dict() == {"n": 0}
     seen.clear()
-    result = leases.coalesce(path, lambda: work(True), ttl=TTL)
-    assert result.held == leases.Held.RAN
+    result = work.run(work.Unit(path, "experiments/e-lease", lambda: write(True)))
+    assert result.state == work.State.RAN
     assert seen == [True, False]  # refused with the release, written without; run again
     assert target.get().to_dict() == {"n": 1}
     assert not db.document(path).get().exists
@@ -136,6 +140,95 @@ def test_the_lease_goes_with_the_works_write_unless_someone_asked_meanwhile(runt
         seen.append(db.document(path).get().exists)
 
     seen.clear()
-    leases.coalesce(path, nothing_to_write, ttl=TTL)
-    assert seen == [True]  # nothing written: the lease is let go by coalesce, as usual
+    work.run(work.Unit(path, "experiments/e-lease", nothing_to_write))
+    assert seen == [True]  # nothing written: the lease is let go by the unit, as usual
     assert not db.document(path).get().exists
+
+
+def _record_reasons(db, experiment: str) -> list[str]:
+    return [
+        s.to_dict()["reason"] for s in db.collection(f"experiments/{experiment}/errors").stream()
+    ]
+
+
+def test_a_failing_unit_is_attempted_at_most_its_budget_and_ends_with_one_record(runtime, db):
+    path = "experiments/e-budget/moveLeases/p5"
+    calls: list[int] = []
+    ended: list[work.Failure] = []
+
+    def fails() -> None:
+        calls.append(1)  # where a model call would be
+        raise RuntimeError("the model's reply broke our parser")
+
+    unit = work.Unit(path, "experiments/e-budget/participants/p5", fails, ended=ended.append)
+    for _ in range(2):  # the platform retries a raised attempt
+        with pytest.raises(RuntimeError):
+            work.run(unit, WorkSettings(work_max_attempts=3))
+    assert db.document(path).get().to_dict()["attempts"] == 2
+    assert work.run(unit, WorkSettings(work_max_attempts=3)).state == work.State.ENDED
+    for _ in range(5):  # redeliveries, the watchdog: nothing runs again
+        assert work.run(unit, WorkSettings(work_max_attempts=3)).state == work.State.ENDED
+    assert len(calls) == 3
+    assert [f.attempts for f in ended] == [3]
+    assert "RuntimeError: the model's reply broke our parser" in ended[0].reason
+    (reason,) = _record_reasons(db, "e-budget")
+    assert "gave up after 3 attempt(s)" in reason
+    assert work.rearm(path)  # the cause was fixed: a fresh budget
+    assert work.run(work.Unit(path, "x", lambda: "ok")).result == "ok"
+    assert not db.document(path).get().exists
+
+
+def test_user_code_that_raises_ends_the_unit_at_once(runtime, db):
+    path = "experiments/e-user/moveLeases/p6"
+    calls: list[int] = []
+
+    def formats(reply: str) -> str:
+        raise KeyError("text")
+
+    def attempt() -> str:
+        calls.append(1)
+        return work.user_code("format_agent_response", formats, "reply")
+
+    ended: list[work.Failure] = []
+    unit = work.Unit(path, "experiments/e-user/participants/p6", attempt, ended=ended.append)
+    assert work.run(unit).state == work.State.ENDED
+    assert work.run(unit).state == work.State.ENDED
+    assert calls == [1]
+    assert ended[0].field == "format_agent_response"
+    (reason,) = _record_reasons(db, "e-user")
+    assert "user function format_agent_response raised KeyError" in reason
+
+
+def test_a_holder_that_died_is_a_counted_attempt_and_a_live_one_is_renewed(runtime, db):
+    path = "experiments/e-renew/moveLeases/p7"
+    db.document(path).set(
+        {"token": "dead", "expiresAt": now() - timedelta(seconds=1), "attempts": 2}
+    )
+    ended: list[work.Failure] = []
+    unit = work.Unit(path, "experiments/e-renew/participants/p7", lambda: "x", ended=ended.append)
+    assert work.run(unit, WorkSettings(work_max_attempts=2)).state == work.State.ENDED
+    assert "gave up after 2 attempt(s)" in ended[0].reason
+    assert "killed runtime" in ended[0].reason
+
+    renewed = "experiments/e-renew/moveLeases/p8"
+    expiries: list[object] = []
+
+    def slow() -> None:  # outlives its 0.9 s lease three times over
+        for _ in range(3):
+            time.sleep(0.9)
+            expiries.append(db.document(renewed).get().to_dict()["expiresAt"])
+
+    taken_over: list[work.State] = []
+
+    def rival() -> None:
+        time.sleep(1.5)
+        rival_unit = work.Unit(renewed, "x", lambda: None)
+        taken_over.append(work.run(rival_unit, WorkSettings(lease_seconds=0.9)).state)
+
+    thread = threading.Thread(target=rival)
+    thread.start()
+    work.run(work.Unit(renewed, "x", slow), WorkSettings(lease_seconds=0.9))
+    thread.join(timeout=30)
+    assert expiries == sorted(expiries) and len(set(expiries)) == len(expiries)  # renewed
+    assert len(expiries) == 6  # run again for the rival that asked meanwhile
+    assert taken_over == [work.State.COALESCED]  # the live holder kept it

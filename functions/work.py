@@ -1,0 +1,194 @@
+"""A unit of work: the one way every triggered piece of work runs, in every system.
+
+An agent's move, a society turn, a debate statement, a conductor step: each runs through
+``run``, which gives it three guarantees a researcher pays for.
+
+- **Bounded attempts.** Each attempt is counted in the unit's lease document before the work
+  starts, so before any model call, whatever ends it (an exception, a crash, a timeout). After
+  ``DLAB_WORK_MAX_ATTEMPTS`` the unit ends: one error record naming the document and the cause,
+  and the system's own terminal write (``Unit.ended``: blocked, FAILED). Code a user wrote that
+  raises (``UserCodeError``) ends the unit at once: calling the model again would not fix it.
+- **A short, renewed lease.** Duplicates coalesce on it; its holder renews it while it lives,
+  so a dead holder's unit is taken over within one lease (``functions.leases``).
+- **One record.** The record names the unit's document, the field or user function, the
+  attempts and the last exception.
+
+Work outside a unit (a chat turn, a wake) is bounded by ``bounded_delivery``, the entry point's
+backstop: a retrying function's event that keeps failing is acknowledged with a record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+from functions import errors, leases, store, transactions
+from functions.settings import WorkSettings, work_settings
+from shared.models import DocumentError, now
+
+T = TypeVar("T")
+
+MAX_RUNS = 3
+"""Runs one holder makes for pending requests before it hands the rest on (``on_overflow``)."""
+
+
+class UserCodeError(Exception):
+    """Code a user wrote (a debate kit's function, a workflow's validator or rule) raised."""
+
+    def __init__(self, function: str, error: BaseException) -> None:
+        super().__init__(f"user function {function} raised {type(error).__name__}: {error}")
+        self.function = function
+        self.error = error
+
+
+def user_code(
+    function: str,
+    call: Callable[..., T],
+    *args: Any,
+    passing: tuple[type[BaseException], ...] = (),
+) -> T:
+    """Call a user's function: what it raises becomes a ``UserCodeError`` naming it, except the
+    exceptions a caller expects of it (``passing``: a validator's ``AnswerValidationError``)."""
+    try:
+        return call(*args)
+    except passing:
+        raise
+    except UserCodeError:
+        raise
+    except Exception as error:
+        raise UserCodeError(function, error) from error
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """Why a unit ended: what its error record says."""
+
+    document: str
+    field: str
+    attempts: int
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Unit(Generic[T]):
+    lease: str
+    """The lease document's path: the unit's identity."""
+    document: str
+    """The document an error record names (the agent, the step, the member)."""
+    work: Callable[[], T]
+    ended: Callable[[Failure], None] | None = None
+    """The system's terminal write (blocked, FAILED), made once the unit ends; idempotent."""
+    on_overflow: Callable[[], object] | None = None
+    """Hands on requests that came while the holder made its ``MAX_RUNS`` runs."""
+
+
+class State(StrEnum):
+    RAN = "ran"
+    COALESCED = "coalesced"
+    """Another invocation holds the lease; it was asked to run once more."""
+    ENDED = "ended"
+    """The unit failed for good, now or before: its record and terminal write are made."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome(Generic[T]):
+    state: State
+    result: T | None = None
+
+
+def run(unit: Unit[T], settings: WorkSettings | None = None) -> Outcome[T]:
+    """Run ``unit`` under its lease, again for each batch of requests that came while it ran.
+    A failed attempt is re-raised (the platform retries it) until the budget is spent; the last
+    one ends the unit and returns ENDED (so nothing retries it)."""
+    settings = settings or work_settings()
+    ttl = timedelta(seconds=settings.lease_seconds)
+    got = leases.acquire(unit.lease, uuid.uuid4().hex, ttl)
+    if got is None:
+        return Outcome(State.COALESCED)
+    if isinstance(got, leases.Ended):
+        return Outcome(State.ENDED)
+    held = got
+    if held.attempt > settings.work_max_attempts:
+        spent = held.attempt - 1
+        return _end(unit, held, Failure(unit.document, "(work)", spent, _gave_up(spent, held)))
+    leases.renew_while_held(held, ttl)
+    holding = leases.holding.set(held)
+    try:
+        for _ in range(MAX_RUNS):
+            result = unit.work()
+            if not leases.still_pending(held):
+                return Outcome(State.RAN, result)
+    except Exception as error:
+        leases.stop_renewing(held)
+        return _failed(unit, held, error, settings)
+    finally:
+        leases.stop_renewing(held)
+        leases.holding.reset(holding)
+    leases.let_go(held)  # its last pending mark was cleared for a run this holder won't make
+    if unit.on_overflow is not None:
+        unit.on_overflow()
+    return Outcome(State.RAN, result)
+
+
+def _gave_up(attempts: int, held: leases.Held) -> str:
+    return f"gave up after {attempts} attempt(s); the last: {held.previous_error or leases.DIED}"
+
+
+def _failed(unit: Unit[T], held: leases.Held, error: Exception, settings: WorkSettings) -> Any:
+    """An attempt raised: the unit ends (user code, or the budget spent) or the error goes up
+    to be retried, its count and text kept in the lease."""
+    text = f"{type(error).__name__}: {error}"
+    if isinstance(error, UserCodeError):
+        failure = Failure(unit.document, error.function, held.attempt, str(error))
+        return _end(unit, held, failure)
+    if held.attempt >= settings.work_max_attempts:
+        reason = f"gave up after {held.attempt} attempt(s); the last: {text}"
+        field = error.field if isinstance(error, DocumentError) else "(work)"
+        return _end(unit, held, Failure(unit.document, field, held.attempt, reason))
+    if leases.let_go_failed(held, text, ended=False) and unit.on_overflow is not None:
+        unit.on_overflow()
+    raise error
+
+
+def _end(unit: Unit[T], held: leases.Held, failure: Failure) -> Outcome[T]:
+    """The record and the system's terminal write first, then the lease marked ended: a crash
+    between them makes the next delivery end the unit again (both writes are idempotent)."""
+    errors.record_error(
+        errors.current_function(), DocumentError(failure.document, failure.field, failure.reason)
+    )
+    if unit.ended is not None:
+        unit.ended(failure)
+    leases.let_go_failed(held, failure.reason, ended=True)
+    return Outcome(State.ENDED)
+
+
+def rearm(lease: str) -> bool:
+    """The cause of an ended unit was fixed: its next delivery starts a fresh budget."""
+    return leases.rearm(lease)
+
+
+DELIVERIES = "deliveryFailures"
+"""Failed deliveries of retrying functions' events, one document per event (backend-only)."""
+
+
+def bounded_delivery(function: str, event_id: str, settings: WorkSettings | None = None) -> int:
+    """Count one more failed delivery of ``event_id`` to ``function``; the count so far. The
+    entry point acknowledges the event (with a record) once the count reaches
+    ``DLAB_DELIVERY_MAX_FAILURES``, so no event is retried without bound."""
+    settings = settings or work_settings()
+    key = hashlib.sha1(f"{function}\x1f{event_id}".encode()).hexdigest()[:24]
+    path = f"{DELIVERIES}/{key}"
+
+    def body(transaction: Any) -> int:
+        data = store.snapshot_data(path, transaction) or {}
+        count = int(data.get("failures") or 0) + 1
+        fields = {"function": function, "eventId": event_id, "failures": count, "at": now()}
+        transaction.set(store.ref(path), fields)
+        return count
+
+    return int(transactions.run(body))
