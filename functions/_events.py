@@ -128,7 +128,9 @@ def firestore_event(cloud_event: Any, pattern: str) -> FirestoreEvent:
         data = data.encode("latin-1")
     before, after, name = decode_document_event_data(data or b"")
     attrs = cloud_event.get_attributes()
-    document = attrs.get("document") or name or document_path(attrs.get("subject", ""))
+    # The payload's name is UTF-8 protobuf; the ``document`` attribute travels as an HTTP header,
+    # which reaches us as Latin-1 (``Zoë`` -> ``ZoÃ«``): the attribute is only a fallback.
+    document = name or attrs.get("document") or document_path(attrs.get("subject", ""))
     params = paths.match(pattern, document)
     if params is None:
         raise ValueError(f"document {document!r} does not match trigger pattern {pattern!r}")

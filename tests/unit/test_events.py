@@ -59,6 +59,18 @@ def test_firestore_event_values_params_before_and_after():
     assert not event.is_phantom and not event.is_noop
 
 
+def test_the_document_path_comes_from_the_payload_whatever_its_characters():
+    """The ``document`` attribute comes through HTTP headers as Latin-1; the payload is UTF-8."""
+    for participant in ("Zoë-team-A", "参加者-1", "agent-🦊"):
+        name = f"projects/p/databases/(default)/documents/experiments/e1/participants/{participant}"
+        raw = DocumentEventData.serialize(DocumentEventData(value=Document(name=name, fields={})))
+        event = _cloud_event(raw)
+        event["document"] = f"experiments/e1/participants/{participant}".encode().decode("latin-1")
+        decoded = _events.firestore_event(event, paths.PARTICIPANT)
+        assert decoded.document == f"experiments/e1/participants/{participant}"
+        assert decoded.params["participantId"] == participant
+
+
 def test_phantom_and_noop_are_recognised():
     phantom = _events.firestore_event(_cloud_event(b""), paths.PARTICIPANT)
     assert phantom.is_phantom
