@@ -55,6 +55,7 @@ class LiveLog:
         self._agents: dict[str, tuple[str, str]] = {}
         self._seen_chats: set[str] = set()
         self._errors: dict[str, int] = {}
+        self._unreadable: dict[str, str] = {}
         self._quiet = False
 
     def _print(self, text: str, error: bool = False) -> None:
@@ -80,7 +81,19 @@ class LiveLog:
 
     def _each(self, group: str, handle: Callable[[str, dict[str, Any]], None]) -> None:
         for snap in self.db.collection_group(group).stream():
-            handle(snap.reference.path, snap.to_dict() or {})
+            self.show(handle, snap.reference.path, snap.to_dict() or {})
+
+    def show(
+        self, handle: Callable[[str, dict[str, Any]], None], path: str, data: dict[str, Any]
+    ) -> None:
+        """A document of any shape written in the console gets a line of its own, never a
+        crash of ``make up`` (which would take the emulators and their data with it)."""
+        try:
+            handle(path, data)
+        except Exception as error:  # the log reads what people write: anything at all
+            if self._unreadable.get(path) != repr(data):
+                self._unreadable[path] = repr(data)
+                self._print(f"? {path}: cannot show it ({type(error).__name__}: {error})")
 
     def _participants(self) -> None:
         self._each("participants", self._participant)
@@ -110,8 +123,9 @@ class LiveLog:
         if path in self._seen_chats:
             return
         self._seen_chats.add(path)
-        profile = data.get("profile") or {}
-        who = profile.get("name") or data.get("senderId") or data.get("type") or "?"
+        profile = data.get("profile")
+        name = profile.get("name") if isinstance(profile, dict) else None
+        who = name or data.get("senderId") or data.get("type") or "?"
         thread = f"({data['discussionId']}) " if data.get("discussionId") else ""
         self._print(f"[{_experiment_of(path)[:8]}] 💬 {thread}{who}: {_short(data.get('message'))}")
 
