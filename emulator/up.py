@@ -59,6 +59,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--free-ports", action="store_true", help="ignore firebase.json's ports (tests use this)"
     )
+    for service in ATTACHED:
+        parser.add_argument(
+            f"--{service}-port", type=int, help=f"with --attach: the {service} emulator's port"
+        )
+
+
+ATTACHED = ("firestore", "pubsub", "functions")
+"""The ports an attached backend must share with the emulators it attaches to."""
+
+
+def attach_command(ports: config.Ports) -> str:
+    """How to attach the backend to emulators on ``ports``: the port options are spelled out
+    when any differs from firebase.json's, which is what a bare ``--attach`` would use."""
+    usual = config.firebase_ports()
+    moved = [s for s in ATTACHED if getattr(ports, s) != getattr(usual, s)]
+    extra = "".join(f" --{s}-port {getattr(ports, s)}" for s in ATTACHED) if moved else ""
+    return f'make up ARGS="--attach{extra}"' if extra else "make up ARGS=--attach"
 
 
 def emulator_options(args: argparse.Namespace) -> tuple[config.EmulatorOptions, list[str]]:
@@ -69,6 +86,10 @@ def emulator_options(args: argparse.Namespace) -> tuple[config.EmulatorOptions, 
             "--attach, give it to the emulators (python -m emulator emulators --import DIR)"
         )
     wanted = config.Ports() if args.free_ports else config.firebase_ports()
+    given = {s: getattr(args, f"{s}_port", None) for s in ATTACHED}
+    if any(given.values()) and not args.attach:
+        raise SystemExit("python -m emulator up: --firestore-port and the like go with --attach")
+    wanted = wanted.model_copy(update={s: port for s, port in given.items() if port})
     if args.console_port:
         wanted = wanted.model_copy(update={"console": args.console_port})
     # attached: the emulators listen where they listen, and deliver to the functions port
@@ -250,7 +271,7 @@ def emulators_only(args: argparse.Namespace) -> int:
             f"Emulators up: Firestore 127.0.0.1:{ports.firestore} (trigger events to "
             f"{functions_host}), Pub/Sub 127.0.0.1:{ports.pubsub}; logs in {log_dir} "
             "(removed on exit).\n"
-            "Run the backend against them with: make up ARGS=--attach   (Ctrl-C stops them)",
+            f"Run the backend against them with: {attach_command(ports)}   (Ctrl-C stops them)",
             flush=True,
         )
         for note in notes:
