@@ -11,13 +11,26 @@ from shared.prompts.context import display_name, profile_set_id
 from shared.prompts.display.view import StageView
 
 
+MAX_SHOWN_CHARS = 4_000
+"""Of one message (and of a sender's name) in a prompt's transcript: a 1 MB message an admin
+wrote must not push every later prompt over the model's limit and kill the chat."""
+
+
+def bounded(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``text``, or its start with a marker saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [cut: {len(text) - limit:,} more characters]"
+
+
 def message_line(message: ChatMessage) -> str:
     """``(HH:MM) Name: message``, or ``(HH:MM) [SYSTEM]: ...``; times in UTC, as DL's servers."""
     ts = message.timestamp
     time = f"({ts.astimezone(UTC):%H:%M})" if ts else "(--:--)"
+    text = bounded(message.message)
     if message.type == UserType.SYSTEM:
-        return f"{time} [SYSTEM]: {message.message}"
-    return f"{time} {message.profile.name or message.sender_id}: {message.message}"
+        return f"{time} [SYSTEM]: {text}"
+    return f"{time} {bounded(message.profile.name or message.sender_id, 200)}: {text}"
 
 
 def _thread_header(discussion: object) -> str:
