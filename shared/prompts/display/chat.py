@@ -10,7 +10,6 @@ from shared.prompts.constants import CHAT_PROMPT_TRANSCRIPT_EXPLANATION
 from shared.prompts.context import display_name, profile_set_id
 from shared.prompts.display.view import StageView
 
-
 MAX_SHOWN_CHARS = 4_000
 """Of one message (and of a sender's name) in a prompt's transcript: a 1 MB message an admin
 wrote must not push every later prompt over the model's limit and kill the chat."""
