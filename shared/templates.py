@@ -31,6 +31,7 @@ from shared.models import (
     now,
     parse_stage,
 )
+from shared.models.experiment import repeated_stage
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "deliberate-lab-schemas.json"
 
@@ -59,6 +60,14 @@ def validate_template(template: dict[str, Any], max_errors: int = 10) -> None:
         raise TemplateError(
             "template does not match Deliberate Lab's schema:\n" + "\n".join(lines) + more
         )
+    configs = [str(s.get("id")) for s in template["stageConfigs"]]
+    for where, ids in (
+        ("experiment/stageIds", template["experiment"].get("stageIds")),
+        ("stageConfigs", configs),
+    ):
+        problem = repeated_stage(list(ids or []))
+        if problem:
+            raise TemplateError(f"{where}: {problem}")
 
 
 def new_id() -> str:

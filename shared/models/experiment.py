@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from shared.models._base import Count, DocModel, Timestamp
 
@@ -43,6 +43,16 @@ class Experiment(DocModel):
     variable_configs: list[dict[str, Any]] = []
     variable_map: dict[str, str] = {}
 
+    @field_validator("stage_ids")
+    @classmethod
+    def _each_stage_once(cls, ids: list[str]) -> list[str]:
+        """A stage listed twice makes a cycle: an agent past it would be sent back to it and
+        stall there, silently, at a stage it completed."""
+        problem = repeated_stage(ids)
+        if problem:
+            raise ValueError(problem)
+        return ids
+
     def next_stage_id(self, stage_id: str) -> str | None:
         """The stage after ``stage_id``, or None when it is the last one."""
         index = self.stage_ids.index(stage_id)
@@ -56,3 +66,16 @@ class CohortConfig(DocModel):
     participant_config: CohortParticipantConfig = Field(default_factory=CohortParticipantConfig)
     stage_unlock_map: dict[str, bool] = {}
     variable_map: dict[str, str] = {}
+
+
+def repeated_stage(ids: list[str]) -> str | None:
+    """What is wrong when a stage id comes twice in ``ids``, else None."""
+    first: dict[str, int] = {}
+    for position, stage_id in enumerate(ids):
+        if stage_id in first:
+            return (
+                f"stage {stage_id!r} is listed twice (positions {first[stage_id]} and "
+                f"{position}): each stage comes once"
+            )
+        first[stage_id] = position
+    return None

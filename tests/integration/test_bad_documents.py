@@ -237,3 +237,25 @@ def test_a_bad_mediator_setting_is_named(runtime, db, settings, field):
     runtime.wait_until_idle(timeout=60)
     records = [r for r in errors(db, e) if r.document == prompt]
     assert [r.field for r in records] == [field], errors(db, e)
+
+
+@pytest.mark.parametrize(
+    "stage_ids",
+    [["tos", "info", "tos", "end"], ["tos", "info", "profile", "tos", "info", "end"]],
+    ids=["listed-twice", "cycle"],
+)
+def test_a_stage_listed_twice_is_named_and_fixing_the_list_resumes_the_agent(
+    runtime, db, stage_ids
+):
+    stages = [stage(s, "info") for s in dict.fromkeys(stage_ids)]
+    e = write_experiment(db, stages, stage_ids=stage_ids)
+    pid = agent(db, e, "tos")
+    runtime.wait_until_idle(timeout=60)
+    record = _one_error(db, e)
+    assert (record.document, record.field) == (f"experiments/{e}", "stageIds")
+    assert "'tos' is listed twice" in record.reason
+    blocked = doc(db, f"experiments/{e}/participants/{pid}")["agentBlockedOn"]
+    assert blocked["document"] == f"experiments/{e}"
+    db.document(f"experiments/{e}").update({"stageIds": list(dict.fromkeys(stage_ids))})
+    runtime.wait_until_idle(timeout=60)
+    assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS

@@ -68,3 +68,16 @@ def test_persona_defaults_follow_the_list_they_are_in():
     docs = {pid: doc for _, pid, doc in persona_documents(template)}
     assert docs["p"]["type"] == "participant" and docs["p"]["isDefaultAddToCohort"] is False
     assert docs["m"]["type"] == "mediator" and docs["m"]["isDefaultAddToCohort"] is True
+
+
+def test_a_stage_listed_twice_is_refused_at_load_naming_it():
+    template = json.loads(TEMPLATES[0].read_text())
+    cycle = copy.deepcopy(template)
+    ids = cycle["experiment"]["stageIds"]
+    cycle["experiment"]["stageIds"] = [*ids, ids[0]]  # tos, info, ..., tos: a cycle
+    with pytest.raises(TemplateError, match=f"experiment/stageIds: stage '{ids[0]}' is listed"):
+        validate_template(cycle)
+    twice = copy.deepcopy(template)
+    twice["stageConfigs"].append(copy.deepcopy(twice["stageConfigs"][0]))
+    with pytest.raises(TemplateError, match=r"stageConfigs: stage .* is listed twice"):
+        validate_template(twice)
