@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from functions import work
 from functions.agents.model_call import AnswerFailed
 from functions.conductor import calling, workflow
 from functions.conductor.history import finished_steps
@@ -185,7 +186,10 @@ def _agent(cid: str, conv: Conversation, step: Step, wf: WorkflowDoc) -> Complet
 
     def validate(parsed: Any) -> PromptArgument:
         arg = parse_reply(code.user, parsed)  # syntactic
-        code.is_valid(arg)  # semantic: a PromptValidationError goes back to the model
+        # semantic: a PromptValidationError goes back to the model; anything else the user's
+        # is_valid raises ends the step at once (asking the model again would not fix it)
+        is_valid = f"{agent.module}.is_valid"
+        work.user_code(is_valid, code.is_valid, arg, passing=(PromptValidationError,))
         return arg
 
     settings = agent.model_settings or wf.model_settings
@@ -193,7 +197,7 @@ def _agent(cid: str, conv: Conversation, step: Step, wf: WorkflowDoc) -> Complet
         cid, step_id(step.index), agent.name, settings, prompt, schema, validate, agent.max_attempts
     )
     output = reply.model_dump(mode="json")
-    final = bool(code.is_final(reply))
+    final = bool(work.user_code(f"{agent.module}.is_final", code.is_final, reply))
     if final or step.agent_step >= wf.max_agent_steps:
         conductor = Step(
             index=step.index + 1, kind=StepKind.CONDUCTOR, agent=CONDUCTOR, turn=step.turn

@@ -1,51 +1,71 @@
-"""Running a conversation: its start (step 0), each step under the conversation's step lease,
-and the re-drive of a step whose invocation died.
+"""Running a conversation: its start and each step as units of work (``functions.work``), and
+the watchdog's re-drive of every conversation that does not move.
 
 A step is one Pub/Sub turn. Deliveries of the same step coalesce on its lease (one model call);
 the commit transaction decides which completion counts; the step it creates is published after
-the commit. An invocation that dies between the two leaves a pending step that the watchdog
-publishes again once it is older than ``DLAB_CONDUCTOR_STALLED_SECONDS``.
+the commit. A unit (the start, a step) whose attempts run out, or whose user code (a workflow's
+``is_valid``, ``is_final``) raised, ends: one error record under ``conversations/{c}/errors``
+and the conversation FAILED with its ``failure``, so nothing calls the model for it again.
+The watchdog starts a conversation whose creation event was lost, publishes again a pending
+step whose invocation died or whose message was lost, and re-arms the ended unit of a FAILED
+conversation its user set back to RUNNING or PENDING (docs/CONDUCTOR.md).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-import os
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from google.cloud import firestore
 
-from functions import errors, store, transactions, work
+from functions import store, transactions, work
 from functions.conductor import commit, decide
 from functions.conductor.decide import Completion, conversation_path, step_path
+from functions.conductor.settings import conductor_settings
 from functions.conductor.wire import ConductorStep, publish_steps
+from functions.errors import current_function, record_error
 from shared import paths
 from shared.conductor.documents import (
+    ACTIVE,
     CONDUCTOR,
+    START,
     STEP_LEASE,
     Conversation,
+    Problem,
     Status,
     Step,
     StepKind,
     StepStatus,
+    UnitFailure,
     step_id,
 )
 from shared.models import DocumentError, now, parse_document
 
 log = logging.getLogger(__name__)
 
-STALLED_ENV = "DLAB_CONDUCTOR_STALLED_SECONDS"
-DEFAULT_STALLED_S = 360.0
-"""A pending step this old lost its invocation (or its message): the watchdog re-drives it."""
+_ACTIVE = [status.value for status in ACTIVE]
 
 
-def _seconds(env: str, default: float) -> float:
-    return float(os.environ.get(env, default))
+def lease_path(conversation_id: str, unit: str) -> str:
+    """The lease of the conversation's unit ``unit``: ``START`` or a step's id."""
+    return paths.build(STEP_LEASE, conversationId=conversation_id, stepId=unit)
 
 
 def start(conversation_id: str) -> bool:
-    """A new conversation: create step 0 (the conductor) and mark it running, once."""
+    """A new conversation: create step 0 (the conductor) and mark it running, once. A unit of
+    work, so a conversation that cannot start ends FAILED instead of staying PENDING."""
+    unit = work.Unit(
+        lease_path(conversation_id, START),
+        conversation_path(conversation_id),
+        lambda: _start_once(conversation_id),
+        ended=functools.partial(_fail, conversation_id),
+    )
+    return bool(work.run(unit).result)
+
+
+def _start_once(conversation_id: str) -> bool:
     path = conversation_path(conversation_id)
 
     def body(transaction: Any) -> bool:
@@ -72,12 +92,15 @@ def start(conversation_id: str) -> bool:
 
 
 def run_step(message: ConductorStep) -> None:
-    """Run the step under the conversation's step lease (duplicates coalesce on it)."""
-    lease = paths.build(
-        STEP_LEASE, conversationId=message.conversation_id, stepId=step_id(message.index)
+    """Run the step as a unit of work under its lease (duplicates coalesce on it)."""
+    cid, index = message.conversation_id, message.index
+    unit = work.Unit(
+        lease_path(cid, step_id(index)),
+        step_path(cid, index),
+        lambda: _run_once(cid, index),
+        ended=functools.partial(_fail, cid),
     )
-    where = step_path(message.conversation_id, message.index)
-    work.run(work.Unit(lease, where, lambda: _run_once(message.conversation_id, message.index)))
+    work.run(unit)
 
 
 def _run_once(conversation_id: str, index: int) -> None:
@@ -105,30 +128,96 @@ def _run_once(conversation_id: str, index: int) -> None:
 def _record(done: Completion) -> None:
     assert done.problem is not None
     problem = DocumentError(done.problem.document, done.problem.field, done.problem.reason)
-    errors.record_error(errors.current_function(), problem)
+    record_error(current_function(), problem)
+
+
+def _fail(conversation_id: str, failure: work.Failure) -> None:
+    """A unit of the conversation ended (``Unit.ended``): the conversation FAILED with the
+    cause, where the console and ``tools.run_conversation`` show it. Idempotent; a conversation
+    that ended meanwhile is left as it is."""
+    path = conversation_path(conversation_id)
+    fields = {"document": failure.document, "field": failure.field, "reason": failure.reason}
+    update = {
+        "status": Status.FAILED.value,
+        "error": Problem(**fields).to_firestore(),
+        "failure": UnitFailure(**fields, attempts=failure.attempts).to_firestore(),
+        "updatedAt": now(),
+    }
+
+    def body(transaction: Any) -> None:
+        data = store.snapshot_data(path, transaction)
+        if data is not None and data.get("status") in _ACTIVE:
+            transaction.update(store.ref(path), update)
+
+    transactions.run(body)
+
+
+# --- the watchdog --------------------------------------------------------------------------------
 
 
 def redrive(limit: int = 200) -> int:
-    """Publish again the pending step of every running conversation whose step is older than
-    the stall limit (its invocation died, or its message was lost). Returns how many."""
-    stalled_before = now() - timedelta(seconds=_seconds(STALLED_ENV, DEFAULT_STALLED_S))
+    """Move every active conversation that stands still: start a PENDING one whose creation
+    event was lost, publish again the pending step of a RUNNING one whose invocation died or
+    whose message was lost, each once it is ``DLAB_CONDUCTOR_STALLED_SECONDS`` old. Returns how
+    many were started or published."""
+    before = now() - timedelta(seconds=conductor_settings().stalled_seconds)
     query = (
         store.db()
         .collection("conversations")
-        .where(filter=firestore.FieldFilter("status", "==", Status.RUNNING.value))
+        .where(filter=firestore.FieldFilter("status", "in", _ACTIVE))
         .limit(limit)
     )
-    again = []
+    again: list[ConductorStep] = []
+    started = 0
     for snap in query.get():
         data = snap.to_dict() or {}
         index = data.get("currentStep")
         if not isinstance(index, int) or index < 0:
-            continue
-        step = store.snapshot_data(step_path(snap.id, index)) or {}
-        created = step.get("createdAt")
-        if step.get("status") == StepStatus.PENDING.value and (
-            created is None or created <= stalled_before
-        ):
-            again.append(ConductorStep(conversation_id=snap.id, index=index, reason="re-drive"))
+            started += _start_again(snap.id, data, snap.update_time, before)
+        elif data.get("status") == Status.RUNNING.value:
+            again += _stalled_step(snap.id, index, before)
     publish_steps(*again)
-    return len(again)
+    return started + len(again)
+
+
+def _start_again(cid: str, data: dict[str, Any], written: datetime, before: datetime) -> int:
+    """A PENDING conversation not started since its last write: its creation event was lost
+    (or its start ended and its user set it back to PENDING)."""
+    if data.get("status") != Status.PENDING.value or written > before:
+        return 0
+    _rearm(cid, START)
+    try:
+        return 1 if start(cid) else 0
+    except Exception as error:  # an attempt of its unit, counted: the next tick tries again
+        log.warning("conductor watchdog: starting %s: %s", cid, error)
+        return 0
+
+
+def _stalled_step(cid: str, index: int, before: datetime) -> list[ConductorStep]:
+    """The step to publish again, if it is still pending and old enough. A live holder's
+    delivery coalesces on its lease, so a slow step costs one message, never a model call."""
+    step = store.snapshot_data(step_path(cid, index)) or {}
+    created = step.get("createdAt")
+    if step.get("status") != StepStatus.PENDING.value:
+        return []
+    if isinstance(created, datetime) and created > before:
+        return []
+    _rearm(cid, step_id(index))
+    return [ConductorStep(conversation_id=cid, index=index, reason="re-drive")]
+
+
+def _rearm(cid: str, unit: str) -> None:
+    """An ended unit of an active conversation: its user set the FAILED conversation back to
+    RUNNING or PENDING (the cause is fixed), so the unit gets a fresh budget and the failure
+    goes; a conversation that failed a moment ago (still FAILED) keeps its failure."""
+    if not work.rearm(lease_path(cid, unit)):
+        return
+    path = conversation_path(cid)
+
+    def body(transaction: Any) -> None:
+        data = store.snapshot_data(path, transaction)
+        if data is not None and data.get("status") in _ACTIVE:
+            transaction.update(store.ref(path), {"failure": None, "error": None})
+
+    transactions.run(body)
+    log.info("conductor watchdog: %s of %s re-armed", unit, path)

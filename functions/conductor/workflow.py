@@ -1,6 +1,6 @@
 """A workflow as the functions use it: its documents from Firestore (edited in the console, read
 at each step) and each agent's deployed ``prompt.py`` (argument classes, ``is_valid``,
-``is_final``)."""
+``is_final``): user code, each call of it through ``work.user_code``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from functions import store
+from functions import store, work
 from shared import paths
 from shared.conductor.documents import AGENT, WORKFLOW, AgentDoc, WorkflowDoc
 from shared.conductor.prompt_args import PromptArgument
@@ -59,8 +59,9 @@ def _class(module: Any, name: str, doc: str, field: str) -> type[PromptArgument]
 def agent_code(workflow_id: str, agent: AgentDoc) -> AgentCode:
     """Import the agent's module; a missing module or class is a DocumentError naming the field."""
     doc = agent_path(workflow_id, agent.name)
-    try:
-        module = importlib.import_module(agent.module)
+    try:  # a module that raises anything else as it loads ends the step (work.user_code)
+        load = f"import {agent.module}"
+        module = work.user_code(load, importlib.import_module, agent.module, passing=(ImportError,))
     except ImportError as error:
         raise DocumentError(doc, "module", f"cannot import {agent.module!r}: {error}") from None
     system = None

@@ -1,5 +1,6 @@
 """Conductor workflows: a conversation document starts one; each step is one Pub/Sub turn; the
-scheduled tick re-drives steps whose invocation died."""
+scheduled tick starts conversations whose creation event was lost and re-drives steps whose
+invocation died."""
 
 from __future__ import annotations
 
@@ -21,4 +22,4 @@ def on_conductor_step(event: PubSubEvent) -> None:
 
 
 def on_conductor_tick(event: PubSubEvent) -> None:
-    log.info("conductor watchdog: %d step(s) re-driven", runner.redrive())
+    log.info("conductor watchdog: %d conversation(s) started or re-driven", runner.redrive())

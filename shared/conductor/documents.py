@@ -34,6 +34,8 @@ CONVERSATION = paths.CONVERSATION
 STEP = paths.CONVERSATION_STEP
 ATTEMPTS = STEP + "/attempts"
 STEP_LEASE = CONVERSATION + "/leases/{stepId}"
+START = "start"
+"""The start's lease id (beside the steps' ``0000``, ``0001``...): the start is a unit too."""
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 _MODULE = re.compile(r"^workflows(\.[A-Za-z_][A-Za-z0-9_]*)+$")
@@ -150,6 +152,17 @@ class Problem(DocModel):
     reason: str
 
 
+class UnitFailure(DocModel):
+    """A unit of work (the start, a step) that ended for good: what its error record says.
+    Set with status FAILED; a user who fixed the cause sets the status back to RUNNING (or
+    PENDING, if it never started) and the watchdog re-arms the unit (docs/CONDUCTOR.md)."""
+
+    document: str
+    field: str
+    reason: str
+    attempts: Count = 0
+
+
 class Conversation(DocModel):
     query: str
     workflow_id: str = "example"
@@ -160,6 +173,7 @@ class Conversation(DocModel):
     current_step: int = -1
     active_agent: str = ""
     error: Problem | None = None
+    failure: UnitFailure | None = None
     created_at: Timestamp | None = None
     updated_at: Timestamp | None = None
 

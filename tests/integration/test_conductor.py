@@ -21,7 +21,7 @@ from experiment_state import settle
 
 from console.app import create_app
 from emulator.chaos import ChaosSettings
-from functions.conductor.runner import STALLED_ENV
+STALLED_ENV = "DLAB_CONDUCTOR_STALLED_SECONDS"
 from functions.conductor.wire import ConductorStep, publish_steps
 from shared.conductor.documents import Status
 
