@@ -11,8 +11,8 @@ from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
 from functions import store
-from functions.debate import docs
-from shared.debate import clustering, decision, kits, naming
+from functions.debate import docs, user
+from shared.debate import clustering, decision, naming
 from shared.debate.models import (
     Cluster,
     Debate,
@@ -67,7 +67,7 @@ def _completion(d: str, layer: Layer) -> list[Write] | None:
         return None
     debate = docs.read_debate(d)
     outputs = {a: s for c in sorted(done, key=lambda c: c.index) for a, s in c.outputs.items()}
-    kit = kits.resolve(debate.user_functions, docs.debate(d))
+    kit = user.kit(debate, d)
     made = docs.statements(d, list(outputs.values()))
     responses = {a: m.response for a, s in outputs.items() if (m := made[s]) is not None}
     writes: list[Write] = [(docs.layer(d, layer.id), {"complete": True, "outputs": outputs}, False)]

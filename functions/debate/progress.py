@@ -11,8 +11,8 @@ from typing import Any
 from google.api_core import exceptions as gexc
 
 from functions import store
-from functions.debate import docs
-from shared.debate import clustering, kits, naming
+from functions.debate import docs, user
+from shared.debate import clustering, naming
 from shared.debate.kits import Kit
 from shared.debate.models import (
     Cluster,
@@ -62,7 +62,7 @@ def complete_round(d: str, round_id: str) -> Next | None:
         if any(s is None for s in made.values()):
             return None  # the missing statement's own trigger checks again
         debate = docs.read_debate(d)
-        kit = kits.resolve(debate.user_functions, docs.debate(d))
+        kit = user.kit(debate, d)
         cluster = docs.read_cluster(d, rnd.cluster_id)
         by_agent = {s.agent: s for s in made.values() if s is not None}
         step = _next(d, debate, kit, cluster, rnd, by_agent)

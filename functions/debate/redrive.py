@@ -1,41 +1,42 @@
-"""Re-driving a debate: the turns of open rounds whose statements are missing (a lost publish,
-a killed invocation, a blocked model call), completion checks an invocation died before, and
-the start. A touch of the debate document (a user's write) re-drives everything, blocked rounds
-included; the watchdog re-drives unfinished debates: rounds open for longer than
-``DLAB_DEBATE_STALE_SECONDS`` (default 60) that are not blocked, and a start whose event was
-lost."""
+"""Re-driving a debate: every state that is not terminal moves again. The watchdog re-drives
+each running debate at every tick: a start whose creation event was lost, the turns of open
+rounds whose statements are missing and whose units hold no live lease (a lost publish, a
+killed invocation), and completion checks an invocation died before; it waits only
+``DLAB_DEBATE_STALE_SECONDS`` (5) for events still on their way. A FAILED debate is left
+alone; a user's touch of the debate document re-arms its ended units, sets it running and
+re-drives everything, blocked rounds included."""
 
 from __future__ import annotations
 
-import os
-from datetime import timedelta
+from datetime import datetime
 from typing import Any
 
 from google.cloud import firestore
 
 from functions import store
-from functions.debate import docs, layers, progress, start
+from functions.debate import checks, docs, failing, start
 from functions.debate.messages import publish_turns
+from functions.debate.settings import DebateSettings, debate_settings
 from shared import paths
 from shared.debate import naming
-from shared.debate.models import DebateStatus, Layer, Round
+from shared.debate.models import TERMINAL, Layer, Round
 from shared.models import now
 
 STALE_ENV = "DLAB_DEBATE_STALE_SECONDS"
 
 
-def stale_after() -> timedelta:
-    return timedelta(seconds=float(os.environ.get(STALE_ENV, "60")))
-
-
 def redrive(d: str, *, touched: bool) -> int:
-    """Turns published again; ``touched``: a user's write (blocked rounds too, no staleness)."""
+    """Turns published again; ``touched``: a user's write (failed and blocked work too, no
+    waiting)."""
+    if touched:
+        failing.clear(d)
+    settings = debate_settings()
     if not start.started(d):
-        if touched or _lost_start(d):
+        if touched or _start_stranded(d, settings):
             start.start(d)
         return 0
-    debate = docs.read_debate(d)
-    if debate.paused or debate.status == DebateStatus.DONE:
+    state = store.snapshot_data(docs.debate(d), fields=["status", "paused"]) or {}
+    if state.get("paused") or state.get("status") in TERMINAL:
         return 0
     published = 0
     rounds = (
@@ -44,50 +45,62 @@ def redrive(d: str, *, touched: bool) -> int:
         .stream()
     )
     for snap in rounds:
-        rnd = Round.model_validate(snap.to_dict())
-        if touched or _stale(rnd):
-            published += _redrive_round(d, rnd)
+        published += _redrive_round(d, Round.model_validate(snap.to_dict()), touched, settings)
     for snap in (
         docs.collection(d, paths.DEBATE_LAYER)
         .where(filter=firestore.FieldFilter("complete", "==", False))
         .stream()
     ):
-        layers.complete_layer(d, Layer.model_validate(snap.to_dict()).index)
+        checks.layer_done(d, Layer.model_validate(snap.to_dict()).index)
     return published
 
 
-def _lost_start(d: str) -> bool:
-    """A debate whose creation event was lost: not started, older than the staleness limit,
-    and no error record (a recorded failure waits for a touch instead of retrying each tick)."""
+def _old(created: datetime | None, settings: DebateSettings) -> bool:
+    return created is None or created <= now() - settings.stale_after
+
+
+def _start_stranded(d: str, settings: DebateSettings) -> bool:
+    """Created, never started, and nobody on it: its creation event was lost (or its
+    invocation died). A paused debate's start returns at once."""
     created = store.ref(docs.debate(d)).get().create_time
-    if created is not None and created > now() - stale_after():
-        return False
-    return not list(docs.collection(d, paths.DEBATE_ERROR).limit(1).stream())
+    return _old(created, settings) and not _held(d, [start.START])
 
 
-def _stale(rnd: Round) -> bool:
-    if rnd.blocked:
-        return False  # waits for a touch
-    return rnd.created_at is None or rnd.created_at <= now() - stale_after()
+def _held(d: str, lease_ids: list[str]) -> set[str]:
+    """The leases among ``lease_ids`` that stand for work: a live holder's, or an ended unit's
+    (its record and the debate's failure are written; only a touch runs it again)."""
+    snaps = store.db().get_all([store.ref(docs.lease(d, i)) for i in lease_ids])
+    held: set[str] = set()
+    for snap in snaps:
+        data: dict[str, Any] = (snap.to_dict() or {}) if snap.exists else {}
+        expires = data.get("expiresAt")
+        live = bool(data.get("token")) and isinstance(expires, datetime) and expires > now()
+        if live or data.get("failed"):
+            held.add(snap.id)
+    return held
 
 
-def _redrive_round(d: str, rnd: Round) -> int:
+def _redrive_round(d: str, rnd: Round, touched: bool, settings: DebateSettings) -> int:
     ids = {a: naming.statement_id(rnd.id, a) for a in rnd.agents}
     made = docs.statements(d, list(ids.values()))
     missing = [a for a, i in ids.items() if made[i] is None]
     if not missing:
-        step = progress.complete_round(d, rnd.id)
-        if step is not None and step.cluster_complete:
-            layers.complete_layer(d, rnd.layer)
+        checks.round_done(d, rnd.id, rnd.layer)
         return 0
+    if not touched:
+        if not _old(rnd.created_at, settings):
+            return 0  # its turns may still be on their way
+        busy = _held(d, [ids[a] for a in missing])
+        missing = [a for a in missing if ids[a] not in busy]
     publish_turns(d, rnd.id, missing)
     return len(missing)
 
 
 def unfinished_debates() -> list[str]:
-    """Debates not done: running ones, and ones that never started (a lost creation event)."""
+    """Debates neither done nor failed: running ones, and ones that never started."""
     col: Any = store.db().collection(paths.DEBATE.rsplit("/", 1)[0])
-    done = DebateStatus.DONE.value
     return [
-        s.id for s in col.select(["status"]).stream() if (s.to_dict() or {}).get("status") != done
+        s.id
+        for s in col.select(["status"]).stream()
+        if (s.to_dict() or {}).get("status") not in TERMINAL
     ]

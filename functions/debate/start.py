@@ -7,34 +7,68 @@ from typing import Any
 
 from google.cloud import firestore
 
-from functions import store, transactions, work
-from functions.debate import asking, docs
-from shared.debate import kits, naming, packing
+from functions import store, transactions
+from functions.agents.model_call import AnswerFailed
+from functions.debate import asking, docs, failing, user
+from shared.debate import naming, packing
+from shared.debate.kits import Kit
 from shared.debate.models import Debate, DebateStatus, Layer, Round, StatementKind
-from shared.models import now
+from shared.llm import ModelError
+from shared.models import DocumentError, now
 
 BATCH = 400
 
 
+START = "start"
+"""The start's lease id."""
+
+
 def start(debate_id: str) -> None:
-    """Plan and create the first layer, unless it exists (a duplicate or a touch)."""
-    work.run(
-        work.Unit(docs.lease(debate_id, "start"), docs.debate(debate_id), lambda: _start(debate_id))
-    )
+    """Plan and create the first layer, unless it exists (a duplicate or a touch): a unit of
+    work whose end fails the debate."""
+    failing.run(debate_id, START, docs.debate(debate_id), lambda: _start(debate_id))
 
 
 def started(debate_id: str) -> bool:
     return bool(store.ref(docs.layer(debate_id, naming.layer_id(1))).get().exists)
 
 
+def _planned(debate_id: str) -> tuple[Debate, Kit] | None:
+    """The debate and its user functions; None (FAILED, with a record) when its document
+    cannot be run as written: a retry would meet the same error."""
+    try:
+        debate = docs.read_debate(debate_id)
+        return debate, user.kit(debate, debate_id)
+    except DocumentError as error:
+        if error.document != docs.debate(debate_id):
+            raise
+        failing.refuse(debate_id, error)
+        return None
+
+
+def _categorized(debate_id: str, debate: Debate, kit: Kit) -> list[dict[str, Any]] | None:
+    """The entries with their categories; None (FAILED, with a record) when the model never
+    answered validly; a failing provider is raised, for the unit to try again."""
+    try:
+        return categorize(debate_id, debate, kit.prompts)
+    except (AnswerFailed, ModelError) as error:
+        if isinstance(error, ModelError) and error.retryable:
+            raise
+        reason = f"no categories: {error}"
+        failing.refuse(debate_id, DocumentError(docs.debate(debate_id), "categories", reason))
+        return None
+
+
 def _start(debate_id: str) -> None:
     if started(debate_id):
         return
-    debate = docs.read_debate(debate_id)
-    if debate.paused:
+    planned = _planned(debate_id)
+    if planned is None or planned[0].paused or planned[0].status == DebateStatus.FAILED:
         return
-    kit = kits.resolve(debate.user_functions, docs.debate(debate_id))
-    data = categorize(debate_id, debate, kit.prompts)
+    debate, kit = planned
+    data = _categorized(debate_id, debate, kit)
+    if data is None:
+        return
     first = packing.first_layer(debate, data)
     for i in range(0, len(first.agents), BATCH):  # immutable once written: plain sets
         batch = store.db().batch()

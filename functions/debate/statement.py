@@ -5,6 +5,7 @@ keeps duplicate deliveries from asking the model twice."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 from typing import Any
@@ -14,15 +15,17 @@ from google.cloud import firestore
 
 from functions import errors, store, work
 from functions.agents.model_call import AnswerFailed
-from functions.debate import asking, docs
+from functions.debate import asking, docs, failing, user
 from functions.debate.messages import DebateTurn
+from functions.errors import AlreadyRecorded
 from shared import paths
-from shared.debate import compose, kits, naming, tokens
+from shared.debate import compose, naming, tokens
 from shared.debate.kits import Kit
 from shared.debate.models import (
     Cluster,
     Debate,
     DebateAgent,
+    DebateStatus,
     Round,
     Statement,
     StatementKind,
@@ -34,10 +37,24 @@ from shared.models import DocumentError, now
 log = logging.getLogger(__name__)
 
 
+class ProviderWaits(AlreadyRecorded):
+    """The provider kept failing through this attempt: the platform retries the turn (the unit
+    counts it); the record comes once, when the unit's attempts are spent."""
+
+
 def take_turn(turn: DebateTurn) -> None:
+    """The statement as a unit of work: ended, its round shows the agent blocked and the debate
+    FAILED (``_ended``)."""
     lease = docs.lease(turn.debate_id, turn.statement_id)
     where = docs.agent(turn.debate_id, turn.agent)
-    work.run(work.Unit(lease, where, lambda: _make(turn)))
+    ended = functools.partial(_ended, turn)
+    work.run(work.Unit(lease, where, lambda: _make(turn), ended=ended))
+
+
+def _ended(turn: DebateTurn, failure: work.Failure) -> None:
+    rnd = store.ref(docs.round_(turn.debate_id, turn.round_id))
+    rnd.set({"blocked": {turn.agent: failure.reason[:500]}}, merge=True)
+    failing.fail(turn.debate_id, failure)
 
 
 def _make(turn: DebateTurn) -> None:
@@ -46,8 +63,8 @@ def _make(turn: DebateTurn) -> None:
     exists, debate, rnd = docs.fetch(
         (None, path), (Debate, docs.debate(d)), (Round, docs.round_(d, turn.round_id))
     )
-    if exists or debate.paused:
-        return  # made already; or paused: resuming re-drives the missing statements
+    if exists or debate.paused or debate.status == DebateStatus.FAILED:
+        return  # made already; paused or failed: resuming or a touch re-drives what is missing
     if turn.agent not in rnd.agents:
         raise DocumentError(docs.round_(d, rnd.id), "agents", f"{turn.agent} is not in the round")
     made: Statement | None
@@ -113,7 +130,7 @@ def memory(d: str, cluster: Cluster, rounds: int) -> Memory:
 def _speak(
     d: str, debate: Debate, rnd: Round, cluster: Cluster, agent: DebateAgent
 ) -> Statement | None:
-    kit = kits.resolve(debate.user_functions, docs.debate(d))
+    kit = user.kit(debate, d)
     prompt = compose.statement_prompt(
         kit.prompts, agent, StatementKind(rnd.kind), memory(d, cluster, rnd.index), debate.data
     )
@@ -127,7 +144,13 @@ def _speak(
             kit.prompts.response_schema,
             kit.format_agent_response,
         )
-    except (AnswerFailed, ModelError) as error:
+    except ModelError as error:
+        if error.retryable:
+            reason = f"round {rnd.id}: no statement from {agent.name}: {error}"
+            raise ProviderWaits(reason) from error
+        _blocked(d, rnd, agent, error)
+        return None
+    except AnswerFailed as error:
         _blocked(d, rnd, agent, error)
         return None
     return _statement(kit, rnd, agent, prompt, formatted)
@@ -155,22 +178,24 @@ def _statement(
 
 
 def _blocked(d: str, rnd: Round, agent: DebateAgent, error: Exception) -> None:
-    """An error record naming the agent and the round; the round keeps the reason until a touch
-    of the debate document retries it."""
+    """The model never answered validly (or cannot be called): the statement stops at once,
+    since asking again would cost as much and fail the same way. One record names the agent
+    and the round; the round keeps the reason and the debate is FAILED until a touch retries
+    it (a redelivery meanwhile finds it FAILED and calls nothing)."""
     reason = f"round {rnd.id}: no statement from {agent.name}: {error}"
-    errors.record_error(
-        errors.current_function(),
-        DocumentError(docs.agent(d, agent.name), f"rounds.{rnd.id}", reason),
-    )
+    where = DocumentError(docs.agent(d, agent.name), f"rounds.{rnd.id}", reason)
+    errors.record_error(errors.current_function(), where)
     store.ref(docs.round_(d, rnd.id)).set({"blocked": {agent.name: str(error)[:500]}}, merge=True)
+    failing.fail(d, work.Failure(where.document, where.field, failing.attempt(), reason))
     log.warning("%s", reason)
 
 
 def _resolved(d: str, rnd: Round, agent: str) -> None:
-    """The statement a failed call had stopped is made: its error records get ``resolvedAt``."""
+    """The statement a failed unit had stopped is made: its error records get ``resolvedAt``."""
     records = docs.collection(d, paths.DEBATE_ERROR).where(
         filter=firestore.FieldFilter("document", "==", docs.agent(d, agent))
     )
     for snap in records.stream():
-        if (snap.to_dict() or {}).get("field") == f"rounds.{rnd.id}":
+        data = snap.to_dict() or {}
+        if data.get("field") == f"rounds.{rnd.id}" or f"round {rnd.id}:" in data.get("reason", ""):
             snap.reference.update({"resolvedAt": now()})

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from functions._events import FirestoreEvent, PubSubEvent
-from functions.debate import docs, layers, progress, redrive, start, statement
+from functions.debate import checks, docs, redrive, start, statement
 from functions.debate.messages import DebateTurn, publish_turns
 from functions.errors import current_function, record_error
 from shared.debate import naming
@@ -53,13 +53,12 @@ def on_debate_turn(event: PubSubEvent) -> None:
 def on_debate_statement_created(event: FirestoreEvent) -> None:
     debate_id = event.params["debateId"]
     made = parse_document(Statement, event.document, event.after)
-    step = progress.complete_round(debate_id, made.round_id)
-    if step is not None and step.cluster_complete:
-        layers.complete_layer(debate_id, made.layer)
+    checks.round_done(debate_id, made.round_id, made.layer)
 
 
 def on_debate_watchdog_tick(event: PubSubEvent) -> None:
-    """Each unfinished debate on its own: one that cannot be read is recorded, the others go on."""
+    """Each debate neither done nor failed on its own: one that cannot be read is recorded, the
+    others go on."""
     for debate_id in redrive.unfinished_debates():
         try:
             redrive.redrive(debate_id, touched=False)

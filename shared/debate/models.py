@@ -12,7 +12,7 @@ from shared.models import DocModel, Timestamp
 from shared.models._base import Count, Positive
 from shared.models.participant import ApiType
 
-BACKEND_FIELDS = frozenset({"status", "decision", "startedAt", "finishedAt"})
+BACKEND_FIELDS = frozenset({"status", "decision", "startedAt", "finishedAt", "failure"})
 """Fields of the debate document only the backend writes; a write that changes nothing else is
 not a user's touch."""
 
@@ -44,6 +44,23 @@ class StatementKind(StrEnum):
 class DebateStatus(StrEnum):
     RUNNING = "running"
     DONE = "done"
+    FAILED = "failed"
+    """A unit of it ended (a user function raised, the model never answered validly, the
+    provider kept failing): ``failure`` says which; a user's touch clears it and retries."""
+
+
+TERMINAL = frozenset({DebateStatus.DONE.value, DebateStatus.FAILED.value})
+"""Statuses the watchdog leaves alone (a failed debate waits for a touch)."""
+
+
+class DebateFailure(DocModel):
+    """Why a debate stopped: the document and field (or user function) of its error record."""
+
+    document: str
+    field: str
+    reason: str
+    attempts: Count = 0
+    at: Timestamp | None = None
 
 
 class StaticAgentSpec(DocModel):
@@ -68,7 +85,7 @@ class DebateModelSettings(DocModel):
 
 class Debate(DocModel):
     """``debates/{d}``: what a researcher writes (settings and data) and, written by the backend
-    only, ``status``, ``decision``, ``startedAt``, ``finishedAt``."""
+    only, ``status``, ``decision``, ``failure``, ``startedAt``, ``finishedAt``."""
 
     name: str = Field(min_length=1, max_length=60, pattern=r"^[A-Za-z0-9-]+$")
     """DEBATE_NAME of the seed's naming conventions."""
@@ -93,6 +110,7 @@ class Debate(DocModel):
     paused: bool = False
     status: str = ""
     decision: dict[str, Any] | None = None
+    failure: DebateFailure | None = None
     started_at: Timestamp | None = None
     finished_at: Timestamp | None = None
 

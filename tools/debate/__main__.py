@@ -6,6 +6,10 @@ its progress (layer, clusters, rounds, statements, tokens) and write its transcr
     python -m tools.debate FILE --baselines    # also all-to-all and self-consistency, compared
     python -m tools.debate --pause ID | --resume ID | --export ID [--out FILE.md]
 
+A debate that FAILS (a user function raised, the model never answered validly, the provider
+kept failing) ends the command at once with exit status 3 and its error records printed;
+``--resume ID`` after the fix runs it again.
+
 Without ``--local`` it uses the emulators of FIRESTORE_EMULATOR_HOST (``make up`` prints the
 exports) or, unset, the real project of application default credentials.
 """
@@ -71,7 +75,9 @@ def _line(debate_id: str, progress: dict[str, Any]) -> str:
 
 
 def follow(db: firestore.Client, ids: list[str], timeout: float) -> dict[str, Any]:
-    """Print a progress line whenever a debate's figures change, until all are done."""
+    """Print a progress line whenever a debate's figures change, until all are done or one
+    FAILED (nothing moves then until someone touches it: waiting out the timeout would only
+    hide the error)."""
     last: dict[str, str] = {}
     end = time.monotonic() + timeout
     states: dict[str, Any] = {}
@@ -82,10 +88,33 @@ def follow(db: firestore.Client, ids: list[str], timeout: float) -> dict[str, An
             if last.get(debate_id) != line:
                 print(line, flush=True)
                 last[debate_id] = line
-        if all(s.done for s in states.values()):
+        if all(s.done for s in states.values()) or any(s.failed for s in states.values()):
             break
         time.sleep(1.0)
     return states
+
+
+def report_failures(states: dict[str, Any]) -> bool:
+    """Print each FAILED debate's failure and its error records to stderr; True if any."""
+    failed = {i: s for i, s in states.items() if s.failed}
+    for debate_id, s in failed.items():
+        failure = s.debate.failure
+        print(f"{debate_id}: FAILED", file=sys.stderr)
+        if failure is not None:
+            print(
+                f"  {failure.document} · {failure.field} · after {failure.attempts} attempt(s): "
+                f"{failure.reason}",
+                file=sys.stderr,
+            )
+        for record in s.errors:
+            where = f"{record.get('document', '')} · {record.get('field', '')}"
+            print(f"  error record: {where}: {record.get('reason', '')}", file=sys.stderr)
+        print(
+            f"  fix the cause, then touch debates/{debate_id} (any field, e.g. "
+            f"`--resume {debate_id}`) to run it again",
+            file=sys.stderr,
+        )
+    return bool(failed)
 
 
 def compare(states: dict[str, Any]) -> str:
@@ -112,8 +141,12 @@ def _create(db: firestore.Client, file: Path, debate_id: str, baselines: bool) -
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     with _backend(args.local, args.project) as db:
-        if args.pause or args.resume:
-            db.document(f"debates/{args.pause or args.resume}").update({"paused": bool(args.pause)})
+        if args.pause:
+            db.document(f"debates/{args.pause}").update({"paused": True})
+            return 0
+        if args.resume:  # a touch too: a FAILED debate runs again, its ended units re-armed
+            touch = {"paused": False, "resumedAt": firestore.SERVER_TIMESTAMP}
+            db.document(f"debates/{args.resume}").update(touch)
             return 0
         if args.export:
             text = markdown(debate_state.read(db, args.export))
@@ -125,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         debate_id = args.id or f"debate-{uuid.uuid4().hex[:8]}"
         ids = _create(db, args.file, debate_id, args.baselines)
         states = follow(db, ids, args.timeout)
+        if report_failures(states):
+            return 3
         out = args.out or Path(f"{debate_id}.md")
         out.write_text(markdown(states[debate_id]))
         print(f"transcript: {out}")

@@ -8,7 +8,15 @@ from typing import Any
 
 from google.cloud import firestore
 
-from shared.debate.models import Cluster, Debate, DebateAgent, Layer, Round, Statement
+from shared.debate.models import (
+    Cluster,
+    Debate,
+    DebateAgent,
+    DebateStatus,
+    Layer,
+    Round,
+    Statement,
+)
 
 
 @dataclasses.dataclass
@@ -24,7 +32,12 @@ class DebateState:
 
     @property
     def done(self) -> bool:
-        return self.debate.status == "done"
+        return self.debate.status == DebateStatus.DONE
+
+    @property
+    def failed(self) -> bool:
+        """A unit of it ended: nothing moves until a user touches the debate."""
+        return self.debate.status == DebateStatus.FAILED
 
     @property
     def tokens(self) -> int:
