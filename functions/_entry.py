@@ -10,7 +10,7 @@ from typing import Any
 
 import functions_framework
 
-from functions import _events, memo, usage, work
+from functions import _events, memo, spend, usage, work
 from functions.deadline import running_for
 from functions.errors import AlreadyRecorded, invoked_as, record_error
 from functions.registry import FirestoreTrigger, FunctionSpec
@@ -50,6 +50,8 @@ def _run(spec: FunctionSpec, event: Any) -> None:
             _handler(spec.handler)(event)
     except DocumentError as error:
         record_error(spec.name, error, event_id=event.id)
+    except spend.BudgetReached:
+        pass  # a pause, recorded on its run: neither a failed delivery nor retried
     except AlreadyRecorded:
         if not _retry_again(spec, event, None):
             return

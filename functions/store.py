@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -131,7 +132,22 @@ def read_ahead(paths: Iterable[str]) -> None:
         kept.append(snap.reference.path)
 
 
-_later: contextvars.ContextVar[dict[str, dict[str, Any]] | None] = contextvars.ContextVar(
+@dataclasses.dataclass
+class _Later:
+    """A document waiting for a batch: replaced, or (``counts``) its fields incremented."""
+
+    data: dict[str, Any] = dataclasses.field(default_factory=dict)
+    counts: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    def write(self, batch: Any, path: str) -> None:
+        if self.counts:
+            fields = {name: firestore.Increment(value) for name, value in self.counts.items()}
+            batch.set(ref(path), self.data | fields, merge=True)
+        else:
+            batch.set(ref(path), self.data)
+
+
+_later: contextvars.ContextVar[dict[str, _Later] | None] = contextvars.ContextVar(
     "later", default=None
 )
 
@@ -142,7 +158,7 @@ def writing_later() -> Iterator[None]:
     that takes them (``with_later``), so a record of the step (a model call's log) costs no
     round trip of its own; whatever no batch took is written at the block's end, in one
     batch, an exception included. Outside such a block ``set_later`` writes at once."""
-    pending: dict[str, dict[str, Any]] = {}
+    pending: dict[str, _Later] = {}
     token = _later.set(pending)
     try:
         yield
@@ -157,12 +173,17 @@ def writing_later() -> Iterator[None]:
     _write_now(pending)
 
 
-def _write_now(documents: dict[str, dict[str, Any]]) -> None:
+def _write_now(documents: dict[str, _Later]) -> None:
     if documents:
         batch = db().batch()
-        for path, data in documents.items():
-            batch.set(ref(path), data)
+        for path, later in documents.items():
+            later.write(batch, path)
         batch.commit()
+
+
+def writes_later() -> bool:
+    """Whether ``set_later`` waits for a batch here (inside a ``writing_later`` block)."""
+    return _later.get() is not None
 
 
 def set_later(path: str, data: dict[str, Any]) -> None:
@@ -171,7 +192,19 @@ def set_later(path: str, data: dict[str, Any]) -> None:
     if pending is None:
         ref(path).set(data)
     else:
-        pending[path] = data
+        pending[path] = _Later(data)
+
+
+def add_later(path: str, counts: dict[str, float], data: dict[str, Any] | None = None) -> None:
+    """Increment the document's ``counts`` (and merge ``data``) with the next batch that takes
+    it; increments of one document waiting together add up. At once outside a block."""
+    pending = _later.get()
+    if pending is None:
+        _write_now({path: _Later(data or {}, dict(counts))})
+        return
+    was = pending.get(path) or _Later()
+    summed = {name: was.counts.get(name, 0) + counts.get(name, 0) for name in was.counts | counts}
+    pending[path] = _Later(was.data | (data or {}), summed)
 
 
 def with_later(batch: Any) -> Callable[[], None]:
@@ -180,8 +213,8 @@ def with_later(batch: Any) -> Callable[[], None]:
     say for its precondition, leaves them to the next batch or the block's end)."""
     pending = _later.get()
     taken = dict(pending or {})
-    for path, data in taken.items():
-        batch.set(ref(path), data)
+    for path, later in taken.items():
+        later.write(batch, path)
 
     def committed() -> None:
         for path in taken:

@@ -29,6 +29,7 @@ from typing import Any, Generic, TypeVar
 
 from functions import errors, leases, store, transactions
 from functions.settings import WorkSettings, work_settings
+from functions.spend import BudgetReached
 from shared.models import DocumentError, now
 
 T = TypeVar("T")
@@ -93,6 +94,9 @@ class State(StrEnum):
     """Another invocation holds the lease; it was asked to run once more."""
     ENDED = "ended"
     """The unit failed for good, now or before: its record and terminal write are made."""
+    PAUSED = "paused"
+    """Its run reached a spend cap (``spend.BudgetReached``, recorded on the run): the lease is
+    let go and no failure counted; the system's watchdog re-drives it once the cap is raised."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +127,10 @@ def run(unit: Unit[T], settings: WorkSettings | None = None) -> Outcome[T]:
             result = unit.work()
             if not leases.still_pending(held):
                 return Outcome(State.RAN, result)
+    except BudgetReached:
+        leases.stop_renewing(held)
+        leases.let_go(held)  # not a failed attempt: the next one starts a fresh count
+        return Outcome(State.PAUSED)
     except Exception as error:
         leases.stop_renewing(held)
         return _failed(unit, held, error, settings)

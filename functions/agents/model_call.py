@@ -1,10 +1,14 @@
 """One structured answer from the agent's model.
 
-Every attempt is logged: provider faults (transport failures, and replies that are not the
-provider's protocol: HTML, empty, no JSON where JSON was asked) are retried with backoff within
-the function's deadline and end in ProviderFailing (the agent waits); a well-formed reply that is
-not a valid answer goes back to the model as a corrective turn with the exact reason (at most
-``num_retries`` times). See shared/llm/policy.py for the settings.
+Every attempt is logged and added to its run's totals (``functions.spend``) in the same write.
+Before each attempt the run's budget is checked (``spend.BudgetReached``: no call is made) and a
+slot of the provider's shared rate limit taken (``functions.rate_limit``, off unless set).
+Provider faults (transport failures, timeouts, 429, 5xx, a body with no completion in it) are
+retried with backoff within the function's deadline and end in ProviderFailing (the agent
+waits). A reply that arrived is an answer: one that does not parse (HTML, empty, no JSON where
+JSON was asked) or does not validate goes back to the model as a corrective turn with the exact
+reason (at most ``num_retries`` times), then ends in the system's invalid outcome
+(AnswerFailed). See shared/llm/policy.py for the settings.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from functions import store
+from functions import rate_limit, spend
 from functions.deadline import deadline
 from functions.errors import AlreadyRecorded
 from shared import paths
@@ -25,7 +29,7 @@ from shared.llm.base import ProviderFailing
 from shared.llm.credentials import credentials_for
 from shared.llm.json_output import check_schema, parse_json_reply
 from shared.llm.policy import CallPolicy
-from shared.llm.protocol import check_prompt_size, check_protocol, check_reply_size
+from shared.llm.protocol import check_prompt_size, check_reply
 from shared.llm.retry import remaining, retrying
 from shared.models import (
     MediatorProfile,
@@ -61,6 +65,18 @@ class CallSite:
     log_collection: str = ""
     """Where the call's log entries go; '' for the experiment's ``logs`` (a society, a debate
     and a conductor step keep their own)."""
+    run: str = ""
+    """The run document whose totals and budget the calls count against; '' to derive it: the
+    root document of ``log_collection`` (``societies/{s}``, ``debates/{d}``,
+    ``conversations/{c}``), else ``experiments/{experiment_id}``."""
+
+    @property
+    def run_path(self) -> str:
+        if self.run:
+            return self.run
+        if self.log_collection:
+            return "/".join(self.log_collection.split("/")[:2])
+        return paths.build(paths.EXPERIMENT, experimentId=self.experiment_id)
 
 
 @dataclasses.dataclass
@@ -150,10 +166,14 @@ class _Call:
             if self.site.log_collection
             else paths.build(paths.MODEL_LOG, experimentId=self.site.experiment_id, logId=log_id)
         )
-        if outcome.get("accepted"):  # the reply the step uses: logged with its write
-            store.set_later(path, entry.to_firestore())
-        else:
-            store.ref(path).set(entry.to_firestore())
+        added = spend.counts(
+            request.model_name,
+            usage.prompt_tokens if usage else 0,
+            usage.completion_tokens if usage else 0,
+        )
+        # the reply the step uses is logged (and counted) with the step's own write
+        later = bool(outcome.get("accepted"))
+        spend.record(self.site.run_path, path, entry.to_firestore(), added, later=later)
 
     def generate(self, request: ModelRequest) -> tuple[ModelReply, float]:
         """One turn: provider attempts with backoff, each logged on failure; a provider still
@@ -167,18 +187,18 @@ class _Call:
 
     def _attempts(self, request: ModelRequest) -> tuple[ModelReply, float]:
         end = deadline()
-        expects_json = request.response_schema is not None
+        provider = effective_api_type(self.settings.api_type)
         for attempt in retrying(end, self.policy.max_attempts, wait=self.policy.wait()):
             with attempt:
+                spend.check(self.site.run_path)  # BudgetReached: no call is made
+                rate_limit.acquire(provider, request, end)
                 self.attempts += 1
                 started = time.perf_counter()
                 timed = dataclasses.replace(
                     request, timeout_s=remaining(end, cap=CALL_TIMEOUT_CAP_S)
                 )
                 try:
-                    reply = self.client.generate(timed)
-                    check_protocol(reply, expects_json)
-                    return reply, started
+                    return self.client.generate(timed), started
                 except ModelError as error:
                     self.log(request, started, status=error.status, error=str(error), raw=error.raw)
                     raise
@@ -245,7 +265,7 @@ def ask_counted(
         )
         reply, started = call.generate(request)
         try:
-            check_reply_size(reply.text)
+            check_reply(reply.text, expects_json=schema is not None)
             parsed = parse(reply.text)
             answer = validate(parsed)  # the stage's check says most precisely what is wrong
             check_schema(parsed, schema)  # then the schema: a persona's own may ask for more
@@ -258,6 +278,10 @@ def ask_counted(
                 Message("user", corrective_turn(last_error)),
             )
             continue
+        except Exception as error:  # the validator's own failure (user code): the call is logged
+            text = f"{type(error).__name__}: {error}"
+            call.log(request, started, reply=reply, status="VALIDATOR_ERROR", error=text)
+            raise
         call.log(request, started, reply=reply, parsed=_loggable(parsed), accepted=True)
         return answer, call.stats
     raise _no_answer(call, last_error)

@@ -91,10 +91,11 @@ class ModelError(Exception):
 
 
 class ProviderFailing(ModelError):
-    """The provider kept failing (outage, rate limit, or replies that are not its protocol: an
-    HTML page, an error body, empty or non-JSON text where JSON was asked) until the attempts or
-    the deadline ran out. Not the model's wrong answer: the agent must wait and be retried, never
-    move on without an answer because of it."""
+    """The provider kept failing (outage, rate limit, or a body that is not its protocol: no
+    completion in it, an error envelope sent with a 200) until the attempts or the deadline ran
+    out. Not the model's wrong answer (a completion whose text is wrong is corrected, see
+    ``shared.llm.protocol``): the agent must wait and be retried, never move on without an
+    answer because of it."""
 
     def __init__(self, attempts: int, last: ModelError) -> None:
         super().__init__(
@@ -110,8 +111,9 @@ class ProviderFailing(ModelError):
 
 
 def protocol_fault(message: str, raw: str | None = None) -> ModelError:
-    """A 200 reply that is not the provider's protocol: retryable, like a 5xx (it comes from a
-    proxy or an outage page, not from the model)."""
+    """A 200 body that is not the provider's protocol (no completion in it: an outage page in
+    place of the envelope, an error envelope): retryable, like a 5xx, since it holds no model
+    answer to correct."""
     return ModelError("PROVIDER_UNAVAILABLE_ERROR", f"not a model reply: {message}", True, 200, raw)
 
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 import tenacity
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
 from tenacity.wait import wait_base
 
 ENV = {
@@ -54,3 +55,64 @@ class CallPolicy(BaseModel):
 
     def wait(self) -> wait_base:
         return tenacity.wait_random_exponential(multiplier=self.backoff_s, max=self.backoff_max_s)
+
+
+class Price(BaseModel):
+    """A model's list price in US dollars per million tokens."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    input_per_mtok: float = Field(alias="inputPerMTok", ge=0)
+    output_per_mtok: float = Field(alias="outputPerMTok", ge=0)
+
+
+class SpendSettings(BaseSettings):
+    """How a run's model calls are counted and priced (``functions.spend``, docs/COST.md).
+
+    - ``DLAB_SPEND_SHARDS`` (16): counter documents a run's totals are spread over, so that
+      every agent of a large run does not write one document.
+    - ``DLAB_MODEL_PRICES`` (none): a JSON table ``{"model-name": {"inputPerMTok": 0.15,
+      "outputPerMTok": 0.6}}``; a call to a model in it adds its cost to ``costUsd`` (a run's
+      ``budget.maxCostUsd`` counts only priced calls).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="DLAB_", extra="ignore")
+
+    spend_shards: int = Field(default=16, ge=1, le=500)
+    model_prices: dict[str, Price] = Field(default_factory=dict)
+
+    def cost_usd(self, model_name: str, prompt_tokens: int, completion_tokens: int) -> float:
+        price = self.model_prices.get(model_name)
+        if price is None:
+            return 0.0
+        return (
+            prompt_tokens * price.input_per_mtok + completion_tokens * price.output_per_mtok
+        ) / 1e6
+
+
+class RateLimit(BaseModel):
+    """One provider's quota; 0 leaves that dimension unlimited."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    requests_per_minute: int = Field(default=0, alias="requestsPerMinute", ge=0)
+    tokens_per_minute: int = Field(default=0, alias="tokensPerMinute", ge=0)
+
+
+class RateLimitSettings(BaseSettings):
+    """The per-provider rate limit every instance shares (``functions.rate_limit``), off unless
+    set.
+
+    - ``DLAB_RATE_LIMITS``: a JSON table by effective apiType, e.g. ``{"OPENAI":
+      {"requestsPerMinute": 1000, "tokensPerMinute": 200000}}``.
+    - ``DLAB_RATE_WINDOW_SECONDS`` (60): the counting window; each gets the per-minute limits
+      scaled to its length (a shorter window smooths bursts at its edges).
+    - ``DLAB_RATE_SHARDS`` (10): documents a window's quota is split over (at most the
+      window's request limit), so no one document takes every caller's write.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="DLAB_", extra="ignore")
+
+    rate_limits: dict[str, RateLimit] = Field(default_factory=dict)
+    rate_window_seconds: float = Field(default=60.0, gt=0, le=3600)
+    rate_shards: int = Field(default=10, ge=1, le=500)

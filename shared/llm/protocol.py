@@ -1,43 +1,36 @@
-"""Telling a provider's garbage from a model's wrong answer.
+"""A reply that arrived is an answer: what is checked of it before the stage's validation.
 
-A reply that is not the provider's protocol (an HTML outage page; where JSON was asked, which
-structured output guarantees, an empty reply or text with no JSON in it) comes from a proxy or an
-outage, not from the model: it is retried with backoff like a 5xx, and never costs the agent its
-answer. Only a well-formed reply that fails validation is the model's failure (corrective turns).
+Only transport errors, timeouts, 429 and 5xx are provider failures (retried with backoff, see
+``shared.llm.retry``); a body that is not the provider's protocol at all (no completion in it,
+an error envelope sent with a 200) is one too, since there is no answer in it to correct. A
+completion whose text is wrong (an HTML page, empty or no JSON where JSON was asked, too long)
+is the model's answer: ``AnswerValidationError`` with the exact reason, so the caller sends the
+corrective turn and, when the turns run out, takes the system's invalid outcome. Retrying such a
+reply as an outage cost a society member 95 calls in a day with no record of why.
 """
 
 from __future__ import annotations
 
 import re
 
-from shared.llm.base import ModelError, ModelReply, protocol_fault
-from shared.llm.json_output import parse_json_reply
+from shared.llm.base import ModelError
 from shared.stages.base import AnswerValidationError
 
 _HTML = re.compile(r"^\s*(?:<!doctype\s+html|<html[\s>]|<head[\s>]|<body[\s>]|<\?xml)", re.I)
 _SHOWN = 200
-"""Characters of the offending text quoted in the error (the log keeps the raw reply)."""
+"""Characters of the offending text quoted in the reason (the log keeps the raw reply)."""
 
 
-def _has_json(text: str) -> bool:
-    try:
-        parse_json_reply(text)
-    except AnswerValidationError:
-        return False
-    return True
-
-
-def check_protocol(reply: ModelReply, expects_json: bool) -> None:
-    """Raise a retryable ModelError when ``reply`` is an outage's garbage, not a model's answer."""
-    text = reply.text
+def check_reply(text: str, expects_json: bool) -> None:
+    """AnswerValidationError when the reply's text cannot be an answer: an HTML page, an empty
+    reply where JSON was asked, a runaway length. Text without JSON is for the parser to judge
+    (a caller's own ``parse`` may take prose); an empty free-text reply is the model's choice
+    to stay silent."""
     if _HTML.match(text):
-        raise protocol_fault(f"an HTML page: {text[:_SHOWN]!r}", reply.raw)
-    if not expects_json:
-        return  # free text: even an empty reply may be the model's (it chose to stay silent)
-    if not text.strip():
-        raise protocol_fault("the reply is empty", reply.raw)
-    if not _has_json(text):
-        raise protocol_fault(f"no JSON although JSON was asked: {text[:_SHOWN]!r}", reply.raw)
+        raise AnswerValidationError(f"the reply is an HTML page, not an answer: {text[:_SHOWN]!r}")
+    if expects_json and not text.strip():
+        raise AnswerValidationError("the reply was empty; return only the JSON value")
+    check_reply_size(text)
 
 
 MAX_PROMPT_CHARS = 400_000

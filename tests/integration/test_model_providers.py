@@ -17,6 +17,7 @@ from chat_docs import add_mediator, chat_experiment, chat_messages, check_single
 from experiment_state import doc, errors, model_logs, participant
 from raw_docs import agent, stage, write_experiment
 
+from functions import spend
 from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.llm.scripted import generate_value
 from shared.models import (
@@ -90,7 +91,7 @@ def test_faults_are_retried_or_corrected_and_the_answer_is_valid(runtime, db, fa
         gemini.error(429),
         gemini.error(503),
         malformed(),
-        gemini.empty(),  # no text at all: the provider's fault, not the model's
+        gemini.empty(),  # a completion with no text: the model's answer, corrected
         gemini.text('{"why": "too short", "pick": "c", "rate": 9}'),  # violates the stage
         gemini.text('{"why": "still short"}'),
     )
@@ -111,7 +112,7 @@ def test_faults_are_retried_or_corrected_and_the_answer_is_valid(runtime, db, fa
         "QUOTA_ERROR",
         "PROVIDER_UNAVAILABLE_ERROR",
         "PROVIDER_UNAVAILABLE_ERROR",
-        "PROVIDER_UNAVAILABLE_ERROR",
+        "INVALID_RESPONSE",
         "INVALID_RESPONSE",
         "INVALID_RESPONSE",
         "OK",
@@ -122,8 +123,9 @@ def test_faults_are_retried_or_corrected_and_the_answer_is_valid(runtime, db, fa
     assert "at least 10 are needed" in logs[4].response.error_message
     # the corrective turns went back to the model as conversation turns, with the reason
     last = fake_gemini.requests[-1].body["contents"]
-    assert [c["role"] for c in last] == ["user", "model", "user", "model", "user"]
-    assert "at least 10 are needed" in last[2]["parts"][0]["text"]
+    assert [c["role"] for c in last] == ["user", "model", "user", "model", "user", "model", "user"]
+    assert "empty" in last[2]["parts"][0]["text"]
+    assert "at least 10 are needed" in last[4]["parts"][0]["text"]
     assert all(r.headers.get("x-goog-api-key") == KEY for r in fake_gemini.requests)
     assert errors(db, e) == []
 
@@ -281,9 +283,14 @@ GARBAGE = (
     Step(200, b"The service is temporarily unavailable. Please retry.", 0, "text/plain"),
     Step(200, b"", 0, "text/plain"),
     json_step({"error": {"code": 503, "message": "The model is overloaded."}}),  # with a 200
+)
+"""Bodies with no completion in them: provider faults (retried). A completion whose text is
+garbage is an answer (issue 27): ``WRONG_TEXT``, corrected."""
+WRONG_TEXT = (
     gemini.text("<html><body>Service Unavailable</body></html>"),  # inside a real envelope
     gemini.text("Our systems are having an outage; please try again in a minute."),
     gemini.empty(),
+    gemini.text('{"why": "a cut-off stream'),
 )
 
 
@@ -362,6 +369,27 @@ def test_garbage_past_the_attempts_waits_as_provider_failing(runtime, db, fake_g
     assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
     wakes = [d for d in runtime.deliveries if d.function == "onAgentWake"]
     assert [d.outcome for d in wakes] == ["ok"]
+
+
+@pytest.mark.parametrize("wrong", WRONG_TEXT, ids=["html", "prose", "empty", "broken-json"])
+def test_a_completion_that_does_not_parse_is_corrected_then_invalid(
+    runtime, db, fake_gemini, wrong
+):
+    """Issue 27, item 4: a reply that arrived is an answer. Text that does not parse gets the
+    corrective turns (each with its reason), then the invalid outcome (the agent moves on
+    without an answer): one call per turn, never an outage's retries; every attempt is in the
+    run's totals (item 7). Before the fix each was retried as an outage until the deadline."""
+    fake_gemini.responder = lambda _request: wrong
+    e = _survey_experiment(db)
+    pid = agent(db, e, "survey")
+    runtime.wait_until_idle(timeout=60)
+
+    assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+    logs = model_logs(db, e)
+    assert len(fake_gemini.requests) == len(logs) == 4  # the survey's 1 + 3 corrective turns
+    assert {log.response.status for log in logs} == {"INVALID_RESPONSE"}
+    assert all(log.response.error_message for log in logs)
+    assert spend.totals(f"experiments/{e}").calls == len(fake_gemini.requests)
 
 
 def test_a_setting_keeps_an_agent_whose_model_never_answers_validly(

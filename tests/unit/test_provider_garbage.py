@@ -1,4 +1,10 @@
-"""An outage's garbage is a retryable provider fault; a well-formed wrong answer is not."""
+"""A reply that arrived is an answer: a completion whose text is wrong (HTML, empty, no JSON)
+goes to the corrective turn with its reason; only a body with no completion in it (an error
+envelope with a 200, an outage page in place of the envelope) is a retryable provider fault.
+
+Until issue 27 ``check_protocol`` raised a retryable provider fault for the first kind too, so a
+model that kept answering prose was retried as an outage (95 calls for one society member in a
+day, no corrective turn, no invalid outcome); these tests now assert the new rule."""
 
 from __future__ import annotations
 
@@ -7,13 +13,20 @@ import json
 import pytest
 
 from shared.llm import gemini, openai_compat
-from shared.llm.base import ModelError, ModelReply, Usage
-from shared.llm.policy import CallPolicy
-from shared.llm.protocol import check_protocol
+from shared.llm.base import ModelError
+from shared.llm.json_output import parse_json_reply
+from shared.llm.policy import CallPolicy, RateLimitSettings, SpendSettings
+from shared.llm.protocol import MAX_REPLY_CHARS, check_reply
+from shared.stages import AnswerValidationError
 
 
-def _reply(text: str) -> ModelReply:
-    return ModelReply(text=text, usage=Usage(), raw=text)
+def _reason(text: str, expects_json: bool = True) -> str:
+    """What the corrective turn would tell the model (the check, then the default parser)."""
+    with pytest.raises(AnswerValidationError) as caught:
+        check_reply(text, expects_json)
+        if expects_json:
+            parse_json_reply(text)
+    return str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -23,32 +36,35 @@ def _reply(text: str) -> ModelReply:
         ("  \n", "empty"),
         ("<!DOCTYPE html><html><body>502</body></html>", "HTML"),
         ("<html><body>Service Unavailable</body></html>", "HTML"),
-        ("We are down for maintenance.", "no JSON"),
-        ('{"response": "I think we should', "no JSON"),  # a cut-off stream
+        ("We are down for maintenance.", "not valid JSON"),
+        ('{"response": "I think we should', "not valid JSON"),  # a cut-off stream
+        ("x" * (MAX_REPLY_CHARS + 1), "keep it under"),
     ],
 )
-def test_garbage_is_a_retryable_provider_fault(text: str, why: str) -> None:
-    with pytest.raises(ModelError) as caught:
-        check_protocol(_reply(text), expects_json=True)
-    assert caught.value.retryable and caught.value.status == "PROVIDER_UNAVAILABLE_ERROR"
-    assert why in str(caught.value)
+def test_a_completion_that_does_not_parse_is_corrected_with_its_reason(text: str, why: str) -> None:
+    assert why in _reason(text)
 
 
 @pytest.mark.parametrize(
     "text", ['{"why": 3}', "[1, 2, 3]", 'Sure: ```json\n{"a": 1}\n```', '{"a": 1,}']
 )
 def test_well_formed_json_goes_on_to_validation(text: str) -> None:
-    check_protocol(_reply(text), expects_json=True)  # the model's answer, right or wrong
+    check_reply(text, expects_json=True)  # the model's answer, right or wrong
+    parse_json_reply(text)
 
 
 @pytest.mark.parametrize("text", ["Hello everyone, I agree.", ""])
 def test_free_text_is_the_model_s_answer_even_empty(text: str) -> None:
-    check_protocol(_reply(text), expects_json=False)
+    check_reply(text, expects_json=False)
 
 
-def test_an_html_page_is_garbage_even_as_free_text() -> None:
-    with pytest.raises(ModelError, match="HTML"):
-        check_protocol(_reply("<html><body>502</body></html>"), expects_json=False)
+def test_prose_where_json_was_asked_is_left_to_the_caller_s_parser() -> None:
+    """A caller's own ``parse`` may take prose (a society member's forum post)."""
+    check_reply("I will post this to the forum.", expects_json=True)
+
+
+def test_an_html_page_is_no_answer_even_as_free_text() -> None:
+    assert "HTML" in _reason("<html><body>502</body></html>", expects_json=False)
 
 
 @pytest.mark.parametrize(
@@ -58,13 +74,13 @@ def test_an_html_page_is_garbage_even_as_free_text() -> None:
         json.dumps({"status": "ok"}),  # JSON, but no generateContent response
     ],
 )
-def test_gemini_body_that_is_not_a_response_is_retryable(body: str) -> None:
+def test_gemini_body_that_is_not_a_response_is_a_provider_fault(body: str) -> None:
     with pytest.raises(ModelError) as caught:
         gemini.parse_response(body)
     assert caught.value.retryable and caught.value.http_status == 200
 
 
-def test_openai_error_body_with_200_is_retryable() -> None:
+def test_openai_error_body_with_200_is_a_provider_fault() -> None:
     with pytest.raises(ModelError) as caught:
         openai_compat.parse_response(json.dumps({"error": {"message": "upstream timeout"}}))
     assert caught.value.retryable and "upstream timeout" in str(caught.value)
@@ -78,3 +94,13 @@ def test_call_policy_from_env() -> None:
     assert policy.max_attempts == 2 and not policy.move_on_without_answer
     with pytest.raises(ValueError, match="DLAB_MODEL_BACKOFF_S='-1'"):
         CallPolicy.from_env({"DLAB_MODEL_BACKOFF_S": "-1"})
+
+
+def test_spend_and_rate_limit_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert SpendSettings().model_prices == {} and RateLimitSettings().rate_limits == {}
+    monkeypatch.setenv("DLAB_MODEL_PRICES", '{"m": {"inputPerMTok": 1, "outputPerMTok": 4}}')
+    monkeypatch.setenv("DLAB_RATE_LIMITS", '{"OPENAI": {"requestsPerMinute": 1000}}')
+    assert SpendSettings().cost_usd("m", 1_000_000, 500_000) == pytest.approx(3.0)
+    assert SpendSettings().cost_usd("unpriced", 1_000_000, 0) == 0.0
+    limit = RateLimitSettings().rate_limits["OPENAI"]
+    assert (limit.requests_per_minute, limit.tokens_per_minute) == (1000, 0)
