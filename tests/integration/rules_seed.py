@@ -6,6 +6,10 @@ two cohorts. Participants: pat in c1 at chat1 (survey1 and ranking1 completed), 
 chat1, rae in c1 at survey1, tia in c1 at ranking1 (survey1 reached but not completed), uma in
 c1 at pchat1, vic in c1 at the locked survey2, sam in c1 and finished. ``e2`` is bob's public
 experiment. Gina is an experimenter by custom claim only (no allowlist entry).
+
+Owned documents: society ``s1`` is gina's (creator by uid), ``s2`` alice's (by email, shared
+with carol); debate ``d1``, conversation ``cv1`` and workflow ``w1`` are alice's (shared with
+carol), debate ``d2`` bob's, workflow ``w2`` bob's and public.
 """
 
 from __future__ import annotations
@@ -212,7 +216,7 @@ def _society() -> dict[str, dict[str, Any]]:
     """Society s1: four members, 2 and 3 played by hana and ivo; day 1 open, day 2 closing
     (its deadline passed); ivo acted on day 1; member 1 messaged 2 and 4."""
     return {
-        S1: {"id": "s1", "status": "running", "settings": SOCIETY_SETTINGS},
+        S1: {"id": "s1", "status": "running", "settings": SOCIETY_SETTINGS, "creator": "uid-gina"},
         **{
             f"{S1}/members/{i}": {"agentId": i, "day": 1, "displayName": f"Agent #{i}"}
             for i in (1, 2, 3)
@@ -243,6 +247,32 @@ def _society() -> dict[str, dict[str, Any]]:
         },
         f"{S1}/errors/e1": {"reason": "bad"},
         f"{S1}/turnLeases/1-1": {"token": "t"},
+        S2: {"id": "s2", "status": "running", "creator": "alice@lab.org", "permissions": SHARED},
+        f"{S2}/errors/e1": {"reason": "bad"},
+        f"{S2}/days/00001": _society_day(1, "open"),
+    }
+
+
+S2 = "societies/s2"
+SHARED = {"visibility": "private", "readers": ["carol@lab.org"]}
+
+
+def _owned() -> dict[str, dict[str, Any]]:
+    """Debates, conversations and workflows of alice (shared with carol) and bob."""
+    alices = {"creator": "alice@lab.org", "permissions": SHARED}
+    return {
+        "debates/d1": {"name": "d1", "data": [{"id": 1}], **alices},
+        "debates/d1/agents/a1": {"name": "a1"},
+        "debates/d2": {"name": "d2", "data": [{"id": 1}], "creator": "bob@lab.org"},
+        "conversations/cv1": {"query": "why?", "workflowId": "w1", **alices},
+        "conversations/cv1/steps/0": {"kind": "conductor"},
+        "workflows/w1": {"name": "w1", **alices},
+        "workflows/w1/agents/critic": {"name": "critic", "code": "def run(): ..."},
+        "workflows/w2": {
+            "name": "w2",
+            "creator": "uid-bob",
+            "permissions": {"visibility": "public", "readers": []},
+        },
     }
 
 
@@ -250,6 +280,7 @@ def documents() -> dict[str, dict[str, Any]]:
     participants = {f"{E1}/participants/{uid}": data for uid, data in PROFILES.items()}
     return {
         **_society(),
+        **_owned(),
         "allowlist/alice@lab.org": {},
         "allowlist/bob@lab.org": {},
         "allowlist/carol@lab.org": {},
@@ -320,6 +351,7 @@ def documents() -> dict[str, dict[str, Any]]:
         f"{E1}/logs/log-1": {"status": "SUCCESS", "prompt": "..."},
         f"{E1}/errors/err-1": {"document": f"{E1}/stages/chat1", "reason": "bad"},
         f"{E1}/roles/r1": {"id": "r1", "name": "Leader"},
+        f"{PAT_P}/alerts/al1": {"id": "al1", "message": "help"},
         f"{E1}/participantPublicData/pub-pat": {"publicId": "pub-pat"},
         "experimentTemplates/t1": {"id": "t1", "permissions": {"visibility": "public"}},
         "experimentTemplates/t2": {

@@ -10,24 +10,30 @@ timestamp, 900 KB and 4001-character messages, backend markers, another thread, 
 stage not reached, locked or completed, out-of-bounds, invented questions, options and items,
 the experiment and cohort documents with the creator's email), next to the legitimate writes of
 a human participant (posting, answering at the bounds, marking ready) as allowed cases.
+
+Both rulesets run the whole matrix (tools/deploy/rulesets.py): the default one (firestore.rules)
+and the strict one (firestore.strict.rules), each in its own project. A case gives one verdict,
+or a second one (``strict``) where the strict ruleset differs: the reads Deliberate Lab's web
+app makes without signing in (issue 28 row 16). Issue 28 row 15: societies, debates,
+conversations, workflows and an experiment's roles belong to their owner.
 """
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
 from tests.integration import rules_seed as s
 from tests.integration.rules_client import FirestoreRest, Op
+from tools.deploy import rulesets
+from tools.deploy.rulesets import Ruleset
 
 pytestmark = pytest.mark.emulator
 
-RULES = Path(__file__).resolve().parents[2] / "firestore.rules"
-PROJECT = "demo-rules"
+PROJECTS: dict[Ruleset, str] = {"default": "demo-rules", "strict": "demo-rules-strict"}
 ALLOW, DENY = True, False
 
 
@@ -39,9 +45,17 @@ class Case(NamedTuple):
     data: dict[str, Any] | None = None
     where: tuple[str, Any] | None = None
     note: str = ""
+    strict: bool | None = None
+    """The strict ruleset's verdict, where it differs from ``allowed``."""
+
+    def expected(self, ruleset: Ruleset) -> bool:
+        return self.allowed if ruleset == "default" or self.strict is None else self.strict
 
     def id(self) -> str:
         verdict = "allow" if self.allowed else "deny"
+        verdict += (
+            "" if self.strict is None else ("-strict-allow" if self.strict else "-strict-deny")
+        )
         parts = [self.who, self.op, self.path.replace("experiments/", "")]
         parts += [f"{self.where[0]}=={self.where[1]}"] if self.where else []
         return "-".join([*parts, *([self.note] if self.note else []), verdict])
@@ -88,7 +102,10 @@ def hana_acts(note: str, path: str = HANA_ACTS, allowed: bool = DENY, **changes:
 SOCIETY_CASES = [
     # --- societies: experimenters drive, players read what their member sees and act ------
     Case("gina", "get", s.S1, ALLOW),
-    Case("alice", "list", "societies", ALLOW),
+    Case("alice", "query", "societies", ALLOW, where=("creator", "alice@lab.org")),
+    Case("gina", "query", "societies", ALLOW, where=("creator", "uid-gina")),
+    Case("carol", "query", "societies", ALLOW, where=("permissions.readers", ["carol@lab.org"])),
+    Case("dana", "list", "societies", ALLOW),  # admin
     Case("gina", "update", s.S1, ALLOW, {"status": "paused"}),
     Case("gina", "create", f"{s.S1}/interventions/i1", ALLOW, {"agentId": 2, "amount": 5}),
     Case("gina", "get", f"{s.S1}/errors/e1", ALLOW),
@@ -141,6 +158,107 @@ SOCIETY_CASES = [
     hana_acts("huge-action", action={f"k{i}": i for i in range(9)}),
     Case("pat", "create", HANA_ACTS, DENY, act(2)),
     Case("ivo", "create", HANA_ACTS, DENY, act(2)),
+]
+
+S2 = s.S2
+ALICE_SOCIETY = {"id": "s9", "status": "running", "creator": "alice@lab.org"}
+OWNER_CASES = [
+    # --- issue 28 row 15: a society is its owner's (and its readers', and admins') ----------
+    Case("bob", "get", s.S1, DENY),  # gina's
+    Case("bob", "update", s.S1, DENY, {"status": "paused"}),
+    Case("bob", "create", f"{s.S1}/interventions/i9", DENY, {"agentId": 2, "amount": 5}),
+    Case("bob", "set", f"{s.S1}/prompts/p9", DENY, {"text": "be evil"}),
+    Case("bob", "get", f"{s.S1}/errors/e1", DENY),
+    Case("bob", "list", f"{s.S1}/days", DENY),
+    Case("bob", "get", f"{S1_DAY1}/state/votes", DENY),
+    Case("alice", "list", "societies", DENY),  # would include others' societies
+    Case("bob", "query", "societies", DENY, where=("creator", "alice@lab.org")),
+    Case("alice", "get", S2, ALLOW),
+    Case("alice", "update", S2, ALLOW, {"status": "paused"}),
+    Case("alice", "create", f"{S2}/interventions/i1", ALLOW, {"agentId": 1, "amount": 5}),
+    Case("alice", "update", S2, DENY, {"creator": "bob@lab.org"}, note="give-away"),
+    Case("bob", "update", S2, DENY, {"creator": "bob@lab.org"}, note="take-over"),
+    Case("carol", "get", S2, ALLOW),  # a reader
+    Case("carol", "list", f"{S2}/days", ALLOW),
+    Case("carol", "update", S2, DENY, {"status": "paused"}),
+    Case("carol", "create", f"{S2}/interventions/i1", DENY, {"agentId": 1, "amount": 5}),
+    Case("dana", "get", S2, ALLOW),  # admin
+    Case("dana", "update", S2, ALLOW, {"status": "paused"}),
+    Case("eve", "get", S2, DENY),
+    Case("gina", "get", S2, DENY),
+    Case("fake_alice", "get", S2, DENY),
+    Case("alice", "create", "societies/s9", ALLOW, ALICE_SOCIETY),
+    Case("gina", "create", "societies/s9", ALLOW, {**ALICE_SOCIETY, "creator": "uid-gina"}),
+    Case("alice", "create", "societies/s9", DENY, {**ALICE_SOCIETY, "creator": "bob@lab.org"}),
+    Case("alice", "create", "societies/s9", DENY, {"id": "s9"}, note="no-creator"),
+    Case("alice", "create", "societies/s9", DENY, {**ALICE_SOCIETY, "creator": ""}, note="empty"),
+    Case("mallory", "create", "societies/s9", DENY, {**ALICE_SOCIETY, "creator": "uid-mallory"}),
+    # --- issue 28 row 15: roles are written by the experiment's creator (or an admin) -------
+    Case("bob", "update", f"{s.E1}/roles/r1", DENY, {"name": "Chair"}),
+    Case("bob", "create", f"{s.E1}/roles/r2", DENY, {"id": "r2", "name": "Spy"}),
+    Case("bob", "delete", f"{s.E1}/roles/r1", DENY),
+    Case("carol", "update", f"{s.E1}/roles/r1", DENY, {"name": "Chair"}),  # a reader
+    Case("eve", "update", f"{s.E1}/roles/r1", DENY, {"name": "Chair"}),
+    Case("alice", "create", "experiments/e2/roles/r2", DENY, {"id": "r2"}),  # bob's, public
+    Case("dana", "update", f"{s.E1}/roles/r1", ALLOW, {"name": "Chair"}),
+    Case("gina", "create", "experiments/e3/roles/r2", ALLOW, {"id": "r2", "name": "Lead"}),
+    Case("alice", "create", f"{s.E1}/roles/r2", ALLOW, {"id": "r2", "name": "Scribe"}),
+    # --- debates, conversations, workflows: their owner's readers read, nobody writes -------
+    Case("alice", "get", "debates/d1", ALLOW),
+    Case("carol", "get", "debates/d1", ALLOW),
+    Case("dana", "get", "debates/d1", ALLOW),
+    Case("alice", "list", "debates/d1/agents", ALLOW),
+    Case("alice", "query", "debates", ALLOW, where=("creator", "alice@lab.org")),
+    Case("bob", "get", "debates/d2", ALLOW),
+    Case("bob", "get", "debates/d1", DENY),
+    Case("bob", "get", "debates/d1/agents/a1", DENY),
+    Case("alice", "get", "debates/d2", DENY),
+    Case("alice", "list", "debates", DENY),
+    Case("pat", "get", "debates/d1", DENY),
+    Case("anonymous", "get", "debates/d1", DENY),
+    Case("alice", "update", "debates/d1", DENY, {"paused": True}),
+    Case("alice", "create", "debates/d9", DENY, {"name": "d9", "creator": "alice@lab.org"}),
+    Case("alice", "get", "conversations/cv1", ALLOW),
+    Case("carol", "list", "conversations/cv1/steps", ALLOW),
+    Case("alice", "query", "conversations", ALLOW, where=("creator", "alice@lab.org")),
+    Case("bob", "get", "conversations/cv1", DENY),
+    Case("bob", "list", "conversations/cv1/steps", DENY),
+    Case("bob", "query", "conversations", DENY, where=("creator", "alice@lab.org")),
+    Case("alice", "update", "conversations/cv1", DENY, {"memory": {}}),
+    Case(
+        "alice",
+        "create",
+        "conversations/cv9",
+        DENY,
+        {"query": "q", "workflowId": "w1", "creator": "alice@lab.org"},
+    ),
+    Case("alice", "get", "workflows/w1/agents/critic", ALLOW),
+    Case("alice", "get", "workflows/w2", ALLOW),  # bob's, public
+    Case("alice", "query", "workflows", ALLOW, where=("permissions.visibility", "public")),
+    Case("bob", "get", "workflows/w1", DENY),
+    Case("bob", "get", "workflows/w1/agents/critic", DENY),
+    Case("mallory", "get", "workflows/w2", DENY),  # public to experimenters only
+    Case("alice", "update", "workflows/w1/agents/critic", DENY, {"code": "import os"}),
+    Case("bob", "set", "workflows/w2", DENY, {"name": "w2", "creator": "uid-bob"}),
+    # --- issue 28 row 16: Deliberate Lab's anonymous reads, closed by the strict ruleset ----
+    Case("anonymous", "get", f"{s.PAT_P}/alerts/al1", ALLOW, strict=DENY),
+    Case("anonymous", "list", f"{s.PAT_P}/alerts", ALLOW, strict=DENY),
+    Case("quinn", "get", f"{s.PAT_P}/alerts/al1", ALLOW, strict=DENY),  # another participant
+    Case("pat", "list", f"{s.PAT_P}/alerts", ALLOW),  # its own
+    Case("alice", "list", f"{s.PAT_P}/alerts", ALLOW),  # the experiment's creator
+    Case("bob", "get", f"{s.PAT_P}/alerts/al1", ALLOW, strict=DENY),
+    Case("pat", "create", f"{s.PAT_P}/alerts/al2", DENY, {"id": "al2"}),
+    Case("anonymous", "list", "experimenters", ALLOW, strict=DENY),
+    Case("anonymous", "get", "experimenters/alice@lab.org", ALLOW, strict=DENY),
+    Case("pat", "list", "experimenters", ALLOW, strict=DENY),
+    Case("mallory", "list", "experimenters", ALLOW, strict=DENY),
+    Case("bob", "list", "experimenters", ALLOW),
+    Case("anonymous", "get", f"{s.E1}/roles/r1", ALLOW, strict=DENY),
+    Case("stranger", "list", f"{s.E1}/roles", ALLOW, strict=DENY),
+    Case("quinn", "list", f"{s.E1}/roles", ALLOW),  # a participant of e1
+    Case("carol", "get", f"{s.E1}/roles/r1", ALLOW),
+    Case("stranger", "get", f"{s.E1}/participantPublicData/pub-pat", ALLOW, strict=DENY),
+    Case("pat", "get", f"{s.E1}/participantPublicData/pub-pat", ALLOW),
 ]
 
 
@@ -455,28 +573,34 @@ CASES = [
     Case("bob", "update", "agentTemplates/a1", DENY, {"id": "a1"}),
     Case("alice", "create", "agentTemplates/a2", DENY, {"id": "a2"}),
     Case("mallory", "list", "agentTemplates", DENY),
-    Case("anonymous", "get", "experimenters/alice@lab.org", ALLOW),
+    Case("carol", "get", "experimenters/alice@lab.org", ALLOW),
     Case("alice", "update", "experimenters/alice@lab.org", ALLOW, {"name": "Al"}),
     Case("bob", "update", "experimenters/alice@lab.org", DENY, {"name": "Al"}),
-    Case("pat", "get", f"{s.E1}/roles/r1", ALLOW),
     Case("alice", "update", f"{s.E1}/roles/r1", ALLOW, {"name": "Chair"}),
     Case("pat", "update", f"{s.E1}/roles/r1", DENY, {"name": "Chair"}),
-    Case("anonymous", "get", f"{s.E1}/participantPublicData/pub-pat", ALLOW),
+    Case("anonymous", "get", f"{s.E1}/participantPublicData/pub-pat", ALLOW, strict=DENY),
     Case("pat", "update", f"{s.E1}/participantPublicData/pub-pat", DENY, {"publicId": "x"}),
     Case("dana", "create", "somewhere/else", DENY, {"x": 1}),
     *SOCIETY_CASES,
+    *OWNER_CASES,
 ]
 
 
-@pytest.fixture(scope="module")
-def rest(runtime: Any) -> Iterator[FirestoreRest]:
-    client = FirestoreRest(runtime.firestore_host, PROJECT)
-    client.put_rules(RULES.read_text())
+@pytest.fixture(scope="module", params=rulesets.NAMES)
+def rest(request: pytest.FixtureRequest, runtime: Any) -> Iterator[FirestoreRest]:
+    """A project on the session's emulator with one ruleset and the seed data."""
+    ruleset: Ruleset = request.param
+    client = FirestoreRest(runtime.firestore_host, PROJECTS[ruleset])
+    client.put_rules(rulesets.path(ruleset).read_text())
     client.reset()
     client.seed(s.documents())
     yield client
     client.reset()
     client.close()
+
+
+def ruleset_of(rest: FirestoreRest) -> Ruleset:
+    return next(name for name, project in PROJECTS.items() if project == rest.project)
 
 
 class Caller:
@@ -506,12 +630,14 @@ def test_the_matrix_is_large_and_two_sided() -> None:
     assert len(CASES) >= 200 and allowed >= 60 and len(CASES) - allowed >= 150
     assert {c.who for c in CASES} >= {"alice", "bob", "pat", "quinn", "anonymous"}
     assert len({c.id() + str(c.data) + str(c.where) for c in CASES}) == len(CASES)
+    differ = [c for c in CASES if c.strict is not None]
+    assert len(differ) >= 10 and all(c.allowed and not c.strict for c in differ)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id() for c in CASES])
 def test_rules(caller: Caller, case: Case) -> None:
     status = caller.call(case)
-    expected = 200 if case.allowed else 403
+    expected = 200 if case.expected(ruleset_of(caller.rest)) else 403
     assert status == expected, (
         f"{case.who} {case.op} {case.path}: HTTP {status}\n{caller.rest.last_reply}"
     )
