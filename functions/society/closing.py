@@ -1,22 +1,24 @@
-"""Closing a day exactly once.
+"""Closing a day exactly once, as a unit of work (``functions.work``).
 
-A claim (a transaction on the day document) moves it from ``open`` to ``closing`` and fixes the
-actions and interventions it resolves; the claimer resolves the day (``shared.society.rules``,
-a pure function of the day's start and those inputs) and writes the outcome as deterministic
-sets; a last transaction marks the day closed and makes the next one ready. An invocation that
-dies mid-close leaves a claim that expires; the watchdog takes it over and writes the same
-documents again.
+The close holds a short lease renewed while its invocation lives, and counts its attempts in
+it. A claim (a conditional write on the day document) moves the day from ``open`` to ``closing``
+and fixes the actions and interventions it resolves; the closer resolves the day
+(``shared.society.rules``, a pure function of the day's start and those inputs) and writes the
+outcome as deterministic sets; a last conditional write marks the day closed and makes the next
+one ready. A closer that dies leaves the day ``closing`` and its lease to expire: the watchdog's
+next run of the close after that (a tick and one lease) takes it over and writes the same
+documents again. A close that keeps failing ends after its attempts: the society is marked
+``failed`` with the ``failure`` (one error record under ``societies/{s}/errors``), and nothing
+re-drives it until the researcher sets it running again (``rearm``).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import uuid
-from datetime import timedelta
+from collections.abc import Callable
 from typing import Any
 
-from functions import documents, store
+from functions import documents, store, work
 from functions.society import docs
 from shared.models import now, parse_document
 from shared.society import paths as sp
@@ -24,19 +26,59 @@ from shared.society.models import ActionRecord, Day, Intervention, SocietySettin
 from shared.society.rules import DayInput, DayOutcome, resolve
 
 log = logging.getLogger(__name__)
-CLOSE_LEASE_ENV = "DLAB_SOCIETY_CLOSE_LEASE_S"
-DEFAULT_CLOSE_LEASE_S = 120.0
-"""A close whose invocation died is taken over by the watchdog after this."""
 
 
-def claim_ttl() -> timedelta:
-    return timedelta(seconds=float(os.environ.get(CLOSE_LEASE_ENV, DEFAULT_CLOSE_LEASE_S)))
+def lease(s: str, day: int) -> str:
+    return sp.sub(s, sp.CLOSE_LEASE, day=sp.day_id(day))
 
 
-def close(s: str, day: int, *, takeover: bool = False) -> DayOutcome | None:
-    """Close ``day`` if this call wins the claim (or takes over an expired one); the outcome
-    if this call closed it."""
-    claimed = _claim(s, day, takeover)
+def run(s: str, day: int, then: Callable[[DayOutcome], object]) -> work.State | None:
+    """Close ``day`` under its lease if it is open or a close of it is unfinished; ``then``
+    (opening the next day) runs with the outcome of the run that closed it, within the unit.
+    None when there was nothing to close (one read: most deliveries of a busy day's last
+    actions arrive after it closed)."""
+    current = docs.read_day(s, day)
+    if current is None or current.status not in ("open", "closing"):
+        return None
+
+    def close_then() -> None:
+        outcome = close(s, day)
+        if outcome is not None:
+            then(outcome)
+
+    unit = work.Unit(
+        lease(s, day),
+        docs.day_path(s, day),
+        close_then,
+        ended=lambda failure: fail_society(s, day, failure),
+    )
+    return work.run(unit).state
+
+
+def fail_society(s: str, day: int, failure: work.Failure) -> None:
+    """The close's attempts are spent: the society stops, FAILED, with the cause on its own
+    document (the console and ``tools.society --follow`` show it)."""
+    fields = {
+        "document": failure.document,
+        "field": failure.field,
+        "reason": failure.reason[:2000],
+        "attempts": failure.attempts,
+        "day": day,
+        "at": now(),
+    }
+    store.ref(docs.society_path(s)).update({"status": "failed", "failure": fields})
+    log.error("society %s failed closing day %d: %s", s, day, failure.reason)
+
+
+def rearm(s: str, day: int) -> bool:
+    """The researcher set a failed society running again: its close gets a fresh budget."""
+    return work.rearm(lease(s, day))
+
+
+def close(s: str, day: int) -> DayOutcome | None:
+    """Close ``day`` (a first claim, or a re-run of an unfinished close: the lease makes this
+    the only closer); the outcome if this call finished it."""
+    claimed = _claim(s, day)
     if claimed is None:
         return None
     outcome = _resolve(s, claimed)
@@ -44,12 +86,14 @@ def close(s: str, day: int, *, takeover: bool = False) -> DayOutcome | None:
     return outcome if _finish(s, claimed, outcome) else None
 
 
-def _claim(s: str, day: int, takeover: bool) -> Day | None:
-    """Read outside the conditional write: a close starts once every expected action is in (no
-    more can come) or at the deadline (a later one is late). A day already claimed (most action
-    deliveries of a busy day arrive after the last action was written) costs one read."""
-    if not _claimable(docs.read_day(s, day), takeover):
+def _claim(s: str, day: int) -> Day | None:
+    """A close starts once every expected action is in (no more can come) or at the deadline
+    (a later one is late); a re-run resolves what the first claim fixed."""
+    current = docs.read_day(s, day)
+    if current is None or current.status not in ("open", "closing"):
         return None
+    if current.status == "closing":
+        return current
     action_ids = sorted(ref.id for ref in docs.actions_collection(s, day).list_documents())
     interventions = store.db().collection(sp.collection(s, sp.INTERVENTION, interventionId="x"))
     pending = sorted(
@@ -59,29 +103,11 @@ def _claim(s: str, day: int, takeover: bool) -> Day | None:
     )
 
     def decide(current: Day | None) -> dict[str, Any] | None:
-        if current is None or not _claimable(current, takeover):
+        if current is None or current.status != "open":
             return None
-        update: dict[str, Any] = {
-            "status": "closing",
-            "closingToken": uuid.uuid4().hex,
-            "closingExpires": now() + claim_ttl(),
-        }
-        if current.status == "open":  # the first claim fixes what the close resolves
-            update["actionIds"] = action_ids
-            update["interventionIds"] = pending
-        return update
+        return {"status": "closing", "actionIds": action_ids, "interventionIds": pending}
 
     return docs.change_day(s, day, decide)
-
-
-def _claimable(current: Day | None, takeover: bool) -> bool:
-    """Open (a first claim), or closing with an expired claim (a take-over)."""
-    if current is None:
-        return False
-    if current.status == "open":
-        return not takeover
-    expired = current.closing_expires is None or current.closing_expires <= now()
-    return current.status == "closing" and expired
 
 
 def _read_actions(s: str, day: Day) -> list[ActionRecord]:
@@ -113,6 +139,7 @@ def _resolve(s: str, day: Day) -> DayOutcome:
         acting=day.acting,
         actions=_read_actions(s, day),
         interventions=_read_interventions(s, day),
+        spend=docs.day_spend(s, day.day),
     )
     return resolve(given)
 

@@ -76,14 +76,18 @@ def check(s: str, day: int, *, hinted: bool = False) -> None:
         close_and_advance(s, day)
 
 
-def close_and_advance(s: str, day: int, *, takeover: bool = False) -> None:
-    outcome = closing.close(s, day, takeover=takeover)
-    if outcome is not None:
-        open_day(s, day + 1, outcome.members)
+def close_and_advance(s: str, day: int) -> None:
+    """Close the day (a unit of work: ``closing.run``) and open the next one."""
+    closing.run(s, day, lambda outcome: open_day(s, day + 1, outcome.members))
 
 
-def resume(s: str) -> None:
-    """Open the society's latest day if it is ready (a resume, a raised last day)."""
+def resume(s: str, status: str = "running") -> None:
+    """Open the society's latest day if it is ready (a resume, a raised last day); a close
+    that failed gets a fresh budget once the society runs again (the researcher's fix)."""
     latest = docs.latest_day(s)
-    if latest is not None and latest.status == "ready":
+    if latest is None or status != "running":
+        return
+    if latest.status == "ready":
         open_day(s, latest.day)
+    elif latest.status == "closing" and closing.rearm(s, latest.day):
+        close_and_advance(s, latest.day)

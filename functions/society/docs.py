@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from google.api_core import exceptions as gexc
 from google.cloud import firestore
+from google.cloud.firestore import Increment
 from pydantic import BaseModel
 
 from functions import documents, store, transactions
@@ -16,6 +18,7 @@ from shared.models import DocumentError, parse_document
 from shared.society import paths as sp
 from shared.society.models import Day, DayContext, DayVotes, Member, Society
 from shared.society.prompts import SocietyPrompts
+from shared.society.rules import Spend
 
 M = TypeVar("M", bound=BaseModel)
 BATCH = 200
@@ -101,14 +104,42 @@ def tally_ref(s: str, day: int, agent: int) -> firestore.DocumentReference:
     return store.ref(sp.sub(s, sp.TALLY, day=sp.day_id(day), shard=shard))
 
 
+SPEND_FIELDS = {"model_calls": "calls", "prompt_tokens": "promptTokens"}
+SPEND_FIELDS |= {"completion_tokens": "completionTokens"}
+"""Spend fields of a tally shard: every model attempt of the day's turns, counted as it is
+made (in the action's batch, or on its own when the attempt failed), so the day's summary
+counts what the provider received, not only the calls of the actions written."""
+
+
+def spend_fields(spend: Spend) -> dict[str, Any]:
+    return {SPEND_FIELDS[k]: Increment(v) for k, v in dataclasses.asdict(spend).items() if v}
+
+
+def add_spend(s: str, day: int, agent: int, spend: Spend) -> None:
+    """Count the model attempts of a turn attempt that wrote no action (it raised)."""
+    fields = spend_fields(spend)
+    if fields:
+        tally_ref(s, day, agent).set(fields, merge=True)
+
+
+def _shards(s: str, day: int) -> list[dict[str, Any]]:
+    refs = [
+        store.ref(sp.sub(s, sp.TALLY, day=sp.day_id(day), shard=k)) for k in range(sp.TALLY_SHARDS)
+    ]
+    return [snap.to_dict() or {} for snap in store.db().get_all(refs)]
+
+
+def day_spend(s: str, day: int) -> Spend:
+    shards = _shards(s, day)
+    total = {k: sum(int(d.get(f) or 0) for d in shards) for k, f in SPEND_FIELDS.items()}
+    return Spend(**total)
+
+
 def count_hint(s: str, day: int) -> int:
     """The sharded tally's sum: at most the actions created (an increment goes with its action's
     creation in one batch), or more (a human's action is counted by its trigger, which may run
     twice). Only a hint that the real count is worth making."""
-    refs = [
-        store.ref(sp.sub(s, sp.TALLY, day=sp.day_id(day), shard=k)) for k in range(sp.TALLY_SHARDS)
-    ]
-    return sum(int((snap.to_dict() or {}).get("count", 0)) for snap in store.db().get_all(refs))
+    return sum(int(d.get("count", 0)) for d in _shards(s, day))
 
 
 def write_all(writes: Iterable[tuple[str, dict[str, Any]]]) -> int:

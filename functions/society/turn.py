@@ -1,16 +1,17 @@
 """One member's turn on one day: build its prompt from the day's start snapshot, ask its model,
 and write the action document (created once: a duplicate or late turn changes nothing).
 
-Duplicate and concurrent deliveries of one turn coalesce on a lease (``functions.leases``), so
-the model is asked once. A garbled or out-of-bounds reply gets corrective re-prompts with the
-exact reason; when they run out, the action is recorded as invalid (the agent idles that day).
-A provider still failing raises: the retrying function runs the turn again, until the day
-closes without it.
+The turn is a unit of work (``functions.work``): duplicate and concurrent deliveries coalesce on
+its short, renewed lease, so the model is asked once; each attempt is counted before the model
+is asked. A reply is an answer (seed 003's rule, ``ReplyReading``): text with no JSON in it is
+the member's forum post; broken or invalid JSON, or an empty reply, gets corrective re-prompts
+with the exact reason, then the member idles with that reason. A provider still failing raises
+(the watchdog re-drives the turn); once the attempts are spent the member idles with the reason
+(``ended``), so the day never waits for its deadline on a broken member.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from typing import Any
 
@@ -26,20 +27,42 @@ from shared.models import DocumentError, now, parse_document
 from shared.models.participant import ParticipantProfile, ProfileAgentConfig
 from shared.prompts.templating import PromptTemplateError
 from shared.society import paths as sp
-from shared.society.actions import action_dict, parse_action, reply_schema
-from shared.society.models import ActionRecord, Day, Member, SocietySettings
+from shared.society.actions import ReplyReading, action_dict, parse_action, reply_schema
+from shared.society.models import ActionRecord, Member, SocietySettings
 from shared.society.prompts import render, variables
+from shared.society.rules import Spend
 
 log = logging.getLogger(__name__)
 
 
-def run(turn: SocietyTurn) -> None:
+def run(turn: SocietyTurn) -> work.Outcome[None]:
     where = docs.action_path(turn.society_id, turn.day, turn.action_id)
-    work.run(work.Unit(_lease(turn), where, lambda: act(turn)))
+    unit = work.Unit(
+        lease(turn), where, lambda: act(turn), ended=lambda failure: ended(turn, failure)
+    )
+    return work.run(unit)
 
 
-def _lease(turn: SocietyTurn) -> str:
+def lease(turn: SocietyTurn) -> str:
     return sp.sub(turn.society_id, sp.TURN_LEASE, leaseId=f"{turn.day}-{turn.action_id}")
+
+
+def ended(turn: SocietyTurn, failure: work.Failure) -> None:
+    """The turn's attempts are spent (or it failed for good): the member idles today, with the
+    reason in its action (an ``invalid_action`` event when the day closes), so the day closes
+    once everyone else acted instead of at its deadline."""
+    record = ActionRecord(
+        agent_id=turn.agent_id,
+        slot=turn.slot,
+        day=turn.day,
+        action={"action": "idle"},
+        source="fallback",
+        invalid_reason=failure.reason,
+        created_at=now(),
+    )
+    day = docs.open_day(turn.society_id, turn.day)
+    if day is not None and turn.agent_id in day.acting:
+        _write(turn, record, letting_go=False)
 
 
 def act(turn: SocietyTurn) -> None:
@@ -60,24 +83,53 @@ def act(turn: SocietyTurn) -> None:
     member = parse_document(Member, snapshot, data.to_dict() if data.exists else None)
     if member.human:
         return
-    record = _decide(turn, day, settings, member)
+    stats = CallStats()
+    try:
+        record = _decide(turn, settings, member, stats)
+    except Exception:
+        docs.add_spend(s, turn.day, turn.agent_id, _spend(stats))  # what the attempt cost
+        raise
+    _write(turn, record, letting_go=True)
 
-    def batch() -> Any:  # the action and its tally increment, once, together
+
+def _spend(stats: CallStats) -> Spend:
+    return Spend(stats.calls, stats.prompt_tokens, stats.completion_tokens)
+
+
+def _write(turn: SocietyTurn, record: ActionRecord, *, letting_go: bool) -> None:
+    """The action and its tally increment, once, together; ``letting_go``: with the lease's
+    release in the same batch (a turn that ran to its end)."""
+    s = turn.society_id
+    path = docs.action_path(s, turn.day, turn.action_id)
+
+    spend = Spend(record.model_calls, record.prompt_tokens, record.completion_tokens)
+    tally = {"count": Increment(1), **docs.spend_fields(spend)}
+
+    def batch() -> Any:
         written = store.db().batch()
         written.create(store.ref(path), docs.model_doc(record))
-        written.set(docs.tally_ref(s, turn.day, turn.agent_id), {"count": Increment(1)}, merge=True)
+        written.set(docs.tally_ref(s, turn.day, turn.agent_id), tally, merge=True)
         return written
 
-    with contextlib.suppress(gexc.AlreadyExists):
-        leases.commit_letting_go(_lease(turn), batch)
+    try:
+        if letting_go:
+            leases.commit_letting_go(lease(turn), batch)
+        else:
+            batch().commit()
+    except gexc.AlreadyExists:  # a run beside this one wrote it: its calls still count
+        docs.add_spend(s, turn.day, turn.agent_id, spend)
 
 
-def _decide(turn: SocietyTurn, day: Day, settings: SocietySettings, member: Member) -> ActionRecord:
+def _decide(
+    turn: SocietyTurn, settings: SocietySettings, member: Member, stats: CallStats
+) -> ActionRecord:
+    """The member's action; ``stats`` counts every model attempt as it is made (also when
+    this raises: a provider still failing)."""
     s = turn.society_id
     base = ActionRecord(
         agent_id=turn.agent_id, slot=turn.slot, day=turn.day, source="model", created_at=now()
     )
-    stats = CallStats()
+    reading = ReplyReading()
     try:
         prompt = _prompt(turn, settings, member)
         action, _ = ask_counted(
@@ -86,9 +138,10 @@ def _decide(turn: SocietyTurn, day: Day, settings: SocietySettings, member: Memb
             reply_schema(settings.agents),
             lambda parsed: parse_action(parsed, settings.agents),
             retries=settings.max_retries,
+            parse=reading.parse,
             stats=stats,
         )
-        chosen = base.model_copy(update={"action": action_dict(action)})
+        chosen = base.model_copy(update={"action": action_dict(action), "from_text": reading.prose})
     except AnswerFailed as failed:
         chosen = base.model_copy(
             update={"action": {"action": "idle"}, "invalid_reason": failed.last_error}

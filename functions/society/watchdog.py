@@ -1,21 +1,29 @@
 """The society's watchdog (scheduled): nothing sleeps to keep a day's time, and an invocation
-may die anywhere, so on each tick every running society's unfinished day is looked at:
+may die anywhere, so on each tick every running society's unfinished work is looked at and
+re-driven, each state within a tick (and a lease where a live holder may still be at it):
 
-- none yet: set it up (its creation's delivery died);
+- no day yet: set it up (its creation's event was lost, or its invocation died);
 - ready: open it (a close died before opening it, or the society was resumed);
-- open: past its deadline, close it (members that never acted idle); past ``redriveS``,
-  re-publish the turns of members with no action yet (a lost publish or a dead turn);
-- closing, its claim expired: take the close over (it writes the same documents again).
+- open: past its deadline, close it (members that never acted idle); from ``redriveS`` after it
+  opened, re-publish the turns with no action and no live lease (a lost publish, a dead turn, a
+  turn whose attempt failed);
+- closing: run the close again; its lease coalesces this with a live closer, and takes over
+  from a dead one once its lease expired (a tick and one lease after the death).
+
+A failed society is terminal: nothing is re-driven until the researcher sets it running.
 """
 
 from __future__ import annotations
 
 import logging
+from datetime import datetime
+from typing import Any
 
 from functions import errors, store
-from functions.society import days, docs, setup
-from shared.models import DocumentError, now
-from shared.society.models import Day
+from functions.society import days, docs, setup, turn
+from functions.society.wire import SocietyTurn
+from shared.models import DocumentError, now, parse_document
+from shared.society.models import Day, Society
 
 log = logging.getLogger(__name__)
 
@@ -25,28 +33,45 @@ def tick() -> dict[str, str]:
     done: dict[str, str] = {}
     for snap in store.db().collection("societies").stream():
         try:
-            done[snap.id] = look_at(snap.id)
+            society = parse_document(
+                Society, snap.reference.path, {"id": snap.id, **(snap.to_dict() or {})}
+            )
+            done[snap.id] = look_at(society)
         except DocumentError as error:  # one broken society does not stop the others
             errors.record_error(errors.current_function(), error)
             done[snap.id] = f"error: {error}"
+        except Exception as error:  # nor does a failed attempt of one of its units
+            log.warning("society %s: %s: %s", snap.id, type(error).__name__, error)
+            done[snap.id] = f"attempt failed: {type(error).__name__}: {error}"
     return done
 
 
-def look_at(s: str) -> str:
+def _close(s: str, day: int) -> str:
+    """Run a day's close; an attempt that fails is counted in its lease (and recorded once, when
+    the close ends), so it neither stops the tick nor makes a record per tick."""
+    try:
+        days.close_and_advance(s, day)
+    except Exception as error:
+        log.warning(
+            "society %s: closing day %d failed: %s: %s", s, day, type(error).__name__, error
+        )
+        return f"close attempt failed: {type(error).__name__}: {error}"
+    return "closing"
+
+
+def look_at(society: Society) -> str:
+    s = society.id
+    if society.status == "failed":
+        return "failed"
     latest = docs.latest_day(s)
     if latest is None:  # its creation's event was lost (an invocation died setting it up)
-        society = docs.read_society(s)
         setup.start(society)
-        days.resume(s)
+        days.resume(s, society.status)
         return "started"
     if latest.status == "ready":
         return "opened" if days.open_day(s, latest.day) else "waiting"
     if latest.status == "closing":
-        expired = latest.closing_expires is None or latest.closing_expires <= now()
-        if expired:
-            days.close_and_advance(s, latest.day, takeover=True)
-            return "took over the close"
-        return "closing"
+        return _close(s, latest.day)
     if latest.status == "open":
         return _open_day(s, latest)
     return "closed"
@@ -54,25 +79,41 @@ def look_at(s: str) -> str:
 
 def _open_day(s: str, day: Day) -> str:
     if day.deadline is not None and now() >= day.deadline:
-        days.close_and_advance(s, day.day)
-        return "closed at the deadline"
+        return f"at the deadline: {_close(s, day.day)}"
     redrive = day.settings.redrive_s if day.settings else 30.0
     if day.opened_at is None or (now() - day.opened_at).total_seconds() < redrive:
         days.check(s, day.day, hinted=True)  # the real count only past redriveS (below)
         return "open"
-    done = {snap.id for snap in docs.actions_collection(s, day.day).stream()}
-    per_day = day.settings.actions_per_day if day.settings else 1
-    missing = sorted(
-        {
-            a
-            for a in day.acting
-            if a not in day.humans
-            for k in range(1, per_day + 1)
-            if f"{a}-{k}" not in done
-        }
-    )
-    if missing:
-        days.publish(s, day, missing)
-        return f"re-published {len(missing)} turn(s)"
+    stranded = _stranded(s, day)
+    if stranded:
+        days.publish(s, day, stranded)
+        return f"re-published {len(stranded)} turn(s)"
     days.check(s, day.day)
     return "open"
+
+
+def _stranded(s: str, day: Day) -> list[int]:
+    """Members with a turn that has no action and no live lease: nobody is at it."""
+    done = {ref.id for ref in docs.actions_collection(s, day.day).list_documents()}
+    per_day = day.settings.actions_per_day if day.settings else 1
+    missing = [
+        SocietyTurn(society_id=s, day=day.day, agent_id=a, slot=k)
+        for a in day.acting
+        if a not in day.humans
+        for k in range(1, per_day + 1)
+        if f"{a}-{k}" not in done
+    ]
+    if not missing:
+        return []
+    leases = store.db().get_all([store.ref(turn.lease(t)) for t in missing])
+    live = {
+        snap.reference.path for snap in leases if _live(snap.to_dict() if snap.exists else None)
+    }
+    return sorted({t.agent_id for t in missing if turn.lease(t) not in live})
+
+
+def _live(lease: dict[str, Any] | None) -> bool:
+    if not lease or not lease.get("token"):
+        return False
+    expires = lease.get("expiresAt")
+    return isinstance(expires, datetime) and expires > now()

@@ -22,7 +22,7 @@ def on_society_written(event: FirestoreEvent) -> None:
         Society, event.document, {"id": event.params["societyId"], **event.after}
     )
     setup.start(society)
-    days.resume(society.id)
+    days.resume(society.id, society.status)
 
 
 def on_society_action_created(event: FirestoreEvent) -> None:

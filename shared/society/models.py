@@ -94,8 +94,10 @@ class SocietySettings(DocModel):
     """Extra units every work action yields per infrastructure built."""
     day_deadline_s: float = Field(default=300.0, gt=0)
     """A day closes when every acting member has acted, or this long after it opened."""
-    redrive_s: float = Field(default=120.0, gt=0)
-    """The watchdog re-publishes the turns of agents with no action this long after opening."""
+    redrive_s: float = Field(default=30.0, gt=0)
+    """From this long after the day opened, the watchdog re-publishes the turns of members with
+    no action and no live lease (a lost publish, a dead or failed turn): about one lease, so a
+    turn still queued behind a busy day's others is not published twice."""
     context_posts: int = Field(default=20, ge=0, le=100)
     post_chars: int = Field(default=300, ge=20, le=2000)
     """Forum posts are cut to this length in the prompt."""
@@ -117,12 +119,27 @@ class SocietySettings(DocModel):
         return self
 
 
+class SocietyFailure(DocModel):
+    """Why a society stopped (``status: failed``): the unit of work that ended, as its error
+    record under ``societies/{s}/errors`` says."""
+
+    document: str
+    field: str = ""
+    reason: str
+    attempts: int = 0
+    day: int = 0
+    at: Timestamp | None = None
+
+
 class Society(DocModel):
     id: str
     name: str = ""
-    status: Literal["running", "paused"] = "running"
+    status: Literal["running", "paused", "failed"] = "running"
+    """``failed``: a day's close ended after its attempts (``failure``); nothing is re-driven
+    until the researcher sets it ``running`` again."""
     settings: SocietySettings = Field(default_factory=SocietySettings)
     created_at: Timestamp | None = None
+    failure: SocietyFailure | None = None
 
 
 class Member(DocModel):
@@ -206,8 +223,6 @@ class Day(DocModel):
     """The society's settings as the day opened."""
     opened_at: Timestamp | None = None
     deadline: Timestamp | None = None
-    closing_token: str = ""
-    closing_expires: Timestamp | None = None
     action_ids: list[str] = []
     """The actions the close resolves (fixed when it starts, so a re-run resolves the same)."""
     intervention_ids: list[str] = []
@@ -228,7 +243,11 @@ class ActionRecord(DocModel):
     action: dict[str, Any] = {}
     source: Literal["model", "human", "fallback"] = "human"
     invalid_reason: str = ""
-    """Set when the model gave no valid action after its re-prompts (the agent idles)."""
+    """Set when the model gave no valid action after its re-prompts, or the turn ended without
+    one (its attempts spent): the agent idles, with this reason in an ``invalid_action`` event."""
+    from_text: bool = False
+    """The reply had no JSON in it: its text is the member's forum post (seed 003's rule),
+    recorded as a ``text_reply`` event."""
     model_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0

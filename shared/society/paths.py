@@ -26,6 +26,8 @@ PROMPTS = SOCIETY + "/prompts/{promptId}"
 MODEL_LOG = SOCIETY + "/logs/{logId}"
 ERROR_RECORD = SOCIETY + "/errors/{errorId}"
 TURN_LEASE = SOCIETY + "/turnLeases/{leaseId}"
+CLOSE_LEASE = SOCIETY + "/closeLeases/{day}"
+"""The lease of a day's close (``functions.work``): who closes it, and its attempts."""
 
 
 def society(society_id: str) -> str:

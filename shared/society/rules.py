@@ -58,6 +58,16 @@ class Rejected(Exception):
     """An action that cannot be carried out (nothing changes); the reason goes in an event."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Spend:
+    """What a day's turns cost: every model attempt (accepted, corrective, rejected, provider
+    retries, attempts of turns that failed) and the tokens the provider reported."""
+
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 @dataclasses.dataclass
 class DayInput:
     day: int
@@ -68,6 +78,8 @@ class DayInput:
     acting: list[int]
     actions: list[ActionRecord]
     interventions: list[tuple[str, Intervention]] = dataclasses.field(default_factory=list)
+    spend: Spend | None = None
+    """Counted as the turns went (``days/{d}/tally``); None: the actions' own counts."""
 
 
 @dataclasses.dataclass
@@ -178,6 +190,8 @@ class _Day:
             self.invalid(agent, str(error))
             return
         self.summary.actions[action.action] = self.summary.actions.get(action.action, 0) + 1
+        if record.from_text:
+            self.event("text_reply", agent, "no JSON in the reply: its text was posted")
         try:
             self.apply(agent, action)
         except Rejected as why:
@@ -467,9 +481,7 @@ def _outcome(day: _Day, given: DayInput, built: list[int]) -> DayOutcome:
             "active": active,
             "dormant": len(members) - active,
             "built": day.built,
-            "model_calls": sum(a.model_calls for a in given.actions),
-            "prompt_tokens": sum(a.prompt_tokens for a in given.actions),
-            "completion_tokens": sum(a.completion_tokens for a in given.actions),
+            **dataclasses.asdict(given.spend or _actions_spend(given.actions)),
         }
     )
     return DayOutcome(
@@ -482,6 +494,14 @@ def _outcome(day: _Day, given: DayInput, built: list[int]) -> DayOutcome:
         events=day.events,
         summary=summary,
         interventions=day.applied,
+    )
+
+
+def _actions_spend(actions: list[ActionRecord]) -> Spend:
+    return Spend(
+        model_calls=sum(a.model_calls for a in actions),
+        prompt_tokens=sum(a.prompt_tokens for a in actions),
+        completion_tokens=sum(a.completion_tokens for a in actions),
     )
 
 

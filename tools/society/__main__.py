@@ -26,6 +26,7 @@ from typing import Any
 from google.cloud import firestore
 
 from shared.models import DocumentError
+from shared.society.models import Society
 from tools.society import client
 
 POLL_S = 0.5
@@ -35,13 +36,45 @@ def _db() -> firestore.Client:
     return firestore.Client(project=os.environ.get("GOOGLE_CLOUD_PROJECT", "demo-dlab"))
 
 
+class SocietyFailed(Exception):
+    """The society stopped, FAILED: following it further would wait for nothing."""
+
+    def __init__(self, society: Society, records: list[dict[str, Any]]) -> None:
+        failure = society.failure
+        why = f"{failure.document} ({failure.field}): {failure.reason}" if failure else "?"
+        super().__init__(f"society {society.id} FAILED: {why}")
+        self.records = records
+
+
+def _check_running(db: firestore.Client, sid: str) -> None:
+    society = client.read_society(db, sid)
+    if society.status == "failed":
+        raise SocietyFailed(society, client.error_records(db, sid))
+
+
+def report_failure(failed: SocietyFailed, err: Any = None) -> int:
+    """Print why the society failed, with its error records (to stderr); the exit status."""
+    err = err or sys.stderr
+    print(failed, file=err, flush=True)
+    for record in failed.records:
+        print(
+            f"  error record: {record.get('document')} [{record.get('field')}] "
+            f"{record.get('reason')} (function {record.get('function')})",
+            file=err,
+            flush=True,
+        )
+    return 1
+
+
 def follow(db: firestore.Client, sid: str, until: int | None = None, out: Any = sys.stdout) -> int:
     """Print one line per closed day (and progress while one is open) until ``until`` (default:
-    the society's last day) has closed; the number of days closed."""
+    the society's last day) has closed; the number of days closed. Raises SocietyFailed at once
+    when the society fails."""
     society = client.read_society(db, sid)
     until = until or society.settings.days
     shown, started, last_progress = 0, time.monotonic(), ""
     while True:
+        _check_running(db, sid)
         summaries = client.summaries(db, sid)
         for s in summaries[shown:]:
             elapsed = time.monotonic() - started
@@ -140,9 +173,15 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
-    if args.command == "demo":
-        return _demo(args)
-    db = _db()
+    try:
+        if args.command == "demo":
+            return _demo(args)
+        return _command(args, _db())
+    except SocietyFailed as failed:
+        return report_failure(failed)
+
+
+def _command(args: argparse.Namespace, db: firestore.Client) -> int:
     if args.command == "create":
         name, settings = client.from_file(args.file)
         sid = client.create(db, settings, name=name, society_id=args.id)

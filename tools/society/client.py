@@ -87,6 +87,12 @@ def read_society(db: firestore.Client, sid: str) -> Society:
     return Society.model_validate({"id": sid, **(snap.to_dict() or {})})
 
 
+def error_records(db: firestore.Client, sid: str) -> list[dict[str, Any]]:
+    """The society's error records (``societies/{s}/errors``), oldest first."""
+    rows = [snap.to_dict() or {} for snap in db.collection(f"{sp.society(sid)}/errors").stream()]
+    return sorted(rows, key=lambda r: str(r.get("firstSeen") or ""))
+
+
 def _all(db: firestore.Client, sid: str, pattern: str, **params: Any) -> list[dict[str, Any]]:
     return [
         s.to_dict() or {} for s in db.collection(sp.collection(sid, pattern, **params)).stream()
