@@ -29,6 +29,7 @@ class DebateState:
     statements: list[Statement]
     errors: list[dict[str, Any]]
     model_calls: int
+    """Every logged attempt: accepted, corrected, rejected and failed calls alike."""
 
     @property
     def done(self) -> bool:
@@ -82,9 +83,7 @@ def read(db: firestore.Client, debate_id: str) -> DebateState:
     base = f"debates/{debate_id}"
     snap = db.document(base).get()
     debate = Debate.model_validate(snap.to_dict() or {})
-    logs = db.collection(f"{base}/logs").where(
-        filter=firestore.FieldFilter("response.status", "==", "OK")
-    )
+    logs = db.collection(f"{base}/logs")  # every attempt is a model call (and billed)
     return DebateState(
         debate=debate,
         agents=[DebateAgent.model_validate(d) for d in _all(db, f"{base}/agents")],
