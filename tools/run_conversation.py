@@ -2,11 +2,13 @@
 
     python -m tools.run_conversation "Hi, I'm Dana; my firewall drops port 443" --local
     python -m tools.run_conversation "..." --workflow example      # against `make up`
+    python -m tools.run_conversation --resume ID                   # a FAILED one, once fixed
 
 ``--local`` starts the emulators and the functions in this process (the scripted model unless
 a provider is configured, see README), loads ``workflows/<workflow>`` and runs the query; without
 it the command writes the conversation into the emulators of ``make up`` (or the project named
-by GOOGLE_CLOUD_PROJECT) and follows it there.
+by GOOGLE_CLOUD_PROJECT) and follows it there. A conversation that FAILS ends the command at
+once, non-zero, with its error records printed (docs/CONDUCTOR.md, *Faults and bounds*).
 """
 
 from __future__ import annotations
@@ -41,9 +43,10 @@ def _line(step: Step) -> str:
 
 
 def follow(
-    db: firestore.Client, conversation_id: str, timeout: float = 300, out: Any = sys.stdout
+    db: firestore.Client, conversation_id: str, timeout: float = 300, out: Any = None
 ) -> Conversation:
     """Print each step as it completes until the conversation ends; returns it."""
+    out = out or sys.stdout
     shown: set[int] = set()
     t0 = time.monotonic()
     steps = db.collection(f"conversations/{conversation_id}/steps")
@@ -70,7 +73,38 @@ def follow(
         time.sleep(0.2)
 
 
-def transcript(conv: Conversation, out: Any = sys.stdout) -> None:
+def error_records(db: firestore.Client, conversation_id: str) -> list[dict[str, Any]]:
+    """The conversation's error records (``conversations/{c}/errors``), oldest first."""
+    found = [
+        d.to_dict() or {} for d in db.collection(f"conversations/{conversation_id}/errors").get()
+    ]
+    return sorted(found, key=lambda r: str(r.get("firstSeen") or ""))
+
+
+def report_failure(db: firestore.Client, conv: Conversation, cid: str, out: Any) -> None:
+    """What ended the conversation, and how to go on once its cause is fixed."""
+    if conv.failure is not None:
+        f = conv.failure
+        print(f"failed   {f.document} · {f.field} after {f.attempts} attempt(s)", file=out)
+    for record in error_records(db, cid):
+        where = f"{record.get('document')} · {record.get('field')}"
+        print(f"record   {where}: {record.get('reason')}", file=out)
+    if conv.failure is not None:
+        print(f"retry    once fixed: python -m tools.run_conversation --resume {cid}", file=out)
+
+
+def resume(db: firestore.Client, conversation_id: str) -> str:
+    """Set a FAILED conversation back to RUNNING (PENDING if it never started): the watchdog
+    re-arms the unit that ended and runs it with a fresh budget of attempts."""
+    ref = db.document(f"conversations/{conversation_id}")
+    conv = Conversation.model_validate(ref.get().to_dict())
+    status = "RUNNING" if conv.current_step >= 0 else "PENDING"
+    ref.update({"status": status})
+    return status
+
+
+def transcript(conv: Conversation, out: Any = None) -> None:
+    out = out or sys.stdout
     print(f"\nstatus   {conv.status}", file=out)
     if conv.answer:
         print(f"answer   {conv.answer}", file=out)
@@ -95,31 +129,52 @@ def _local() -> Iterator[firestore.Client]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("query")
+    parser.add_argument("query", nargs="?", default="")
+    parser.add_argument("--resume", metavar="ID", help="resume a FAILED conversation, follow it")
     parser.add_argument("--workflow", default="example", help="workflow id (default: example)")
     parser.add_argument("--local", action="store_true", help="start emulators and functions here")
     parser.add_argument("--id", help="conversation id (default: a new one)")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--project", default=os.environ.get("GOOGLE_CLOUD_PROJECT", "demo-dlab"))
     args = parser.parse_args(argv)
-    conversation_id = args.id or uuid.uuid4().hex[:12]
+    if not (args.query or args.resume):
+        parser.error("give a query, or --resume ID")
+    if args.resume and args.local:
+        parser.error("--resume follows a conversation of `make up` (--local starts empty)")
+    conversation_id = args.resume or args.id or uuid.uuid4().hex[:12]
     clients = (
         _local() if args.local else contextlib.nullcontext(firestore.Client(project=args.project))
     )
     with clients as db:
-        if args.local:
-            try:
-                load(db, REPO_ROOT / "workflows" / args.workflow, args.workflow)
-            except WorkflowError as error:
-                print(f"error: {error}", file=sys.stderr)
-                return 1
-        db.document(f"conversations/{conversation_id}").set(
-            {"query": args.query, "workflowId": args.workflow, "status": "PENDING"}
-        )
-        print(f"conversation  conversations/{conversation_id} ({args.workflow})")
-        conv = follow(db, conversation_id, args.timeout)
-        transcript(conv)
-    return 0 if conv.status == "DONE" else 1
+        if args.resume:
+            print(f"conversation  conversations/{conversation_id} {resume(db, conversation_id)}")
+        else:
+            if args.local:
+                try:
+                    load(db, REPO_ROOT / "workflows" / args.workflow, args.workflow)
+                except WorkflowError as error:
+                    print(f"error: {error}", file=sys.stderr)
+                    return 1
+            db.document(f"conversations/{conversation_id}").set(
+                {"query": args.query, "workflowId": args.workflow, "status": "PENDING"}
+            )
+            print(f"conversation  conversations/{conversation_id} ({args.workflow})")
+        return _outcome(db, conversation_id, args.timeout)
+
+
+def _outcome(db: firestore.Client, conversation_id: str, timeout: float) -> int:
+    """Follow to the end: 0 when DONE; 1 at once when it ended otherwise (the error records
+    printed); 2 when it still runs after ``timeout``."""
+    try:
+        conv = follow(db, conversation_id, timeout)
+    except TimeoutError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    transcript(conv)
+    if conv.status == "DONE":
+        return 0
+    report_failure(db, conv, conversation_id, sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":
