@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from functions.registry import REGISTRY, FunctionSpec, PubSubTrigger
-from tools.deploy import googleapis, plan, rules, run, source
+from tools.deploy import googleapis, plan, rules, rules_merge, rulesets, run, source
 from tools.deploy.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -381,12 +381,16 @@ service cloud.firestore {
 
 
 def deploy_rules(
-    monkeypatch: pytest.MonkeyPatch, mode: str, current: str | None, answer: bool = False
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    current: str | None,
+    answer: bool = False,
+    ours: Path = ROOT / "firestore.rules",
 ) -> tuple[FakeApi, str, list[str]]:
     """The rules step of a deploy against a project whose rules in force are ``current``:
     (the API, what the step said, the questions asked)."""
     monkeypatch.setattr(googleapis, "access_token", lambda: "tok")
-    step = plan.ReleaseRules(PROJECT, ROOT / "firestore.rules", mode=mode)
+    step = plan.ReleaseRules(PROJECT, ours, mode=mode)
     printed: list[str] = []
     asked: list[str] = []
     with fake_api(monkeypatch, current=current) as api:
@@ -516,3 +520,49 @@ def test_execute_stops_on_a_failed_function(
     with pytest.raises(run.DeployError, match=REGISTRY[1].name):
         run.execute(steps, out=lambda line: None)
     assert not any(c[1] == "firestore" for c in fake.calls)
+
+
+# --- the two rulesets -------------------------------------------------------------------------
+
+STRICT = ROOT / "firestore.strict.rules"
+
+
+def test_the_strict_ruleset_is_the_default_one_with_strict_true() -> None:
+    """firestore.strict.rules is generated (python -m tools.deploy.rulesets): it must agree
+    with firestore.rules, differ only by its switch, and still be ours for the deploy tool."""
+    strict = STRICT.read_text()
+    assert strict == rulesets.strict_source(OURS), "run python -m tools.deploy.rulesets"
+    added = [line for line in strict.splitlines() if line not in OURS.splitlines()]
+    assert sorted(added) == sorted(["      return true;", rulesets.GENERATED.strip()])
+    assert rules_merge.written_by_us(strict)
+    with pytest.raises(rulesets.RulesetError):
+        rulesets.strict_source(OURS.replace(rulesets.SWITCH, "function strict() { return 1; }"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "released"),
+    [
+        ([], "firestore.rules"),
+        (["--ruleset", "default"], "firestore.rules"),
+        (["--ruleset", "strict"], "firestore.strict.rules"),
+        (["--ruleset", "strict", "--rules-file", "/tmp/mine.rules"], "/tmp/mine.rules"),
+    ],
+)
+def test_the_ruleset_option_picks_the_rules_file(
+    no_subprocess: None, capsys: pytest.CaptureFixture[str], argv: list[str], released: str
+) -> None:
+    assert main(["--project", PROJECT, "--region", REGION, "--dry-run", *argv]) == 0
+    (line,) = re.findall(r"# security rules (\S+) ->", capsys.readouterr().out)
+    named = Path(line)
+    assert named == (Path(released) if released.startswith("/") else ROOT / released)
+
+
+def test_the_strict_ruleset_is_released_and_merged_like_the_default_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    api, _, _ = deploy_rules(monkeypatch, "merge", current=THEIRS, ours=STRICT)
+    (released,) = api.released()
+    assert released.startswith(STRICT.read_text()[: STRICT.read_text().rindex("match /{document")])
+    assert "match /polls/{pollId}" in released and "return true;" in released
+    api, _, asked = deploy_rules(monkeypatch, "ask", current=OURS, ours=STRICT, answer=True)
+    assert api.released() == [STRICT.read_text()] and len(asked) == 1  # ours: asked, replaced

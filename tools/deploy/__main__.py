@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from functions.registry import REGISTRY
-from tools.deploy import googleapis, plan, rules, rules_merge, run, source
+from tools.deploy import googleapis, plan, rules, rules_merge, rulesets, run, source
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -41,7 +41,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the project's current security rules: ask (default: show the diff; replace "
         "rules this tool wrote after asking, refuse others), skip, merge, replace",
     )
-    parser.add_argument("--rules-file", type=Path, default=source.REPO_ROOT / "firestore.rules")
+    parser.add_argument(
+        "--ruleset",
+        choices=rulesets.NAMES,
+        default="default",
+        help="default (firestore.rules: Deliberate Lab's web app can share the project) or "
+        "strict (firestore.strict.rules: participants sign in as themselves); docs/SECURITY.md",
+    )
+    parser.add_argument("--rules-file", type=Path, help="another rules file (instead of --ruleset)")
     parser.add_argument("--indexes", type=Path, default=source.REPO_ROOT / "firestore.indexes.json")
     return parser.parse_args(argv)
 
@@ -87,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         region=args.region,
         source_dir=source_dir,
         firestore_location=location,
-        rules=args.rules_file,
+        rules=args.rules_file or rulesets.path(args.ruleset),
         rules_mode=args.rules,
         indexes=args.indexes,
         service_account=args.service_account,
