@@ -7,7 +7,8 @@ of the quota). A caller takes a slot with one write: an atomic increment of a ra
 transform results. A value within the shard's part is a slot; over it, the shard is full: the
 increment is taken back and the next shard tried. When every shard is full the caller sleeps to
 the next window (with jitter), within the function's deadline; past it, a retryable QUOTA_ERROR,
-like the provider's own 429. No transaction: increments of one document never conflict, so a
+like the provider's own 429. No slot is given in a window's last second (``guard``), so a request
+reaches the provider in the window it was counted in. No transaction: increments of one document never conflict, so a
 slot costs one round trip however many callers contend. See docs/COST.md.
 """
 
@@ -84,6 +85,8 @@ def _take(provider: str, limit: RateLimit, tokens: int, config: RateLimitSetting
     window_s = config.rate_window_seconds
     clock = time.time()
     window = int(clock // window_s)
+    if clock + config.guard_s() >= (window + 1) * window_s:
+        return (window + 1) * window_s  # too near the window's end to reach the provider in it
     per_window = _per_window(limit, window_s)
     shards = _shard_count(limit, per_window, config.rate_shards)
     requests, token_parts = _parts(per_window[0], shards), _parts(per_window[1], shards)

@@ -109,6 +109,9 @@ class RateLimitSettings(BaseSettings):
       scaled to its length (a shorter window smooths bursts at its edges).
     - ``DLAB_RATE_SHARDS`` (10): documents a window's quota is split over (at most the
       window's request limit), so no one document takes every caller's write.
+    - ``DLAB_RATE_GUARD_SECONDS`` (1): no slot is given in a window's last this many seconds
+      (at most a quarter of it), so a request reaches the provider within the window it was
+      counted in, not in the next one beside that window's own.
     """
 
     model_config = SettingsConfigDict(env_prefix="DLAB_", extra="ignore")
@@ -116,3 +119,7 @@ class RateLimitSettings(BaseSettings):
     rate_limits: dict[str, RateLimit] = Field(default_factory=dict)
     rate_window_seconds: float = Field(default=60.0, gt=0, le=3600)
     rate_shards: int = Field(default=10, ge=1, le=500)
+    rate_guard_seconds: float = Field(default=1.0, ge=0, le=60)
+
+    def guard_s(self) -> float:
+        return min(self.rate_guard_seconds, self.rate_window_seconds / 4)

@@ -447,3 +447,63 @@ def test_a_chat_turn_whose_provider_is_down_is_retried_until_it_answers(runtime,
     assert "the turn will be retried" in record.reason
     turns = [d.outcome for d in runtime.deliveries if d.function == "onAgentTurn"]
     assert turns[:2] == ["error", "ok"], turns  # failed (nacked), then answered
+
+
+# --- Exact accounting and the shared rate limit (issue 27, items 5 and 7) ---------------------
+
+
+def test_every_attempt_is_in_the_run_s_totals(runtime, db, fake_gemini, monkeypatch):
+    """Accepted, corrective and provider-failed attempts all count: the run's totals equal what
+    the provider received, calls and tokens (the tokens as the provider reported them)."""
+    monkeypatch.setenv("DLAB_MODEL_BACKOFF_S", "0.05")
+    fake_gemini.push(
+        gemini.error(429),
+        gemini.error(503),
+        malformed(),
+        gemini.empty(),
+        gemini.text('{"why": "too short", "pick": "c", "rate": 9}', prompt_tokens=70),
+    )
+    e = _survey_experiment(db)
+    ids = [agent(db, e, "survey", number=i) for i in range(3)]
+    runtime.wait_until_idle(timeout=120)
+
+    assert all(participant(db, e, p).current_status == ParticipantStatus.SUCCESS for p in ids)
+    logs = model_logs(db, e)
+    statuses = Counter(log.response.status for log in logs)
+    assert statuses["INVALID_RESPONSE"] == 2 and statuses["OK"] == 3, statuses
+    totals = spend.totals(f"experiments/{e}")
+    assert totals.calls == len(fake_gemini.requests) == len(logs) == 8
+    assert totals.prompt_tokens == sum(log.response.usage.prompt_tokens for log in logs)
+    assert totals.completion_tokens == sum(log.response.usage.completion_tokens for log in logs)
+    assert totals.prompt_tokens >= 70 + 3 * 11  # the corrected reply's and the accepted ones'
+
+
+def test_a_shared_rate_limit_holds_many_agents_to_it(runtime, db, fake_gemini, monkeypatch):
+    """Twelve agents on a limit of three requests per four-second window: the provider never
+    sees more than three in a window, and every agent finishes (none met a 429)."""
+    window_s, per_window, agents = 4.0, 3, 12
+    monkeypatch.setenv("DLAB_RATE_WINDOW_SECONDS", str(window_s))
+    rpm = int(per_window * 60 / window_s)
+    monkeypatch.setenv("DLAB_RATE_LIMITS", json.dumps({"GEMINI": {"requestsPerMinute": rpm}}))
+    received: list[float] = []
+
+    def respond(request: Recorded) -> Step:
+        received.append(time.time())
+        return _valid_gemini(request)
+
+    fake_gemini.responder = respond
+    e = _survey_experiment(db)
+    ids = [agent(db, e, "survey", number=i) for i in range(agents)]
+    runtime.wait_until_idle(timeout=120)
+
+    assert all(participant(db, e, p).current_status == ParticipantStatus.SUCCESS for p in ids)
+    per = Counter(int(t // window_s) for t in received)
+    assert len(received) == agents
+    assert max(per.values()) <= per_window, sorted(per.items())
+    assert len(per) >= agents // per_window  # the demand was spread over the windows
+    granted = Counter()
+    for snap in db.collection("rateLimits").get():
+        _, window, _ = snap.id.rsplit("-", 2)
+        granted[window] += snap.to_dict()["requests"]
+    assert sum(granted.values()) == agents and max(granted.values()) <= per_window
+    assert errors(db, e) == []

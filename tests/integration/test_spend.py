@@ -1,0 +1,60 @@
+"""A run's spend caps (issue 27, item 5): reaching one pauses the run with one record and no
+more model calls than were in flight; raising it resumes, and the totals stay exact."""
+
+from __future__ import annotations
+
+import pytest
+from conductor_state import attempts, conversation, finished, load_example, start, steps
+from experiment_state import settle
+
+from functions import spend
+from shared.conductor.documents import Status
+
+pytestmark = pytest.mark.usefixtures("clean")
+
+QUERY = "Hi, I'm Dana. My firewall drops every packet to port 443; what should I check?"
+STALLED_ENV = "DLAB_CONDUCTOR_STALLED_SECONDS"
+
+
+def _calls(db, cid: str) -> int:
+    """Model attempts made for the conversation, as its steps' logs show them."""
+    return sum(len(attempts(db, cid, f"{s.index:04d}")) for s in steps(db, cid))
+
+
+def test_a_call_cap_pauses_the_run_and_raising_it_resumes(runtime, db, monkeypatch):
+    """The example workflow makes two model calls; with ``maxCalls: 1`` the model sees one, the
+    conversation shows ``budgetReached`` and one record, and stays RUNNING (paused: no failure
+    counted, however many ticks re-drive it). Raised, the watchdog's next re-drive finishes it."""
+    monkeypatch.setenv(STALLED_ENV, "0")
+    load_example(db)
+    db.document("conversations/c1").set(
+        {"query": QUERY, "workflowId": "example", "status": "PENDING", "budget": {"maxCalls": 1}}
+    )
+    for _ in range(4):  # ticks re-drive the paused step: each meets the cap, none calls
+        runtime.wait_until_idle(timeout=60)
+        runtime.tick()
+    runtime.wait_until_idle(timeout=60)
+
+    run = "conversations/c1"
+    data = db.document(run).get().to_dict()
+    assert data["status"] == Status.RUNNING.value, data
+    assert data["budgetReached"]["cap"] == "maxCalls=1" and data["budgetReached"]["calls"] == 1
+    assert _calls(db, "c1") == spend.totals(run).calls == 1
+    records = [d.to_dict() for d in db.collection(f"{run}/errors").get()]
+    assert [r["field"] for r in records] == ["budget"], records
+
+    db.document(run).update({"budget.maxCalls": 100})
+    settle(runtime, finished(db, "c1"), rounds=5)
+    done = db.document(run).get().to_dict()
+    assert conversation(db, "c1").status == Status.DONE, done
+    assert "budgetReached" not in done
+    assert _calls(db, "c1") == spend.totals(run).calls == 2
+
+
+def test_a_run_without_a_budget_is_counted_and_never_paused(runtime, db):
+    load_example(db)
+    start(db, "c2", QUERY)
+    settle(runtime, finished(db, "c2"), rounds=5)
+    assert conversation(db, "c2").status == Status.DONE
+    totals = spend.totals("conversations/c2")
+    assert totals.calls == _calls(db, "c2") == 2 and totals.tokens > 0
