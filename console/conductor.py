@@ -18,6 +18,7 @@ from flask import (
 from console import conductor_state as state
 from console import live_stream
 from console.context import db
+from tools.owner import owned
 
 blueprint = Blueprint("conductor", __name__)
 
@@ -48,7 +49,7 @@ def create() -> tuple[Response, int]:
         return jsonify({"field": "workflowId", "reason": f"no workflow {workflow!r}"}), 422
     conversation_id = str(body.get("id") or uuid.uuid4().hex[:12])
     db().document(f"conversations/{conversation_id}").create(
-        {"query": query, "workflowId": workflow, "status": "PENDING"}
+        owned({"query": query, "workflowId": workflow, "status": "PENDING"})
     )
     return jsonify({"id": conversation_id}), 201
 

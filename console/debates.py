@@ -20,6 +20,7 @@ from shared.debate.models import Debate
 from shared.models import DocumentError, parse_document
 from tools.debate import state as debate_state
 from tools.debate.transcript import markdown
+from tools.owner import owned
 
 blueprint = Blueprint("debates", __name__)
 
@@ -53,7 +54,7 @@ def create() -> tuple[Response, int]:
         parse_document(Debate, path, body)
     except DocumentError as error:
         return jsonify(document=error.document, field=error.field, reason=error.reason), 422
-    db().document(path).set(body)
+    db().document(path).set(owned(body))
     return jsonify(id=debate_id), 201
 
 

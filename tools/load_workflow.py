@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from shared import paths
 from shared.conductor.documents import AGENT, WORKFLOW, AgentDoc, WorkflowDoc
 from shared.conductor.prompt_args import PromptArgument
+from tools.owner import owned
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -123,7 +124,8 @@ def load(client: firestore.Client, folder: Path, workflow_id: str | None = None)
     workflow_id = workflow_id or workflow.name or folder.name
     batch = client.batch()
     batch.set(
-        client.document(paths.build(WORKFLOW, workflowId=workflow_id)), workflow.to_firestore()
+        client.document(paths.build(WORKFLOW, workflowId=workflow_id)),
+        owned(workflow.to_firestore()),
     )
     for agent in agents:
         path = paths.build(AGENT, workflowId=workflow_id, agentName=agent.name)

@@ -28,6 +28,7 @@ from google.cloud import firestore
 
 from shared.conductor.documents import ACTIVE, Conversation, Step
 from tools.load_workflow import WorkflowError, load
+from tools.owner import owned
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"error: {error}", file=sys.stderr)
                     return 1
             db.document(f"conversations/{conversation_id}").set(
-                {"query": args.query, "workflowId": args.workflow, "status": "PENDING"}
+                owned({"query": args.query, "workflowId": args.workflow, "status": "PENDING"})
             )
             print(f"conversation  conversations/{conversation_id} ({args.workflow})")
         return _outcome(db, conversation_id, args.timeout)

@@ -32,6 +32,7 @@ from google.cloud import firestore
 from shared.debate.models import Debate, DebateMode
 from tools.debate import state as debate_state
 from tools.debate.transcript import markdown
+from tools.owner import owned
 
 BASELINES = (DebateMode.ALL_TO_ALL, DebateMode.SELF_CONSISTENCY)
 
@@ -128,7 +129,7 @@ def compare(states: dict[str, Any]) -> str:
 
 
 def _create(db: firestore.Client, file: Path, debate_id: str, baselines: bool) -> list[str]:
-    settings = json.loads(file.read_text())
+    settings = owned(json.loads(file.read_text()))
     Debate.model_validate(settings)  # a bad file fails here, naming the field
     ids = [debate_id]
     db.document(f"debates/{debate_id}").set(settings)

@@ -31,6 +31,7 @@ from shared.society.models import (
     Society,
     SocietySettings,
 )
+from tools.owner import owned
 
 TOLERANCE = 1e-6
 
@@ -41,7 +42,7 @@ def create(
     """Write a society document (validated first: a bad setting fails here, naming it)."""
     sid = society_id or uuid.uuid4().hex[:12]
     society = Society(id=sid, name=name, settings=SocietySettings.model_validate(settings))
-    db.document(sp.society(sid)).set({**society.to_firestore(), "createdAt": now()})
+    db.document(sp.society(sid)).set(owned({**society.to_firestore(), "createdAt": now()}))
     return sid
 
 
