@@ -61,6 +61,24 @@ class ChatFeed:
                 print(f"[{elapsed:6.1f}s]     {thread}{who} {text}", flush=True)
 
 
+def _print_completed(
+    p: ParticipantProfile, done: set[str], stages: dict[str, str], started: float
+) -> None:
+    """One line for each stage ``p`` completed that is not in ``done`` yet (added to it)."""
+    completed = p.timestamps.completed_stages
+    for stage_id in sorted(set(completed) - done, key=lambda s: completed[s]):
+        done.add(stage_id)
+        kind = stages.get(stage_id, "?")
+        how = "answered by the model" if kind in ANSWER_SPECS else "no model call"
+        finished = "  → SUCCESS" if p.timestamps.end_experiment and done >= set(completed) else ""
+        print(
+            f"[{time.monotonic() - started:6.1f}s] {_label(p)} "
+            f"{_bar(len(done), len(stages))} {len(done):>2}/{len(stages)}  "
+            f"✓ {stage_id} ({kind}, {how}){finished}",
+            flush=True,
+        )
+
+
 def watch(
     db: firestore.Client,
     experiment_id: str,
@@ -81,24 +99,12 @@ def watch(
             feed.print_new(started)
         agents = [ParticipantProfile.model_validate(s.to_dict()) for s in col.get()]
         for p in sorted(agents, key=lambda a: a.public_id):
-            done = shown.setdefault(p.private_id, set())
-            completed = p.timestamps.completed_stages
-            for stage_id in sorted(set(completed) - done, key=lambda s: completed[s]):
-                done.add(stage_id)
-                kind = stages.get(stage_id, "?")
-                how = "answered by the model" if kind in ANSWER_SPECS else "no model call"
-                finished = (
-                    "  → SUCCESS" if p.timestamps.end_experiment and done >= set(completed) else ""
-                )
-                print(
-                    f"[{time.monotonic() - started:6.1f}s] {_label(p)} "
-                    f"{_bar(len(done), len(stages))} {len(done):>2}/{len(stages)}  "
-                    f"✓ {stage_id} ({kind}, {how}){finished}",
-                    flush=True,
-                )
+            _print_completed(p, shown.setdefault(p.private_id, set()), stages, started)
         if agents and all(p.timestamps.end_experiment for p in agents):
             if feed is not None:
                 feed.print_new(started)
+            return agents
+        if any(p.agent_blocked_on for p in agents):  # the run failed: no use waiting
             return agents
         if time.monotonic() > deadline:
             print(f"Timed out after {timeout:.0f}s: not every agent finished.")
@@ -128,6 +134,23 @@ def summary(
         "functionInvocations": deliveries,
         "elapsedSeconds": round(elapsed, 2),
     }
+
+
+def blocked(db: firestore.Client, experiment_id: str, agents: list[ParticipantProfile]) -> int:
+    """Print what stopped each blocked agent (its error record, or its mark if the record is
+    gone); how many are blocked. An agent is blocked on a document it could not use, or after
+    its move failed every attempt: a demo run with one has failed."""
+    stopped = [p for p in agents if p.agent_blocked_on]
+    for p in stopped:
+        mark = p.agent_blocked_on or {}
+        record = db.document(f"experiments/{experiment_id}/errors/{mark.get('errorId')}").get()
+        if record.exists:
+            e = ErrorRecord.model_validate(record.to_dict())
+            text = f"{e.document} [{e.field}]: {e.reason}"
+        else:
+            text = f"{mark.get('document')} [{mark.get('field')}]: {mark.get('reason')}"
+        print(f"FAILED: {_label(p).strip()} is blocked: {text}", flush=True)
+    return len(stopped)
 
 
 def print_summary(s: dict[str, Any]) -> None:
@@ -161,6 +184,12 @@ def model_from_env(env: dict[str, str] | None = None) -> tuple[str, str | None]:
     return api_type, env.get("DLAB_DEMO_MODEL") or DEFAULT_MODELS[api_type]
 
 
+def _demo_environment(api_type: str) -> None:
+    if api_type == "SCRIPTED":  # mediators too (their personas name a real model)
+        os.environ.setdefault(MODEL_OVERRIDE_ENV, "SCRIPTED")
+    os.environ.setdefault(IDLE_ENV, "5")  # the watchdog nudges quiet chat agents after 5 s
+
+
 def run(
     template_path: Path = DEFAULT_TEMPLATE,
     agents: int = 3,
@@ -173,9 +202,7 @@ def run(
 ) -> int:
     if api_type is None:
         api_type, model_name = model_from_env()
-    if api_type == "SCRIPTED":  # mediators too (their personas name a real model)
-        os.environ.setdefault(MODEL_OVERRIDE_ENV, "SCRIPTED")
-    os.environ.setdefault(IDLE_ENV, "5")  # the watchdog nudges quiet chat agents after 5 s
+    _demo_environment(api_type)
     started = time.monotonic()
     print("Starting the Firestore and Pub/Sub emulators and the functions runtime ...", flush=True)
     with LocalRuntime(mode=mode, tick_s=2.0, chaos=chaos, processes=processes) as runtime:
@@ -200,6 +227,9 @@ def run(
         chats = [s["id"] for s in template["stageConfigs"] if s["kind"] == "chat"]
         feed = ChatFeed(db, result.experiment_id, result.cohort_id or "", chats)
         finished = watch(db, result.experiment_id, kinds, timeout, t0, feed)
+        if blocked(db, result.experiment_id, finished):
+            print("The demo run failed (see above); stopping the emulators and the runtime.")
+            return 1
         runtime.wait_until_idle(timeout=60)
         stats = summary(
             db, result.experiment_id, finished, time.monotonic() - t0, len(runtime.deliveries)

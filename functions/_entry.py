@@ -104,8 +104,11 @@ def _subject(event: Any) -> str:
     if not isinstance(payload.get("experimentId"), str):
         return event.path
     path = f"experiments/{payload['experimentId']}"
-    participant = payload.get("participantId") or payload.get("agentId")
-    if isinstance(participant, str) and participant and payload.get("agentType") != "mediator":
+    agent = payload.get("agentId")
+    if payload.get("agentType") == "mediator" and isinstance(agent, str) and agent:
+        return f"{path}/mediators/{agent}"  # a mediator's chat turn: the record names it
+    participant = payload.get("participantId") or agent
+    if isinstance(participant, str) and participant:
         path += f"/participants/{participant}"
     return path
 

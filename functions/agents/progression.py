@@ -192,17 +192,38 @@ def advance_agent(experiment_id: str, participant_id: str, seen: Seen | None = N
     The participant is read under the lease (a human's update takes it too, so the document is
     read once per run, not once to tell an agent and again to move it).
     """
+    path = store.participant_path(experiment_id, participant_id)
     outcome = work.run(
         work.Unit(
             store.move_lease_path(experiment_id, participant_id),
-            store.participant_path(experiment_id, participant_id),
+            path,
             lambda: _advance_once(experiment_id, participant_id, seen),
+            ended=lambda failure: _mark_ended(path, failure),
             on_overflow=lambda: publish_wakes(experiment_id, "moves queued", participant_id),
         )
     )
+    if outcome.state == work.State.ENDED:
+        return Advance(Move.BLOCKED)
     if outcome.result is None:
         return Advance(Move.COALESCED)
     return outcome.result
+
+
+def _mark_ended(path: str, failure: work.Failure) -> None:
+    """The move failed its attempt budget: the agent is marked blocked, as on a bad document,
+    so that it stops calling the model and the console shows why. It is marked blocked on the
+    stage it is at (the input a move most likely failed on; writing it re-arms the move), or on
+    itself when it has none; the participant's own update re-arms it too."""
+    data = store.snapshot_data(path)
+    if data is None:
+        return  # deleted meanwhile: nobody to mark
+    stage_id = data.get("currentStageId")
+    blocked_on = path
+    if isinstance(stage_id, str) and stage_id and "/" not in stage_id:
+        blocked_on = store.stage_path(path.split("/")[1], stage_id)
+    error = DocumentError(failure.document, failure.field, failure.reason, blocked_on=blocked_on)
+    if (data.get(BLOCKED_FIELD) or {}).get("errorId") != error_id(error):
+        store.ref(path).update({BLOCKED_FIELD: {**_blocked_on(error), "since": now()}})
 
 
 def _advance_once(experiment_id: str, participant_id: str, seen: Seen | None) -> Advance:

@@ -4,15 +4,16 @@ are handled here, on each tick."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from google.cloud import firestore
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from functions import documents, errors, rooms, store, transactions
-from functions.chat import active, agents, fanout, messages, readiness
+from functions.chat import active, agents, fanout, messages, nudges, readiness
 from functions.rooms import Room
 from functions.wire import AgentTurn, publish_turns, publish_wakes
 from shared import paths
@@ -32,28 +33,43 @@ StageCache = dict[tuple[str, str], ConversationStage | None]
 T = TypeVar("T")
 
 IDLE_ENV = "DLAB_IDLE_AGENT_SECONDS"
-DEFAULT_IDLE_S = 120.0
 STALLED_ENV = "DLAB_STALLED_SECONDS"
-DEFAULT_STALLED_S = 120.0
-"""An agent still at an open non-chat stage, or in a chat without openings, this long after it
-arrived was left behind by an invocation that died: the watchdog drives it on."""
 CLAIM_ENV = "DLAB_CLAIM_SECONDS"
-DEFAULT_CLAIM_S = 360.0
-"""A claim on a message (the agent asking its model before it answers) older than this outlived
-any invocation (``onAgentTurn`` times out at 300 s): it died with one."""
+NUDGES_ENV = "DLAB_IDLE_NUDGES"
 TIMER_ENDED = "The timer for this stage has ended; you can no longer respond."
 
 
+class WatchdogSettings(BaseSettings):
+    """When the watchdog acts (environment, ``DLAB_`` prefix).
+
+    - ``DLAB_IDLE_AGENT_SECONDS`` (120): a chat quiet this long gets its agents nudged (asked,
+      readiness only, whether they are ready to end).
+    - ``DLAB_IDLE_NUDGES`` (3): nudges per agent and chat until the chat gets a new message; each
+      is a model call, and an agent that said no three times will not say yes to a fourth.
+    - ``DLAB_STALLED_SECONDS`` (30, one lease): an agent at an open non-chat stage, with no live
+      move lease, this long after it arrived lost its move (its event, or its holder, died).
+    - ``DLAB_CLAIM_SECONDS`` (360): a claim on a message older than this outlived any
+      invocation (``onAgentTurn`` times out at 300 s): it died with one.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="DLAB_", extra="ignore")
+
+    idle_agent_seconds: float = Field(default=120.0, ge=0)
+    idle_nudges: int = Field(default=3, ge=0, le=1000)
+    stalled_seconds: float = Field(default=30.0, ge=0)
+    claim_seconds: float = Field(default=360.0, ge=0)
+
+
 def idle_after() -> timedelta:
-    return timedelta(seconds=float(os.environ.get(IDLE_ENV, DEFAULT_IDLE_S)))
+    return timedelta(seconds=WatchdogSettings().idle_agent_seconds)
 
 
 def stalled_after() -> timedelta:
-    return timedelta(seconds=float(os.environ.get(STALLED_ENV, DEFAULT_STALLED_S)))
+    return timedelta(seconds=WatchdogSettings().stalled_seconds)
 
 
 def claim_ttl() -> timedelta:
-    return timedelta(seconds=float(os.environ.get(CLAIM_ENV, DEFAULT_CLAIM_S)))
+    return timedelta(seconds=WatchdogSettings().claim_seconds)
 
 
 def tick() -> dict[str, int]:
@@ -198,8 +214,10 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
     only, no message) whether they are ready to end; in a private chat they get a turn that
     may follow their own message (to go on, or end). A chat still empty long after the agent
     arrived lost its openings (an invocation died holding their locks): they are asked again.
-    Nobody is left waiting forever."""
-    turns, nonce = [], uuid.uuid4().hex[:12]
+    Nobody is left waiting forever, and nobody is asked without bound: an agent is nudged at
+    most ``DLAB_IDLE_NUDGES`` times per chat until the chat gets a new message (``nudges``)."""
+    idle: list[nudges.Candidate] = []
+    nonce = uuid.uuid4().hex[:12]
     cutoff, stalled = now() - idle_after(), now() - stalled_after()
     histories: dict[Room, list[ChatMessage]] = {}  # a group chat's agents share its history
     claims_checked: set[Room] = set()
@@ -232,17 +250,19 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
             if _redrive_dead_claim(room, stage, history, dead):
                 continue
         trigger = history[-1].id if history else ""
-        turns.append(
-            AgentTurn.in_room(
-                room,
-                "participant",
-                member.private_id,
-                trigger_chat_id=trigger,
-                readiness_only=not private,
-                nonce=nonce,
-                nudge=private,
-            )
+        idle.append(nudges.Candidate(room, member.private_id, trigger))
+    turns = [
+        AgentTurn.in_room(
+            c.room,
+            "participant",
+            c.agent_id,
+            trigger_chat_id=c.after,
+            readiness_only=not c.room.is_private,
+            nonce=nonce,
+            nudge=c.room.is_private,
         )
+        for c in nudges.allowed(idle, WatchdogSettings().idle_nudges)
+    ]
     publish_turns(*turns)
     return len(turns)
 
@@ -332,8 +352,10 @@ class UnlockCache:
 
 
 def _redrive_expired_leases() -> int:
-    """A move lease past its expiry was left by an invocation that died while moving: wake its
-    agent (the wake takes the lease over)."""
+    """A move lease past its expiry was left by an invocation that died while moving, or by a
+    failed attempt: wake its agent (the wake takes the lease over, as the next attempt). The
+    lease is short and renewed while its holder lives, so this comes within a lease of a death.
+    A lease marked failed is an ended move: its agent is blocked until a fix re-arms it."""
     expired = (
         store.db()
         .collection_group("moveLeases")
@@ -342,7 +364,7 @@ def _redrive_expired_leases() -> int:
     woken: dict[str, list[str]] = {}
     for snap in expired.get():
         params = paths.match(paths.MOVE_LEASE, snap.reference.path)
-        if params is not None:
+        if params is not None and not (snap.to_dict() or {}).get("failed"):  # ended: blocked
             woken.setdefault(params["experimentId"], []).append(params["participantId"])
     for experiment_id, ids in woken.items():
         publish_wakes(experiment_id, "watchdog: move lease expired", *ids)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functions import store, work
 from functions._events import FirestoreEvent
 from functions.agents.model_call import ProviderUnavailable
 from functions.agents.progression import BLOCKED_FIELD, Seen
@@ -26,6 +27,9 @@ def on_participant_created(event: FirestoreEvent) -> None:
 def on_participant_updated(event: FirestoreEvent) -> None:
     if _only_marked_blocked(event):
         return  # our own note of what stops the agent: nothing changed to move it
+    if (event.after or {}).get(BLOCKED_FIELD):  # touched while blocked: a fix, try again
+        params = event.params
+        work.rearm(store.move_lease_path(params["experimentId"], params["participantId"]))
     _advance(event)
 
 

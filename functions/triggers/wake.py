@@ -10,7 +10,7 @@ from typing import Any
 
 from google.cloud import firestore
 
-from functions import memo, store
+from functions import memo, store, work
 from functions._events import FirestoreEvent, PubSubEvent
 from functions.agents.progression import Seen
 from functions.triggers.advance import advance
@@ -29,8 +29,9 @@ def newly_unlocked(before: dict | None, after: dict | None) -> list[str]:
     return sorted(stage for stage, open_ in new.items() if open_ and not old.get(stage))
 
 
-def wake_agents(experiment_id: str, reason: str, **where: str) -> int:
-    """Publish a wake for every unfinished agent participant matching ``where`` (field == value)."""
+def wake_agents(experiment_id: str, reason: str, rearm: bool = False, **where: str) -> int:
+    """Publish a wake for every unfinished agent participant matching ``where`` (field == value);
+    ``rearm``: a fix for them, so a move that ended after its attempts runs again."""
     query: Any = store.participants(experiment_id)
     for field, value in where.items():  # field paths may contain dots
         query = query.where(filter=firestore.FieldFilter(field, "==", value))
@@ -40,6 +41,9 @@ def wake_agents(experiment_id: str, reason: str, **where: str) -> int:
         if (data := snap.to_dict()).get("agentConfig")
         and data.get("currentStatus", "IN_PROGRESS") in _WAKEABLE
     }
+    if rearm:
+        for participant_id in seen_at:
+            work.rearm(store.move_lease_path(experiment_id, participant_id))
     publish_wakes(experiment_id, reason, *seen_at, seen_at=seen_at)
     return len(seen_at)
 
@@ -49,7 +53,10 @@ def wake_blocked(event: FirestoreEvent) -> int:
     if event.after is None:
         return 0
     return wake_agents(
-        event.params["experimentId"], f"{event.document} written", **{BLOCKED_ON: event.document}
+        event.params["experimentId"],
+        f"{event.document} written",
+        rearm=True,
+        **{BLOCKED_ON: event.document},
     )
 
 
