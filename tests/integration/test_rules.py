@@ -22,14 +22,18 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from google.cloud import firestore
 
 from tests.integration import rules_seed as s
 from tests.integration.rules_client import FirestoreRest, Op
+from tools import load_workflow
 from tools.deploy import rulesets
 from tools.deploy.rulesets import Ruleset
+from tools.society import client as society_client
 
 pytestmark = pytest.mark.emulator
 
@@ -641,3 +645,26 @@ def test_rules(caller: Caller, case: Case) -> None:
     assert status == expected, (
         f"{case.who} {case.op} {case.path}: HTTP {status}\n{caller.rest.last_reply}"
     )
+
+
+def test_what_the_tools_create_belongs_to_dlab_creator(
+    rest: FirestoreRest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A society and a workflow written by the tools (admin credentials) carry DLAB_CREATOR
+    as their creator, so the rules give them to that experimenter and to nobody else."""
+    monkeypatch.setenv("DLAB_CREATOR", "Alice@Lab.org")
+    db = firestore.Client(project=rest.project)
+    try:
+        society_client.create(db, {"agents": 3}, society_id="s-tool")
+        examples = Path(load_workflow.__file__).resolve().parents[1] / "workflows" / "example"
+        load_workflow.load(db, examples, "w-tool")
+        for path in ("societies/s-tool", "workflows/w-tool"):
+            assert rest.call(s.ALICE, "get", path) == 200, rest.last_reply
+            assert rest.call(s.BOB, "get", path) == 403
+        query = ("creator", "alice@lab.org")
+        assert rest.call(s.ALICE, "query", "societies", where=query) == 200
+        assert rest.call(s.ALICE, "update", "societies/s-tool", {"status": "paused"}) == 200
+        assert rest.call(s.BOB, "update", "societies/s-tool", {"status": "paused"}) == 403
+    finally:
+        rest.reset()
+        rest.seed(s.documents())
