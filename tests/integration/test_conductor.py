@@ -21,11 +21,12 @@ from experiment_state import settle
 
 from console.app import create_app
 from emulator.chaos import ChaosSettings
-STALLED_ENV = "DLAB_CONDUCTOR_STALLED_SECONDS"
 from functions.conductor.wire import ConductorStep, publish_steps
 from shared.conductor.documents import Status
 
 pytestmark = pytest.mark.usefixtures("clean")
+
+STALLED_ENV = "DLAB_CONDUCTOR_STALLED_SECONDS"
 
 QUERY = "Hi, I'm Dana. My firewall drops every packet to port 443; what should I check?"
 
