@@ -8,8 +8,8 @@ transform results. A value within the shard's part is a slot; over it, the shard
 increment is taken back and the next shard tried. When every shard is full the caller sleeps to
 the next window (with jitter), within the function's deadline; past it, a retryable QUOTA_ERROR,
 like the provider's own 429. No slot is given in a window's last second (``guard``), so a request
-reaches the provider in the window it was counted in. No transaction: increments of one document never conflict, so a
-slot costs one round trip however many callers contend. See docs/COST.md.
+reaches the provider in the window it was counted in. No transaction: increments of one document
+never conflict, so a slot costs one round trip however many callers contend. See docs/COST.md.
 """
 
 from __future__ import annotations
