@@ -3,6 +3,7 @@
     python -m tools.auth participant EXPERIMENT_ID PARTICIPANT_ID [--project P]
     python -m tools.auth experimenter EMAIL [--admin] [--project P]
     python -m tools.auth player SOCIETY_ID MEMBER_ID [--project P]
+    python -m tools.auth owner PATH CREATOR [--project P]
 
 The rules know a human participant by its Firebase Auth uid being its participant document id
 (firestore.rules); Deliberate Lab has no such link and nothing else creates those users. The
@@ -15,6 +16,12 @@ own rules take any ``isAdmin`` value as admin).
 The third is for a society member played by a human: it creates the Auth user
 ``player-{society}-{member}``, names it in the society's ``settings.humanPlayers`` (which the
 rules read) and prints its custom token.
+The fourth gives a society, debate, conversation or workflow (``societies/s1``) to an
+experimenter (its email or uid): the rules let only its creator (and its readers, and admins)
+read it, so one written before documents had a creator, or by someone else, is handed over.
+
+Under the strict ruleset (firestore.strict.rules, docs/SECURITY.md) a participant must sign in
+with the first command's token: nothing of an experiment is readable without signing in.
 
 Works against a real project (application default credentials; creating custom tokens then
 needs a service account that may sign: ``--service-account``) or the emulators
@@ -35,9 +42,12 @@ from google.cloud import firestore
 from shared import paths
 from shared.models import DocumentError, ParticipantProfile, parse_document
 from shared.society import paths as society_paths
+from tools import owner
 from tools.society import client as society_client
 
 EXPERIMENTER_CLAIM = {"role": "experimenter"}
+OWNED = ("societies", "debates", "conversations", "workflows")
+"""Collections whose top-level documents carry a ``creator`` (tools/owner.py)."""
 
 
 def participant_token(
@@ -81,6 +91,22 @@ def grant_experimenter(
     return user.uid
 
 
+def set_owner(client: firestore.Client, path: str, creator: str) -> str:
+    """Make ``creator`` the owner of an existing society, debate, conversation or workflow;
+    the creator as written."""
+    collection, _, document_id = path.strip("/").partition("/")
+    if collection not in OWNED or not document_id or "/" in document_id:
+        raise DocumentError(path, "creator", f"only documents of {', '.join(OWNED)} have one")
+    if not creator.strip():
+        raise DocumentError(path, "creator", "an email or a uid is needed")
+    ref = client.document(path.strip("/"))
+    if not ref.get().exists:
+        raise DocumentError(path, "(document)", "does not exist")
+    value = owner.normalized(creator)
+    ref.update({"creator": value})
+    return value
+
+
 def _user(app: firebase_admin.App, **identity: Any) -> auth.UserRecord:
     """The user with this uid or email, created when there is none."""
     try:
@@ -109,6 +135,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     player = commands.add_parser("player", help="print a society's human member's custom token")
     player.add_argument("society_id")
     player.add_argument("member_id", type=int)
+    owned = commands.add_parser("owner", help="give a society, debate, ... to an experimenter")
+    owned.add_argument("path", help="e.g. societies/s1")
+    owned.add_argument("creator", help="the experimenter's email or uid")
     return parser.parse_args(argv)
 
 
@@ -127,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
             print(participant_token(client, app, args.experiment_id, args.participant_id))
         elif args.command == "player":
             print(player_token(client, app, args.society_id, args.member_id))
+        elif args.command == "owner":
+            print(f"{args.path} belongs to {set_owner(client, args.path, args.creator)}")
         else:
             uid = grant_experimenter(client, app, args.email, args.admin)
             print(

@@ -27,7 +27,12 @@ class OwnerSettings(BaseSettings):
 
 
 def creator() -> str:
-    value = OwnerSettings().creator.strip()
+    return normalized(OwnerSettings().creator)
+
+
+def normalized(creator: str) -> str:
+    """An email lower-cased (the rules compare the caller's lower-cased email), a uid as it is."""
+    value = creator.strip()
     return value.lower() if "@" in value else value
 
 

@@ -32,6 +32,7 @@ pytestmark = pytest.mark.emulator
 
 PROJECT = "demo-auth"
 RULES = Path(__file__).resolve().parents[2] / "firestore.rules"
+STRICT = RULES.with_name("firestore.strict.rules")
 
 
 class FakeIdentityToolkit(ThreadingHTTPServer):
@@ -184,3 +185,37 @@ def test_only_a_human_member_gets_a_player(setup, identity) -> None:
         tool.player_token(client, app, "nope", 2)
     assert not identity.users
     assert "1" not in client.document(s.S1).get().to_dict()["settings"]["humanPlayers"]
+
+
+def test_an_owner_is_given_a_society_the_rules_then_scope_to_it(setup, identity) -> None:
+    rest, client, _ = setup
+    try:
+        assert rest.call(s.BOB, "get", s.S1) == 403  # gina's
+        assert tool.set_owner(client, s.S1, "Bob@Lab.org") == "bob@lab.org"
+        assert rest.call(s.BOB, "get", s.S1) == 200
+        assert rest.call(s.BOB, "update", s.S1, {"status": "paused"}) == 200
+        assert rest.call(s.GINA, "get", s.S1) == 403
+        for path in (s.E1, "societies", f"{s.S1}/members/1", "societies/nope"):
+            with pytest.raises(DocumentError):
+                tool.set_owner(client, path, "bob@lab.org")
+    finally:
+        rest.reset()
+        rest.seed(s.documents())
+
+
+def test_under_the_strict_rules_a_participant_reads_its_alerts_only_signed_in(
+    setup, identity
+) -> None:
+    """firestore.strict.rules: the participant signed in with tools.auth's token reads its
+    alerts; nobody reads them without signing in (the default rules allow that)."""
+    rest, client, app = setup
+    alerts = f"{s.PAT_P}/alerts"
+    assert rest.call(None, "list", alerts) == 200  # the default ruleset
+    rest.put_rules(STRICT.read_text())
+    try:
+        signed_in = User(_claims(tool.participant_token(client, app, "e1", "uid-pat"))["uid"])
+        assert rest.call(signed_in, "list", alerts) == 200
+        assert rest.call(None, "list", alerts) == 403
+        assert rest.call(None, "list", "experimenters") == 403
+    finally:
+        rest.put_rules(RULES.read_text())
