@@ -27,9 +27,10 @@ from shared.models import DocumentError, now, parse_document
 from shared.models.participant import ParticipantProfile, ProfileAgentConfig
 from shared.prompts.templating import PromptTemplateError
 from shared.society import paths as sp
-from shared.society.actions import ReplyReading, action_dict, parse_action, reply_schema
+from shared.society.actions import action_dict, parse_action, reply_schema
 from shared.society.models import ActionRecord, Member, SocietySettings
 from shared.society.prompts import render, variables
+from shared.society.replies import ReplyReading
 from shared.society.rules import Spend
 
 log = logging.getLogger(__name__)

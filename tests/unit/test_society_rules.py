@@ -3,6 +3,7 @@ seeded random days (property style), and the single rules the seed leaves to us.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -18,7 +19,8 @@ from shared.society.models import (
     Resources,
     SocietySettings,
 )
-from shared.society.rules import DayInput, DayOutcome, first_day, resolve
+from shared.society.replies import ReplyReading
+from shared.society.rules import DayInput, DayOutcome, Spend, first_day, resolve
 from shared.stages.base import AnswerValidationError
 
 KINDS = ["forum_post", "forum_reply", "direct_message", "create_proposal", "vote", "work", "trade"]
@@ -265,3 +267,31 @@ def test_an_out_of_bounds_reply_names_the_field_and_the_bound() -> None:
     with pytest.raises(AnswerValidationError, match="'action' must be one of"):
         parse_action({"action": "fly"}, agents=10)
     assert reply_schema(10)["properties"]["recipient_agent_id"]["maximum"] == 10
+
+
+def test_a_reply_is_read_by_the_seeds_rule() -> None:
+    """No JSON: the text is a forum post (cut to 2,000 characters); broken JSON and an empty
+    reply are the model's mistakes, sent back with the reason."""
+    reading = ReplyReading()
+    prose = "Let us farm together. " * 200
+    post = reading.parse(prose)
+    assert reading.prose and post == {"action": "forum_post", "content": prose.strip()[:2000]}
+    assert parse_action(post, agents=2).action == "forum_post"
+    assert reading.parse('Sure: {"action": "idle"}') == {"action": "idle"} and not reading.prose
+    with pytest.raises(AnswerValidationError, match="not valid JSON"):
+        reading.parse('{"action": "work", "hours": }')
+    with pytest.raises(AnswerValidationError, match="empty"):
+        reading.parse("  \n")
+
+
+def test_a_text_reply_and_the_days_spend_are_in_the_outcome() -> None:
+    members = {1: _member(1, food=3, energy=3)}
+    s = SocietySettings(agents=1)
+    text = ActionRecord(
+        agent_id=1, day=1, action={"action": "forum_post", "content": "hi"}, from_text=True
+    )
+    given = DayInput(1, s, members, first_day(s, members), DayVotes(), [1], [text])
+    assert resolve(given).events[0].kind == "text_reply"
+    spent = dataclasses.replace(given, spend=Spend(model_calls=7, prompt_tokens=3))
+    summary = resolve(spent).summary
+    assert (summary.model_calls, summary.prompt_tokens, summary.completion_tokens) == (7, 3, 0)
