@@ -26,9 +26,9 @@ from functions import usage
 from functions.chat.watchdog import IDLE_ENV
 from functions.registry import REGISTRY, ScheduleTrigger
 from shared.llm.providers import MODEL_OVERRIDE_ENV
+from tools.deploy import rulesets
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-RULES = REPO_ROOT / "firestore.rules"
 POLL_S = 0.5
 
 
@@ -58,6 +58,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--console-port", type=int, help="default 4001 (0: no console)")
     parser.add_argument(
         "--free-ports", action="store_true", help="ignore firebase.json's ports (tests use this)"
+    )
+    parser.add_argument(
+        "--ruleset",
+        choices=rulesets.NAMES,
+        default="default",
+        help="the security rules loaded: default (firestore.rules) or strict "
+        "(firestore.strict.rules: participants sign in as themselves); docs/SECURITY.md",
     )
     for service in ATTACHED:
         parser.add_argument(
@@ -190,7 +197,7 @@ def run(args: argparse.Namespace, chaos: ChaosSettings | None = None) -> int:
     if override:
         os.environ[MODEL_OVERRIDE_ENV] = override
     os.environ.setdefault(IDLE_ENV, f"{args.idle_agent_seconds:g}")
-    rules = RULES if RULES.exists() and not args.attach else None
+    rules = None if args.attach else rulesets.path(args.ruleset)
     print("Starting the emulators and the runtime ...", flush=True)
     runtime = LocalRuntime(
         project=args.project,
