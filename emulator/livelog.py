@@ -67,6 +67,10 @@ class LiveLog:
             line = f"{_RED}{line}{_RESET}"
         print(line, file=self.out, flush=True)
 
+    def notice(self, text: str) -> None:
+        """A line from the runtime about its emulators (one restarted, its triggers re-armed)."""
+        self._print(f"⚠ {text}", error=True)
+
     def poll(self) -> None:
         for step in (self._participants, self._chats, self._error_records):
             step()

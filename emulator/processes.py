@@ -146,6 +146,10 @@ class RunningEmulator:
                 )
             time.sleep(0.2)
 
+    def exit_code(self) -> int | None:
+        """Never known: someone else runs it (a restart shows in its data, ``emulator.health``)."""
+        return None
+
     def stop(self) -> None:
         pass
 
@@ -193,6 +197,16 @@ class EmulatorProcess:
                 why = f"{self.name} not ready on {self.host} after {timeout:.0f} s"
                 raise EmulatorStartError(f"{why}:\n{self.log_tail()}")
             time.sleep(0.1)
+
+    @property
+    def pid(self) -> int | None:
+        """The process (its group's leader), while started here."""
+        return None if self._proc is None else self._proc.pid
+
+    def exit_code(self) -> int | None:
+        """The exit code if the process ended by itself (a crash, a kill from outside), else
+        None: running, or stopped here."""
+        return None if self._proc is None else self._proc.poll()
 
     def log_tail(self, lines: int = 30) -> str:
         try:

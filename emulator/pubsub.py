@@ -19,7 +19,10 @@ import base64
 import contextlib
 import json
 import logging
+import os
 import threading
+import urllib.parse
+import urllib.request
 import uuid
 import warnings
 from collections.abc import Callable
@@ -28,6 +31,7 @@ from typing import Any
 from google.api_core import exceptions as gexc
 from google.cloud import pubsub_v1  # type: ignore[attr-defined]
 
+from emulator import health
 from emulator.delivery import Delivery
 from functions import pubsub as function_pubsub
 from functions import store
@@ -87,8 +91,13 @@ def to_delivery(project: str, spec: FunctionSpec, subscription: str, message: An
 
 class PubSubBridge:
     def __init__(
-        self, project: str, specs: tuple[FunctionSpec, ...], submit: Callable[[Delivery], None]
+        self,
+        project: str,
+        specs: tuple[FunctionSpec, ...],
+        submit: Callable[[Delivery], None],
+        host: str | None = None,
     ) -> None:
+        """``host``: the emulator's (default ``$PUBSUB_EMULATOR_HOST``)."""
         self.project = project
         self._specs = [s for s in specs if isinstance(s.trigger, PubSubTrigger)]
         self._topic_of = {s.name: topic_of(s) for s in self._specs}
@@ -106,28 +115,30 @@ class PubSubBridge:
         self._held: dict[str, set[str]] = {}
         """Ack ids pulled and not settled yet, by subscription (leased until they are)."""
         self._subscriber: pubsub_v1.SubscriberClient | None = None
+        self._publisher: pubsub_v1.PublisherClient | None = None
+        self._clients_lock = threading.Lock()
+        """Held while the clients are replaced (a restarted emulator) or closed (stop)."""
+        self._host = host or os.environ.get("PUBSUB_EMULATOR_HOST", "")
+        self._silence = health.Silence("Pub/Sub emulator", self._host)
+        self._failing: set[str] = set()
+        """Subscriptions whose pulls fail (said once, until a pull succeeds)."""
         self._instance = uuid.uuid4().hex[:8]
         """Subscriptions are this runtime's own: the emulator goes on serving a stopped
         runtime's closed stream on a shared one, and messages it sends there come back only
         after the ack deadline (minutes late, for a runtime restarted on the same project)."""
         self._subscriptions: list[str] = []
+        self._subscription_of = {
+            s.name: f"projects/{project}/subscriptions/{subscription_id(s.name, self._instance)}"
+            for s in self._specs
+        }
 
     def start(self) -> None:
         """Create topics and subscriptions (idempotent), start pulling; needs the emulator env."""
-        publisher = pubsub_v1.PublisherClient()
-        self._subscriber = pubsub_v1.SubscriberClient()
         self._stopping.clear()
-        for topic in self._topics:
-            with contextlib.suppress(gexc.AlreadyExists):
-                publisher.create_topic(name=publisher.topic_path(self.project, topic))
+        self._connect()
+        self._create()
         for spec in self._specs:
-            topic = publisher.topic_path(self.project, self._topic_of[spec.name])
-            name = self._subscriber.subscription_path(
-                self.project, subscription_id(spec.name, self._instance)
-            )
-            self._subscriber.create_subscription(
-                name=name, topic=topic, ack_deadline_seconds=ACK_DEADLINE_S
-            )
+            name = self._subscription_of[spec.name]
             self._subscriptions.append(name)
             self._kicks[name] = threading.Event()
             self._pulled_from.setdefault(self._topic_of[spec.name], []).append(name)
@@ -135,6 +146,75 @@ class PubSubBridge:
             self._threads.append(self._thread(f"kick {spec.name}", self._kicked, spec, name))
         self._threads.append(self._thread("pubsub leases", self._lease))
         function_pubsub.add_observer(self._published)
+
+    def _connect(self) -> None:
+        """New clients, on new channels: after an emulator restart, a channel of the old ones
+        waits out its reconnect backoff (seconds) before it tries again."""
+        old, self._subscriber = self._subscriber, pubsub_v1.SubscriberClient()
+        self._publisher = pubsub_v1.PublisherClient()
+        if old is not None:
+            old.close()  # its polls under way end; their threads pull again on the new one
+
+    def _create(self) -> tuple[int, int]:
+        """Our topics and subscriptions, those that exist already left as they are; how many
+        of each there are."""
+        publisher, subscriber = self._publisher, self._subscriber
+        assert publisher is not None and subscriber is not None
+        for topic in self._topics:
+            with contextlib.suppress(gexc.AlreadyExists):
+                publisher.create_topic(name=publisher.topic_path(self.project, topic))
+        for spec in self._specs:
+            topic = publisher.topic_path(self.project, self._topic_of[spec.name])
+            with contextlib.suppress(gexc.AlreadyExists):
+                subscriber.create_subscription(
+                    name=self._subscription_of[spec.name],
+                    topic=topic,
+                    ack_deadline_seconds=ACK_DEADLINE_S,
+                )
+        return len(self._topics), len(self._specs)
+
+    def check(self) -> str | None:
+        """Create our topics and subscriptions again if the emulator lost them (it restarted);
+        a sentence for the live log when it did, or when it stops or starts answering.
+
+        Messages published before the restart went with it: they are no longer awaited, and
+        the ack ids held before it mean nothing now (nothing comes twice)."""
+        with self._clients_lock:
+            if self._subscriber is None or self._stopping.is_set():
+                return None
+            try:
+                present = self._listed()
+            except OSError as error:
+                return self._silence.failed(error)
+            back = self._silence.answered()
+            if all(name in present for name in self._subscriptions):
+                return back
+            with self._lock:
+                self._outstanding.clear()
+                self._held.clear()
+            self._connect()
+            topics, subscriptions = self._create()
+        for kick in list(self._kicks.values()):
+            kick.set()
+        return (
+            f"the Pub/Sub emulator at {self._host} had lost this runtime's topics and "
+            f"subscriptions (restarted): created {topics} topics and {subscriptions} "
+            "subscriptions again"
+        )
+
+    def _listed(self) -> set[str]:
+        """The project's subscriptions as the emulator lists them (REST, a new connection)."""
+        names: set[str] = set()
+        token = ""
+        while True:
+            query = urllib.parse.urlencode({"pageSize": 1000, "pageToken": token})
+            url = f"http://{self._host}/v1/projects/{self.project}/subscriptions?{query}"
+            with urllib.request.urlopen(url, timeout=health.CHECK_TIMEOUT_S) as response:
+                page = json.loads(response.read() or b"{}")
+            names.update(s["name"] for s in page.get("subscriptions", []))
+            token = page.get("nextPageToken") or ""
+            if not token:
+                return names
 
     def _thread(self, name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -146,18 +226,24 @@ class PubSubBridge:
         self._stopping.set()
         for kick in self._kicks.values():
             kick.set()
-        if self._subscriber is not None:
-            for name in self._subscriptions:
-                with contextlib.suppress(gexc.GoogleAPICallError):
-                    self._subscriber.delete_subscription(subscription=name)
-            self._subscriptions.clear()
-            self._subscriber.close()  # ends the polls under way
+        with self._clients_lock:
+            self._close()
         for thread in self._threads:
             thread.join(timeout=5)
         self._threads.clear()
         self._kicks.clear()
         self._pulled_from.clear()
-        self._subscriber = None
+
+    def _close(self) -> None:
+        """Delete our subscriptions and close the clients (the polls under way end)."""
+        subscriber, self._subscriber, self._publisher = self._subscriber, None, None
+        if subscriber is None:
+            return
+        for name in self._subscriptions:
+            with contextlib.suppress(gexc.GoogleAPICallError):
+                subscriber.delete_subscription(subscription=name)
+        self._subscriptions.clear()
+        subscriber.close()
 
     def outstanding(self) -> list[tuple[str, str]]:
         """(function, message id) published from this process and not acked yet."""
@@ -210,12 +296,23 @@ class PubSubBridge:
         except (gexc.GoogleAPICallError, ValueError) as error:
             if self._stopping.is_set():
                 return False  # the subscriber closed, or the subscription went, on stop
-            log.warning("pulling %s: %s", subscription, error)
-            self._stopping.wait(0.5)
+            self._pull_failed(subscription, error)
             return True
+        self._failing.discard(subscription)
         for received in response.received_messages:
             self._take(spec, subscription, received.ack_id, received.message)
         return True
+
+    def _pull_failed(self, subscription: str, error: Exception) -> None:
+        """Logged once per outage, not at every retry (an emulator restarted for four minutes
+        made 2,000 warnings): ``check`` says the outage in the live log, and re-creates what
+        a restart lost."""
+        if subscription not in self._failing:
+            self._failing.add(subscription)
+            log.info("pulling %s: %s (retrying quietly)", subscription, error)
+        else:
+            log.debug("pulling %s: %s", subscription, error)
+        self._stopping.wait(0.5)
 
     def _take(self, spec: FunctionSpec, subscription: str, ack_id: str, message: Any) -> None:
         with self._lock:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from google.cloud import firestore
 
-from emulator import barrier, model_faults, persistence, services
+from emulator import barrier, health, model_faults, persistence, services
 from emulator.chaos import Chaos, ChaosRun, ChaosSettings
 from emulator.config import EmulatorOptions
 from emulator.delivery import Delivery, DeliveryLog, DeliveryRecord
@@ -122,6 +122,10 @@ class LocalRuntime:
         self._model_wrapper: providers.ClientWrapper | None = None
         self._ticker_stop = threading.Event()
         self._ticker: threading.Thread | None = None
+        self._marker: health.TriggerMarker | None = None
+        self._watch: health.Watch | None = None
+        self._notices: list[str] = []
+        self._notices_lock = threading.Lock()
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -147,8 +151,7 @@ class LocalRuntime:
         assert self._services is not None
         self._set_env()
         self._admin = FirestoreAdmin(self.firestore_host, self.project)
-        if self.rules:
-            self._admin.put_rules(self.rules.read_text())
+        self._marker = health.TriggerMarker(self._admin, self._register_triggers)
         self._start_functions()
         self._dispatcher = Dispatcher(self._run, self.workers, self.policy)
         self._dispatcher.start()
@@ -156,11 +159,8 @@ class LocalRuntime:
         self._barrier = barrier.Barrier(self._db)
         self._services.receiver.attach(self.project, self._on_firestore_event)
         self._attached = True
-        self._admin.register_trigger(barrier.TRIGGER_ID, barrier.TRIGGER)
-        for spec in self.registry:
-            if isinstance(spec.trigger, FirestoreTrigger):
-                self._admin.register_trigger(spec.name, spec.trigger)
-        self._bridge = PubSubBridge(self.project, self.registry, self._accept)
+        self._marker.arm()
+        self._bridge = PubSubBridge(self.project, self.registry, self._accept, self.pubsub_host)
         self._bridge.start()
         if self.emulators is not None and self.emulators.attach:
             self._check_delivery()
@@ -169,6 +169,10 @@ class LocalRuntime:
             self._chaos_block = contextlib.ExitStack()
             self.chaos_run = self._chaos_block.enter_context(self.chaos(self.chaos_settings))
         self._paused = False
+        self._watch = health.Watch(
+            [self._revive, self._marker.check, self._bridge.check], self._say
+        )
+        self._watch.start()
         if self.tick_s:
             self._ticker_stop.clear()
             self._ticker = threading.Thread(target=self._tick_forever, daemon=True)
@@ -180,6 +184,41 @@ class LocalRuntime:
             self.workers,
             self.processes,
         )
+
+    def _register_triggers(self) -> int:
+        """What the Firestore emulator must hold for this runtime (again after a restart): the
+        rules, the barrier's trigger and the functions'; the number of triggers."""
+        assert self._admin is not None
+        if self.rules:
+            self._admin.put_rules(self.rules.read_text())
+        triggers = [(barrier.TRIGGER_ID, barrier.TRIGGER)] + [
+            (spec.name, spec.trigger)
+            for spec in self.registry
+            if isinstance(spec.trigger, FirestoreTrigger)
+        ]
+        for trigger_id, trigger in triggers:
+            self._admin.register_trigger(trigger_id, trigger)
+        return len(triggers)
+
+    def _revive(self) -> str | None:
+        """Our own emulators that died, started again on their ports (``Services.revive``)."""
+        return "; ".join(self._require_services().revive()) or None
+
+    def _say(self, notice: str) -> None:
+        """An emulator restarted (or went quiet): one line for the live log of ``make up``.
+
+        This process's function clients are dropped too: their gRPC channels would wait out
+        their reconnect backoff, new ones connect at once."""
+        log.warning("%s", notice)
+        with self._notices_lock:
+            self._notices.append(notice)
+        _refresh_function_clients()
+
+    @property
+    def notices(self) -> list[str]:
+        """What the runtime said about its emulators (restarted, re-armed), oldest first."""
+        with self._notices_lock:
+            return list(self._notices)
 
     def _start_functions(self) -> None:
         """Load the functions here, or in worker processes that inherit this environment."""
@@ -282,13 +321,17 @@ class LocalRuntime:
         return len(topics)
 
     def _tick_forever(self) -> None:
+        failing = False
         while not self._ticker_stop.wait(self.tick_s):
             if self._paused:
                 continue
             try:
                 self.tick()
-            except Exception:
-                log.exception("scheduled tick failed")
+            except Exception as error:  # logged once a failing run: the emulator's outage
+                log.log(logging.DEBUG if failing else logging.WARNING, "scheduled tick: %s", error)
+                failing = True
+            else:
+                failing = False
 
     def stop(self) -> None:
         """Stop delivering and release the emulators (stopped when their last runtime stops).
@@ -305,6 +348,9 @@ class LocalRuntime:
         if self._ticker is not None:
             self._ticker.join(timeout=5)
             self._ticker = None
+        if self._watch is not None:
+            self._watch.stop()
+            self._watch = None
         with self._gate:
             self._paused = True
         if self._bridge is not None:
@@ -498,7 +544,8 @@ class LocalRuntime:
                 self._drop(delivery, "reset")
             if not dispatcher.wait_not_running(timeout):
                 raise TimeoutError(self._summary("reset: functions still running"))
-            self._admin.reset()
+            assert self._marker is not None
+            self._marker.reset(self._admin.reset)  # the health marker stays
             marker.cross(timeout)  # every delete event of the reset has now been dropped
             deadline = time.monotonic() + timeout
             while bridge.outstanding() and time.monotonic() < deadline:

@@ -29,6 +29,8 @@ class Services:
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="dlab-emulators-"))
         ports = self.options.ports
         self.receiver = Receiver(ports.functions)
+        self._revive_lock = threading.Lock()
+        self._given_up: set[str] = set()
         try:
             self.firestore, self.pubsub = self._emulators()
         except BaseException:
@@ -77,6 +79,32 @@ class Services:
             self.receiver.host,
             self.log_dir,
         )
+
+    def revive(self) -> list[str]:
+        """Start again, on its port, an emulator of ours that ended by itself (killed, crashed);
+        a sentence for the live log per emulator. Runtimes sharing the services all call it:
+        the first restarts, the others find it running. Attached emulators are their owner's
+        to restart (``emulator.health`` notices when they were)."""
+        notices = []
+        with self._revive_lock:
+            for emulator in (self.firestore, self.pubsub):
+                code = emulator.exit_code()
+                if code is not None and emulator.name not in self._given_up:
+                    notices.append(self._restart(emulator, code))
+        return notices
+
+    def _restart(
+        self, emulator: processes.EmulatorProcess | processes.RunningEmulator, code: int
+    ) -> str:
+        what = f"the {emulator.name} on {emulator.host} exited ({code})"
+        try:
+            emulator.start()
+            emulator.wait_ready()
+        except (processes.EmulatorStartError, OSError) as error:
+            self._given_up.add(emulator.name)  # one attempt: a crash loop would fill the log
+            return f"{what} and did not start again: {error}"
+        log.info("%s: restarted", what)
+        return f"{what}: started it again on the same port (the data written since is lost)"
 
     def stop(self) -> None:
         for stop in (self.firestore.stop, self.pubsub.stop, self.receiver.stop):

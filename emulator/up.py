@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from google.api_core.exceptions import GoogleAPICallError
 from google.cloud import firestore
 
 from emulator import config, livelog, model_choice, persistence, processes
@@ -182,12 +183,17 @@ def _agents(db: firestore.Client, override: str | None) -> list[str]:
 
 
 def _watch(runtime: LocalRuntime, feed: livelog.LiveLog, log_file: TextIO, verbose: bool) -> None:
-    shown = 0
+    shown = said = 0
     while True:
         records = runtime.deliveries
         feed.deliveries(records[shown:], log_file, verbose)
         shown = len(records)
-        feed.poll()
+        notices = runtime.notices
+        for notice in notices[said:]:
+            feed.notice(notice)
+        said = len(notices)
+        with contextlib.suppress(GoogleAPICallError):  # the emulator restarting: said above
+            feed.poll()
         time.sleep(POLL_S)
 
 
