@@ -507,3 +507,29 @@ def test_a_shared_rate_limit_holds_many_agents_to_it(runtime, db, fake_gemini, m
         granted[window] += snap.to_dict()["requests"]
     assert sum(granted.values()) == agents and max(granted.values()) <= per_window
     assert errors(db, e) == []
+
+
+def test_a_call_cap_stops_an_experiment_s_calls_within_those_in_flight(runtime, db, fake_gemini):
+    """Four agents with two answer stages each would make eight calls; with ``maxCalls: 2`` the
+    provider sees at most two plus those in flight when the cap was reached (one per agent),
+    the experiment shows ``budgetReached`` with one record, and no agent's move failed."""
+    e = write_experiment(
+        db,
+        [
+            stage("survey", "survey", questions=QUESTIONS),
+            stage("survey2", "survey", questions=QUESTIONS),
+            stage("end", "info"),
+        ],
+    )
+    db.document(f"experiments/{e}").update({"budget": {"maxCalls": 2}})
+    agents = 4
+    ids = [agent(db, e, "survey", number=i) for i in range(agents)]
+    runtime.wait_until_idle(timeout=60)
+
+    assert 2 <= len(fake_gemini.requests) <= 2 + agents < 2 * agents
+    assert spend.totals(f"experiments/{e}").calls == len(fake_gemini.requests)
+    reached = doc(db, f"experiments/{e}")["budgetReached"]
+    assert reached["cap"] == "maxCalls=2" and reached["calls"] >= 2
+    (record,) = errors(db, e)
+    assert record.field == "budget" and "maxCalls=2" in record.reason
+    assert not any(participant(db, e, p).agent_blocked_on for p in ids)
