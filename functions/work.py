@@ -67,12 +67,19 @@ def user_code(
 
 @dataclasses.dataclass(frozen=True)
 class Failure:
-    """Why a unit ended: what its error record says."""
+    """Why a unit ended: ``document``, ``field`` and ``cause`` are its error record's (the same
+    record its earlier failed attempts counted in); ``reason`` is what the run shows."""
 
     document: str
     field: str
     attempts: int
     reason: str
+    cause: str = ""
+
+
+class AttemptFailed(errors.AlreadyRecorded):
+    """A failed attempt of a unit whose budget is not spent: recorded under the unit's
+    document, raised so the platform retries it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,9 +124,9 @@ def run(unit: Unit[T], settings: WorkSettings | None = None) -> Outcome[T]:
     if isinstance(got, leases.Ended):
         return Outcome(State.ENDED)
     held = got
-    if held.attempt > settings.work_max_attempts:
-        spent = held.attempt - 1
-        return _end(unit, held, Failure(unit.document, "(work)", spent, _gave_up(spent, held)))
+    if held.attempt > settings.work_max_attempts:  # the last attempt died: end it now
+        cause = held.previous_error or leases.DIED
+        return _end(unit, held, _ending(unit.document, "(work)", held.attempt - 1, cause))
     leases.renew_while_held(held, ttl)
     holding = leases.holding.set(held)
     try:
@@ -143,32 +150,39 @@ def run(unit: Unit[T], settings: WorkSettings | None = None) -> Outcome[T]:
     return Outcome(State.RAN, result)
 
 
-def _gave_up(attempts: int, held: leases.Held) -> str:
-    return f"gave up after {attempts} attempt(s); the last: {held.previous_error or leases.DIED}"
+def _ending(document: str, field: str, attempts: int, cause: str) -> Failure:
+    reason = f"gave up after {attempts} attempt(s); the last: {cause}"
+    return Failure(document, field, attempts, reason, cause)
 
 
 def _failed(unit: Unit[T], held: leases.Held, error: Exception, settings: WorkSettings) -> Any:
     """An attempt raised: the unit ends (user code, or the budget spent) or the error goes up
-    to be retried, its count and text kept in the lease."""
-    text = f"{type(error).__name__}: {error}"
+    to be retried, recorded once under the unit's document, its count and text kept in the
+    lease. A DocumentError keeps its own document and field (the entry point records it)."""
     if isinstance(error, UserCodeError):
-        failure = Failure(unit.document, error.function, held.attempt, str(error))
-        return _end(unit, held, failure)
+        cause = str(error)
+        return _end(unit, held, Failure(unit.document, error.function, held.attempt, cause, cause))
+    if isinstance(error, DocumentError):
+        document, field, cause = error.document, error.field, error.reason
+    else:
+        document, field, cause = unit.document, "(work)", f"{type(error).__name__}: {error}"
     if held.attempt >= settings.work_max_attempts:
-        reason = f"gave up after {held.attempt} attempt(s); the last: {text}"
-        field = error.field if isinstance(error, DocumentError) else "(work)"
-        return _end(unit, held, Failure(unit.document, field, held.attempt, reason))
-    if leases.let_go_failed(held, text, ended=False) and unit.on_overflow is not None:
+        return _end(unit, held, _ending(document, field, held.attempt, cause))
+    if leases.let_go_failed(held, cause, ended=False) and unit.on_overflow is not None:
         unit.on_overflow()
-    raise error
+    if isinstance(error, DocumentError | errors.AlreadyRecorded):
+        raise error
+    errors.record_error(errors.current_function(), DocumentError(document, field, cause))
+    raise AttemptFailed(cause) from error
 
 
 def _end(unit: Unit[T], held: leases.Held, failure: Failure) -> Outcome[T]:
     """The record and the system's terminal write first, then the lease marked ended: a crash
     between them makes the next delivery end the unit again (both writes are idempotent)."""
-    errors.record_error(
-        errors.current_function(), DocumentError(failure.document, failure.field, failure.reason)
-    )
+    cause = DocumentError(failure.document, failure.field, failure.cause or failure.reason)
+    path = errors.record_error(errors.current_function(), cause)
+    if path is not None:
+        store.ref(path).update({"endedAfterAttempts": failure.attempts})
     if unit.ended is not None:
         unit.ended(failure)
     leases.let_go_failed(held, failure.reason, ended=True)

@@ -145,10 +145,8 @@ def test_the_lease_goes_with_the_works_write_unless_someone_asked_meanwhile(runt
     assert not db.document(path).get().exists
 
 
-def _record_reasons(db, experiment: str) -> list[str]:
-    return [
-        s.to_dict()["reason"] for s in db.collection(f"experiments/{experiment}/errors").stream()
-    ]
+def _records(db, experiment: str) -> list[dict]:
+    return [s.to_dict() for s in db.collection(f"experiments/{experiment}/errors").stream()]
 
 
 def test_a_failing_unit_is_attempted_at_most_its_budget_and_ends_with_one_record(runtime, db):
@@ -162,7 +160,7 @@ def test_a_failing_unit_is_attempted_at_most_its_budget_and_ends_with_one_record
 
     unit = work.Unit(path, "experiments/e-budget/participants/p5", fails, ended=ended.append)
     for _ in range(2):  # the platform retries a raised attempt
-        with pytest.raises(RuntimeError):
+        with pytest.raises(work.AttemptFailed):
             work.run(unit, WorkSettings(work_max_attempts=3))
     assert db.document(path).get().to_dict()["attempts"] == 2
     assert work.run(unit, WorkSettings(work_max_attempts=3)).state == work.State.ENDED
@@ -171,8 +169,11 @@ def test_a_failing_unit_is_attempted_at_most_its_budget_and_ends_with_one_record
     assert len(calls) == 3
     assert [f.attempts for f in ended] == [3]
     assert "RuntimeError: the model's reply broke our parser" in ended[0].reason
-    (reason,) = _record_reasons(db, "e-budget")
-    assert "gave up after 3 attempt(s)" in reason
+    assert "gave up after 3 attempt(s)" in ended[0].reason
+    (record,) = _records(db, "e-budget")  # one record, counting each attempt
+    assert record["document"] == "experiments/e-budget/participants/p5"
+    assert record["reason"] == "RuntimeError: the model's reply broke our parser"
+    assert (record["occurrences"], record["endedAfterAttempts"]) == (3, 3)
     assert work.rearm(path)  # the cause was fixed: a fresh budget
     assert work.run(work.Unit(path, "x", lambda: "ok")).result == "ok"
     assert not db.document(path).get().exists
@@ -195,8 +196,9 @@ def test_user_code_that_raises_ends_the_unit_at_once(runtime, db):
     assert work.run(unit).state == work.State.ENDED
     assert calls == [1]
     assert ended[0].field == "format_agent_response"
-    (reason,) = _record_reasons(db, "e-user")
-    assert "user function format_agent_response raised KeyError" in reason
+    (record,) = _records(db, "e-user")
+    assert record["field"] == "format_agent_response"
+    assert "user function format_agent_response raised KeyError" in record["reason"]
 
 
 def test_a_holder_that_died_is_a_counted_attempt_and_a_live_one_is_renewed(runtime, db):
