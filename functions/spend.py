@@ -135,8 +135,8 @@ def totals(run: str) -> Totals:
 @dataclasses.dataclass(frozen=True)
 class _RunBudget:
     budget: Budget | None
-    marked: bool
-    """The run shows ``budgetReached`` (to clear once the cap is raised)."""
+    marked: str | None
+    """The cap the run's ``budgetReached`` names, if it shows one (cleared once raised)."""
 
 
 def _run_budget(run: str) -> _RunBudget:
@@ -151,7 +151,8 @@ def _run_budget(run: str) -> _RunBudget:
             first = error.errors()[0]
             where = ".".join(str(p) for p in ("budget", *first["loc"]))
             raise DocumentError(run, where, first["msg"]) from None
-        return _RunBudget(budget, bool(data.get("budgetReached")))
+        mark = data.get("budgetReached")
+        return _RunBudget(budget, str(mark.get("cap")) if isinstance(mark, dict) else None)
 
     return memo.cached(("runBudget", run), load)
 
@@ -167,11 +168,12 @@ def check(run: str) -> None:
     if cap is None:
         if known.marked:
             store.ref(run).update({"budgetReached": firestore.DELETE_FIELD})
-            memo.put(("runBudget", run), _RunBudget(known.budget, False))
+            memo.put(("runBudget", run), _RunBudget(known.budget, None))
         return
     reached = BudgetReached(run, cap, used)
-    _mark(run, reached)
-    memo.put(("runBudget", run), _RunBudget(known.budget, True))
+    if known.marked != cap:  # marked once: re-driven work meeting it again writes nothing
+        _mark(run, reached)
+        memo.put(("runBudget", run), _RunBudget(known.budget, cap))
     raise reached
 
 
