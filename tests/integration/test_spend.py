@@ -8,7 +8,10 @@ from conductor_state import attempts, conversation, finished, load_example, star
 from experiment_state import settle
 
 from functions import spend
+from functions.agents import model_call
 from shared.conductor.documents import Status
+from shared.models import AgentModelSettings, ApiType, ParticipantProfile, ProfileAgentConfig
+from shared.stages import AnswerValidationError
 
 pytestmark = pytest.mark.usefixtures("clean")
 
@@ -58,3 +61,36 @@ def test_a_run_without_a_budget_is_counted_and_never_paused(runtime, db):
     assert conversation(db, "c2").status == Status.DONE
     totals = spend.totals("conversations/c2")
     assert totals.calls == _calls(db, "c2") == 2 and totals.tokens > 0
+
+
+def test_a_caller_s_parse_that_refuses_is_a_corrective_turn_counted_in_its_run(db):
+    """A caller-supplied ``parse`` (the society's, taking prose as a forum post) that raises
+    AnswerValidationError gets the corrective turn with its reason; both attempts are logged
+    under the call site's collection and counted in the run that collection belongs to."""
+    site = model_call.CallSite(
+        "s1",
+        ParticipantProfile(
+            private_id="member-1",
+            agent_config=ProfileAgentConfig(
+                model_settings=AgentModelSettings(api_type=ApiType.SCRIPTED)
+            ),
+        ),
+        "day-1",
+        "society action",
+        log_collection="societies/s1/logs",
+    )
+    seen: list[str] = []
+
+    def parse(text: str) -> str:
+        seen.append(text)
+        if len(seen) == 1:
+            raise AnswerValidationError("say it again")
+        return text
+
+    answer, stats = model_call.ask_counted(site, "Say something.", None, lambda t: t, parse=parse)
+    assert answer == seen[-1] and stats.calls == 2
+    logs = [d.to_dict() for d in db.collection("societies/s1/logs").get()]
+    statuses = sorted(log["response"]["status"] for log in logs)
+    assert statuses == ["INVALID_RESPONSE", "OK"]
+    assert spend.totals("societies/s1").calls == 2
+    assert spend.totals("experiments/s1").calls == 0
