@@ -157,8 +157,8 @@ def _ending(document: str, field: str, attempts: int, cause: str) -> Failure:
 
 def _failed(unit: Unit[T], held: leases.Held, error: Exception, settings: WorkSettings) -> Any:
     """An attempt raised: the unit ends (user code, or the budget spent) or the error goes up
-    to be retried, recorded once under the unit's document, its count and text kept in the
-    lease. A DocumentError keeps its own document and field (the entry point records it)."""
+    to be retried, recorded (under a DocumentError's own document and field, else the unit's),
+    its count and text kept in the lease."""
     if isinstance(error, UserCodeError):
         cause = str(error)
         return _end(unit, held, Failure(unit.document, error.function, held.attempt, cause, cause))
@@ -170,7 +170,7 @@ def _failed(unit: Unit[T], held: leases.Held, error: Exception, settings: WorkSe
         return _end(unit, held, _ending(document, field, held.attempt, cause))
     if leases.let_go_failed(held, cause, ended=False) and unit.on_overflow is not None:
         unit.on_overflow()
-    if isinstance(error, DocumentError | errors.AlreadyRecorded):
+    if isinstance(error, errors.AlreadyRecorded):
         raise error
     errors.record_error(errors.current_function(), DocumentError(document, field, cause))
     raise AttemptFailed(cause) from error

@@ -123,7 +123,8 @@ def test_failed_model_call_is_recorded_and_a_touch_resumes(runtime, db, monkeypa
     [record] = s.errors
     assert record["document"] == f"debates/d3/agents/{failing}"
     assert "round L1-C1-R0:" in record["reason"] and "injected outage" in record["reason"]
-    assert "gave up after 3 attempt(s)" in record["reason"]
+    assert record["endedAfterAttempts"] == 3  # each attempt counted in the one record
+    assert "gave up after 3 attempt(s)" in s.debate.failure.reason
     assert s.debate.failure is not None and s.debate.failure.attempts == 3
     [blocked] = [r for r in s.rounds if r.blocked]
     assert list(blocked.blocked) == [failing]

@@ -183,12 +183,14 @@ def test_a_close_that_keeps_failing_fails_the_society_and_stops_the_cli(
     assert followed == [1]
     society = client.read_society(db, sid)
     assert society.status == "failed" and society.failure is not None
-    assert society.failure.document == f"societies/{sid}/days/00001"
-    assert society.failure.attempts == WORK_ATTEMPTS and "votes" in society.failure.reason
-    records = [r for r in client.error_records(db, sid) if "gave up" in r["reason"]]
-    assert [r["document"] for r in records] == [society.failure.document]
+    votes = f"societies/{sid}/days/00001/state/votes"
+    assert society.failure.document == votes  # the document that stopped the close
+    assert society.failure.attempts == WORK_ATTEMPTS and society.failure.field == "votes"
+    records = [r for r in client.error_records(db, sid) if r.get("endedAfterAttempts")]
+    assert [r["document"] for r in records] == [votes]  # one record, each attempt counted in it
+    assert records[0]["occurrences"] >= WORK_ATTEMPTS
     err = capsys.readouterr().err
-    assert "FAILED" in err and f"error record: societies/{sid}/days/00001" in err
+    assert "FAILED" in err and f"error record: {votes}" in err
     assert len(fake.requests) == AGENTS - 1  # the agent's one answer; the close calls no model
 
 
