@@ -65,6 +65,9 @@ class FirestoreAdmin:
         body = {"fields": {name: {"doubleValue": value} for name, value in fields.items()}}
         self._call("PATCH", f"{self._documents}/{urllib.parse.quote(path)}", body, timeout)
 
+    def delete_document(self, path: str, timeout: float) -> None:
+        self._call("DELETE", f"{self._documents}/{urllib.parse.quote(path)}", timeout=timeout)
+
     def register_trigger(self, trigger_id: str, trigger: FirestoreTrigger) -> None:
         """Register (or replace) a v2 Eventarc trigger; the emulator POSTs matching events."""
         query = urllib.parse.urlencode({"eventarcTriggerId": trigger_id})

@@ -14,6 +14,7 @@ waits out its reconnect backoff after a restart (seconds), a new HTTP connection
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -91,6 +92,11 @@ class TriggerMarker:
         with self._lock:
             clear()
             self._admin.put_document(self._path, {"armedAt": time.time()}, CHECK_TIMEOUT_S)
+
+    def remove(self) -> None:
+        """Take the marker away (the runtime stops), if the emulator still answers."""
+        with self._lock, contextlib.suppress(OSError, RuntimeError):
+            self._admin.delete_document(self._path, CHECK_TIMEOUT_S)
 
     def check(self) -> str | None:
         with self._lock:

@@ -210,6 +210,7 @@ def _firestore_recovers(runtime: Runtime, host: str, restarted: float) -> str:
             written.append(path)
         delivered = [p for p in written if runtime.subjects("probeCreated")[p]]
         if delivered:
+            print(f"Firestore: delivered {time.monotonic() - restarted:.1f} s after the restart")
             return delivered[0]
         time.sleep(RETRY_EVERY_S)
     pytest.fail(
@@ -229,6 +230,7 @@ def _pubsub_recovers(runtime: Runtime, host: str, restarted: float, since: int) 
             published.append(message_id)
         delivered = [m for m in published if runtime.deliveries("probeMessage", since)[m]]
         if delivered:
+            print(f"Pub/Sub: delivered {time.monotonic() - restarted:.1f} s after the restart")
             return delivered[0]
         time.sleep(RETRY_EVERY_S)
     pytest.fail(
