@@ -215,9 +215,10 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
     may follow their own message (to go on, or end). A chat still empty long after the agent
     arrived lost its openings (an invocation died holding their locks): they are asked again.
     Nobody is left waiting forever, and nobody is asked without bound: an agent is nudged at
-    most ``DLAB_IDLE_NUDGES`` times per chat until the chat gets a new message (``nudges``)."""
+    most ``DLAB_IDLE_NUDGES`` times per chat until the chat gets a new message, then counts as
+    ready (``nudges``)."""
     idle: list[nudges.Candidate] = []
-    nonce = uuid.uuid4().hex[:12]
+    where: dict[tuple[Room, str], tuple[ConversationStage, ParticipantProfile]] = {}
     cutoff, stalled = now() - idle_after(), now() - stalled_after()
     histories: dict[Room, list[ChatMessage]] = {}  # a group chat's agents share its history
     claims_checked: set[Room] = set()
@@ -251,6 +252,21 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
                 continue
         trigger = history[-1].id if history else ""
         idle.append(nudges.Candidate(room, member.private_id, trigger))
+        where[(room, member.private_id)] = (stage, member.profile)
+    return _nudge(idle, where)
+
+
+def _nudge(
+    idle: list[nudges.Candidate],
+    where: dict[tuple[Room, str], tuple[ConversationStage, ParticipantProfile]],
+) -> int:
+    """Nudge the idle agents within their allowance (one turn each); those whose allowance is
+    spent count as ready, with no model call (``nudges``). Returns how many were nudged."""
+    nonce = uuid.uuid4().hex[:12]
+    asked, spent = nudges.allowed(idle, WatchdogSettings().idle_nudges)
+    for c in spent:
+        stage, profile = where[(c.room, c.agent_id)]
+        readiness.participant_ready(c.room, stage, profile)
     turns = [
         AgentTurn.in_room(
             c.room,
@@ -261,7 +277,7 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
             nonce=nonce,
             nudge=c.room.is_private,
         )
-        for c in nudges.allowed(idle, WatchdogSettings().idle_nudges)
+        for c in asked
     ]
     publish_turns(*turns)
     return len(turns)

@@ -123,8 +123,9 @@ def _nudges(fake: openai.FakeOpenAI) -> int:
 
 
 def test_idle_nudges_stop_at_the_bound_and_a_new_message_reopens_it(runtime, db, fake, monkeypatch):
-    """Two agents in a chat that never ends (they decline to speak and are never ready): the
-    watchdog's nudges stop at DLAB_IDLE_NUDGES per agent until someone writes."""
+    """Two agents in a chat nobody writes in (they decline to speak and say they are not ready):
+    the watchdog asks each DLAB_IDLE_NUDGES times per message, then counts it as ready, with no
+    model call, so the chat ends instead of waiting for ever."""
     monkeypatch.setenv(IDLE_ENV, "0")  # each tick stands for the idle time passing
     monkeypatch.setenv(NUDGES_ENV, "3")
     fake.default = openai.text(json.dumps(NOT_READY))
@@ -132,19 +133,21 @@ def test_idle_nudges_stop_at_the_bound_and_a_new_message_reopens_it(runtime, db,
     config = persona_prompt(db, e, max_responses=5, structured=True, api_type="OPENAI")
     ids = [agent(db, e, "chat", number=i, agentConfig=config, api_type="OPENAI") for i in range(2)]
     runtime.wait_until_idle(timeout=60)
+
+    def nudged_in(ticks: int) -> int:
+        before = _nudges(fake)
+        for _ in range(ticks):
+            runtime.tick()
+            runtime.wait_until_idle(timeout=60)
+        return _nudges(fake) - before
+
     _human_message(db, e, "h1", "Which project first?")
     runtime.wait_until_idle(timeout=60)
-    before = _nudges(fake)
-    for _ in range(8):
-        runtime.tick()
-        runtime.wait_until_idle(timeout=60)
-    first = _nudges(fake) - before
-    assert first == 3 * len(ids), f"{first} nudges for {len(ids)} agents in 8 ticks"
-    _human_message(db, e, "h2", "Anyone?")
-    runtime.wait_until_idle(timeout=60)
-    before = _nudges(fake)
-    for _ in range(8):
-        runtime.tick()
-        runtime.wait_until_idle(timeout=60)
-    assert _nudges(fake) - before == 3 * len(ids)
+    assert nudged_in(3) == 3 * len(ids)
     assert all(participant(db, e, p).current_stage_id == "chat" for p in ids)
+    _human_message(db, e, "h2", "Anyone?")  # a new message: a new allowance
+    runtime.wait_until_idle(timeout=60)
+    assert nudged_in(3) == 3 * len(ids)
+    assert all(participant(db, e, p).current_stage_id == "chat" for p in ids)
+    assert nudged_in(3) == 0  # spent: counted as ready instead
+    assert all(participant(db, e, p).current_status == ParticipantStatus.SUCCESS for p in ids)

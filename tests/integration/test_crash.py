@@ -158,6 +158,9 @@ def test_killed_runtimes_lose_no_agent_and_double_nothing(emulators, monkeypatch
         f"crash: {len(stranded)} stranded, moved again after {sorted(moved.values())} s; "
         f"all SUCCESS {done_after} s after the last restart"
     )
+    logs = db.collection(f"experiments/{e}/logs").get()
+    nudges = sum("readiness" in str((s.to_dict() or {}).get("description")) for s in logs)
+    print(f"crash: {len(logs)} model calls, {nudges} of them readiness questions")
     stuck = {p.private_id: p.current_stage_id for p in participants(db, e) if not _all_done(db, e)}
     assert _all_done(db, e), stuck
     for p in stranded - moved.keys():  # finished between two polls: it moved
