@@ -25,7 +25,7 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -190,12 +190,12 @@ def _publish(pubsub_host: str, payload: dict[str, object]) -> str | None:
         return None
 
 
-def _until(deadline: float, done: object) -> bool:
+def _until(deadline: float, done: Callable[[], bool]) -> bool:
     while time.monotonic() < deadline:
-        if callable(done) and done():
+        if done():
             return True
         time.sleep(0.05)
-    return bool(callable(done) and done())
+    return done()
 
 
 def _firestore_recovers(runtime: Runtime, host: str, restarted: float) -> str:
@@ -244,11 +244,13 @@ def _delivered_once(runtime: Runtime, subject: str, within: float = WITHIN_S) ->
     assert runtime.subjects("probeCreated")[subject] == 1, runtime.drain()
 
 
-def _check_firestore_restart(runtime: Runtime, firestore_host: str, restart: object) -> None:
+def _check_firestore_restart(
+    runtime: Runtime, firestore_host: str, restart: Callable[[], float]
+) -> None:
     """Row 11's proof, for an emulator restarted by the test or by the runtime itself."""
     assert _write(firestore_host, "groups/g1/items/before")
     _delivered_once(runtime, "groups/g1/items/before")
-    restarted = restart() if callable(restart) else time.monotonic()
+    restarted = restart()
     first = _firestore_recovers(runtime, firestore_host, restarted)
     assert _write(firestore_host, "groups/g1/items/last")
     _delivered_once(runtime, "groups/g1/items/last")
@@ -297,11 +299,9 @@ def test_the_runtimes_own_firestore_emulator_killed_is_started_again_on_its_port
     runtime = _start_runtime([])
     try:
         firestore_pid, firestore_host = int(runtime.ready[0]), runtime.ready[2]
-        killed_at: list[float] = []
 
         def kill() -> float:
             os.killpg(firestore_pid, signal.SIGKILL)
-            killed_at.append(time.monotonic())
             # the runtime's restart: it answers again (JVM start-up is not the runtime's time)
             assert _until(time.monotonic() + 60, lambda: processes.answers_ok(firestore_host))
             return time.monotonic()
