@@ -18,9 +18,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from functions import documents, store, work
+from functions import documents, errors, store, work
 from functions.society import docs
-from shared.models import now, parse_document
+from shared.models import DocumentError, now, parse_document
+from shared.society import identity
 from shared.society import paths as sp
 from shared.society.models import ActionRecord, Day, Intervention, SocietySettings
 from shared.society.rules import DayInput, DayOutcome, resolve
@@ -94,7 +95,9 @@ def _claim(s: str, day: int) -> Day | None:
         return None
     if current.status == "closing":
         return current
-    action_ids = sorted(ref.id for ref in docs.actions_collection(s, day).list_documents())
+    found = docs.read_actions(s, current)
+    _record(found.errors)
+    action_ids = sorted(found.actions)
     interventions = store.db().collection(sp.collection(s, sp.INTERVENTION, interventionId="x"))
     pending = sorted(
         snap.id
@@ -110,13 +113,24 @@ def _claim(s: str, day: int) -> Day | None:
     return docs.change_day(s, day, decide)
 
 
+def _record(found: list[DocumentError]) -> None:
+    """A document under the day's actions that is no action: its record (the same one its
+    trigger wrote, if it ran: the record's id is the error's)."""
+    for error in found:
+        errors.record_error(errors.current_function(), error)
+
+
 def _read_actions(s: str, day: Day) -> list[ActionRecord]:
+    """The actions the claim fixed, read again (a re-run resolves the same) and told apart
+    again: one changed since is no action either."""
     refs = [store.ref(docs.action_path(s, day.day, a)) for a in day.action_ids]
-    snaps = list(store.db().get_all(refs)) if refs else []
-    return documents.valid(
-        [snap for snap in snaps if snap.exists],
-        lambda path, data: parse_document(ActionRecord, path, data),
+    snaps = [snap for snap in (store.db().get_all(refs) if refs else []) if snap.exists]
+    found = identity.sort(
+        ((snap.reference.path, store.data_of(snap) or {}) for snap in snaps),
+        identity.Expected.of(day),
     )
+    _record(found.errors)
+    return list(found.actions.values())
 
 
 def _read_interventions(s: str, day: Day) -> list[tuple[str, Intervention]]:

@@ -7,9 +7,13 @@ import logging
 from datetime import timedelta
 from typing import Any
 
+from google.cloud.firestore import Increment
+
+from functions import errors
 from functions.society import closing, docs
 from functions.society.wire import SocietyTurn, publish_turns
-from shared.models import now
+from shared.models import DocumentError, now
+from shared.society import identity
 from shared.society.models import Day, Member
 
 log = logging.getLogger(__name__)
@@ -71,9 +75,25 @@ def check(s: str, day: int, *, hinted: bool = False) -> None:
     late = current.deadline is not None and now() >= current.deadline
     if hinted and not late and docs.count_hint(s, day) < current.expected:
         return
-    complete = docs.count_actions(s, day) >= current.expected
-    if complete or late:
+    if late or docs.complete(s, current):
         close_and_advance(s, day)
+
+
+def action_created(s: str, day: int, path: str, data: dict[str, Any]) -> None:
+    """A new document under the day's actions. An action is counted (a human's here; a turn
+    counts its own in the batch that writes it) and the day checked; any other document gets
+    its error record and nothing else: it must not make the day look complete."""
+    current = docs.open_day(s, day)
+    if current is None:
+        return  # not open: the close that resolves the day (or resolved it) sorts it out
+    try:
+        action = identity.read(path, data, identity.Expected.of(current))
+    except DocumentError as error:
+        errors.record_error(errors.current_function(), error)
+        return
+    if data.get("source") not in ("model", "fallback"):
+        docs.tally_ref(s, day, action.agent_id).set({"count": Increment(1)}, merge=True)
+    check(s, day, hinted=True)
 
 
 def close_and_advance(s: str, day: int) -> None:

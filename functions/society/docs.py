@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from functions import documents, store, transactions
 from shared.models import DocumentError, parse_document
+from shared.society import identity
 from shared.society import paths as sp
 from shared.society.models import Day, DayContext, DayVotes, Member, Society
 from shared.society.prompts import SocietyPrompts
@@ -95,8 +96,26 @@ def latest_day(s: str) -> Day | None:
 
 
 def count_actions(s: str, day: int) -> int:
+    """Every document under the day's actions, strays included: at least the actions."""
     result = actions_collection(s, day).count().get()
     return int(result[0][0].value)
+
+
+def read_actions(s: str, day: Day) -> identity.Sorted:
+    """The day's action documents told apart (``shared.society.identity``): the actions, and
+    an error for each document that is none (its id is no acting member's slot, or its body
+    disagrees with its id)."""
+    snaps = actions_collection(s, day.day).stream()
+    found = ((snap.reference.path, store.data_of(snap) or {}) for snap in snaps)
+    return identity.sort(found, identity.Expected.of(day))
+
+
+def complete(s: str, day: Day) -> bool:
+    """Every action the day expects is in. A stray document is no action, so the documents are
+    read; the count query first, which is cheap and enough while any is missing."""
+    if count_actions(s, day.day) < day.expected:
+        return False
+    return len(read_actions(s, day).actions) >= day.expected
 
 
 def tally_ref(s: str, day: int, agent: int) -> firestore.DocumentReference:

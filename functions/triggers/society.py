@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from google.cloud.firestore import Increment
-
 from functions._events import FirestoreEvent, PubSubEvent
-from functions.society import days, docs, setup, turn, watchdog
+from functions.society import days, setup, turn, watchdog
 from functions.society.wire import SocietyTurn
 from shared.models import DocumentError, parse_document
 from shared.society.models import Society
@@ -32,13 +30,7 @@ def on_society_action_created(event: FirestoreEvent) -> None:
         raise DocumentError(
             event.document, "(document)", "the day in the path is not a number"
         ) from None
-    s = event.params["societyId"]
-    if (event.after or {}).get("source") not in ("model", "fallback"):  # tallied by its turn
-        agent = (event.after or {}).get("agentId")
-        docs.tally_ref(s, day, agent if isinstance(agent, int) else 0).set(
-            {"count": Increment(1)}, merge=True
-        )
-    days.check(s, day, hinted=True)
+    days.action_created(event.params["societyId"], day, event.document, event.after or {})
 
 
 def on_society_turn(event: PubSubEvent) -> None:

@@ -8,10 +8,14 @@ import random
 
 import pytest
 
+from shared.models import DocumentError
+from shared.society import identity
 from shared.society.actions import parse_action, reply_schema
+from shared.society.identity import Expected
 from shared.society.models import (
     RESOURCES,
     ActionRecord,
+    Day,
     DayVotes,
     Intervention,
     Member,
@@ -295,3 +299,85 @@ def test_a_text_reply_and_the_days_spend_are_in_the_outcome() -> None:
     spent = dataclasses.replace(given, spend=Spend(model_calls=7, prompt_tokens=3))
     summary = resolve(spent).summary
     assert (summary.model_calls, summary.prompt_tokens, summary.completion_tokens) == (7, 3, 0)
+
+
+ACTIONS = "societies/s/days/00001/actions"
+TODAY = Expected(day=1, acting=frozenset({3, 8}), per_day=1)
+FARM = {"action": "work", "work_type": "farm", "hours": 8}
+
+
+def _refused(doc_id: str, data: dict, expected: Expected = TODAY) -> tuple[str, str]:
+    with pytest.raises(DocumentError) as error:
+        identity.read(f"{ACTIONS}/{doc_id}", data, expected)
+    assert error.value.document == f"{ACTIONS}/{doc_id}"
+    return error.value.field, error.value.reason
+
+
+def test_an_actions_identity_is_its_document_id_and_a_body_that_disagrees_is_no_action() -> None:
+    assert _refused("8-1", {"agentId": 3, "action": FARM}) == (
+        "agentId",
+        "says 3, but the document id is '8-1'",
+    )
+    assert _refused("8-1", {"agentId": 8, "slot": 2, "action": FARM})[0] == "slot"
+    assert _refused("8-1", {"agentId": 8, "day": 2, "action": FARM})[0] == "day"
+    assert _refused("8-2", {"agentId": 8, "action": FARM}) == (
+        "(document id)",
+        "slot 2 is beyond actionsPerDay (1)",
+    )
+    assert _refused("99-1", {"action": FARM}) == (
+        "(document id)",
+        "member 99 is not acting on day 1",
+    )
+    for doc_id in ("x", "8", "8-0", "08-1", "8-1-1", "-8-1", "8-1 "):
+        assert _refused(doc_id, {"agentId": 8, "action": FARM})[0] == "(document id)", doc_id
+    assert _refused("8-1", {"action": "farm"})[0] == "action"  # the body's own shape
+    bare = identity.read(f"{ACTIONS}/8-1", {"action": FARM}, TODAY)  # the id fills the rest
+    assert (bare.agent_id, bare.slot, bare.day) == (8, 1, 1)
+    two = Expected(day=1, acting=frozenset({8}), per_day=2)
+    assert identity.read(f"{ACTIONS}/8-2", {"agentId": 8, "action": FARM}, two).slot == 2
+
+
+def test_stray_documents_are_errors_and_a_member_acts_once_per_slot() -> None:
+    documents = [
+        (f"{ACTIONS}/3-1", {"agentId": 3, "day": 1, "action": FARM}),
+        (f"{ACTIONS}/8-1", {"agentId": 3, "day": 1, "action": FARM}),
+        (f"{ACTIONS}/8-2", {"agentId": 8, "day": 1, "action": FARM}),
+        (f"{ACTIONS}/99-1", {"agentId": 99, "day": 1, "action": FARM}),
+    ]
+    found = identity.sort(documents, TODAY)
+    assert list(found.actions) == ["3-1"]
+    assert [(e.document.rsplit("/", 1)[1], e.field) for e in found.errors] == [
+        ("8-1", "agentId"),
+        ("8-2", "(document id)"),
+        ("99-1", "(document id)"),
+    ]
+    members = {3: _member(3, food=10, energy=10), 8: _member(8, food=10, energy=10)}
+    s = SocietySettings(agents=8)
+    given = DayInput(1, s, members, first_day(s, members), DayVotes(), [3, 8], [])
+    out = resolve(dataclasses.replace(given, actions=list(found.actions.values())))
+    assert out.members[3].resources.food == 16.2  # farmed once: +8, 10% to the pool, 1 eaten
+    assert out.summary.no_action == [8] and out.summary.rejected == []
+
+
+def test_check_names_every_resolved_action_that_was_not_one() -> None:
+    day = Day(
+        day=1,
+        status="closed",
+        acting=[3, 8],
+        settings=SocietySettings(agents=8),
+        action_ids=["3-1", "8-1", "8-2", "x"],
+    )
+    bodies = {
+        "3-1": {"agentId": 3, "day": 1, "action": FARM},
+        "8-1": {"agentId": 3, "day": 1, "action": FARM},
+        "8-2": {"agentId": 8, "day": 1, "action": FARM},
+        "x": {"agentId": 8, "day": 1, "action": FARM},
+    }
+    problems = identity.audit(day, bodies, ACTIONS)
+    assert [p.split(":")[1].strip() for p in problems] == [
+        "resolved '8-1'",
+        "resolved '8-2'",
+        "resolved 'x'",
+    ]
+    assert "agentId: says 3" in problems[0] and "beyond actionsPerDay" in problems[1]
+    assert identity.audit(day.model_copy(update={"action_ids": ["3-1"]}), bodies, ACTIONS) == []

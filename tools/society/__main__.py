@@ -26,6 +26,7 @@ from typing import Any
 from google.cloud import firestore
 
 from shared.models import DocumentError
+from shared.society import identity
 from shared.society.models import Society
 from tools.society import client
 
@@ -105,7 +106,8 @@ def _progress(db: firestore.Client, sid: str, day: int) -> str:
         return ""
     if current.status != "open":
         return f"day {day}: {current.status}"
-    acted = len(list(db.collection(f"societies/{sid}/days/{day:05d}/actions").list_documents()))
+    refs = db.collection(f"societies/{sid}/days/{day:05d}/actions").list_documents()
+    acted = sum(1 for ref in refs if identity.Expected.of(current).names_slot(ref.path))
     return f"day {day}: {acted}/{current.expected} acted"
 
 

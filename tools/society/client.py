@@ -17,6 +17,7 @@ from typing import Any
 from google.cloud import firestore
 
 from shared.models import DocumentError, now, parse_document
+from shared.society import identity
 from shared.society import paths as sp
 from shared.society.models import (
     RESOURCES,
@@ -212,9 +213,17 @@ def _check_day(
     acted = sum(summary.actions.values()) + len(summary.invalid)
     if acted > len(d.acting) * per_day:
         out.problems.append(f"day {d.day}: {acted} actions for {len(d.acting)} acting members")
-    slots = [a.split("-") for a in d.action_ids]
-    if any(int(k) > per_day or int(a) not in d.acting for a, k in slots):
-        out.problems.append(f"day {d.day}: an action beyond the allowed ones was resolved")
+    out.problems.extend(_check_actions(db, sid, d))
+
+
+def _check_actions(db: firestore.Client, sid: str, d: Day) -> list[str]:
+    """Every action the day resolved was an acting member's slot whose body agrees with its id
+    (``shared.society.identity``): a close that trusted a body, or counted a stray document,
+    resolved one that is not."""
+    prefix = sp.collection(sid, sp.ACTION, day=sp.day_id(d.day))
+    refs = [db.document(f"{prefix}/{a}") for a in d.action_ids]
+    found = {snap.id: snap.to_dict() for snap in db.get_all(refs)} if refs else {}
+    return identity.audit(d, found, prefix)
 
 
 def _check_proposals(db: firestore.Client, sid: str, last: int, out: Audit) -> None:
