@@ -107,7 +107,8 @@ def _progress(db: firestore.Client, sid: str, day: int) -> str:
     if current.status != "open":
         return f"day {day}: {current.status}"
     refs = db.collection(f"societies/{sid}/days/{day:05d}/actions").list_documents()
-    acted = sum(1 for ref in refs if identity.Expected.of(current).names_slot(ref.path))
+    expected = identity.Expected.of(current)
+    acted = sum(1 for ref in refs if expected.names_slot(ref.path))  # strays are not actions
     return f"day {day}: {acted}/{current.expected} acted"
 
 
