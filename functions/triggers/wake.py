@@ -29,9 +29,11 @@ def newly_unlocked(before: dict | None, after: dict | None) -> list[str]:
     return sorted(stage for stage, open_ in new.items() if open_ and not old.get(stage))
 
 
-def wake_agents(experiment_id: str, reason: str, rearm: bool = False, **where: str) -> int:
-    """Publish a wake for every unfinished agent participant matching ``where`` (field == value);
-    ``rearm``: a fix for them, so a move that ended after its attempts runs again."""
+def wake_agents(experiment_id: str, reason: str, **where: str) -> int:
+    """Publish a wake for every unfinished agent participant matching ``where`` (field == value).
+    Agents selected by the document they are blocked on are re-armed: that write is a fix for
+    them, so a move that ended after its attempts runs again. (``where`` holds only filters: the
+    index scanner reads every keyword at the call sites as a queried field.)"""
     query: Any = store.participants(experiment_id)
     for field, value in where.items():  # field paths may contain dots
         query = query.where(filter=firestore.FieldFilter(field, "==", value))
@@ -41,7 +43,7 @@ def wake_agents(experiment_id: str, reason: str, rearm: bool = False, **where: s
         if (data := snap.to_dict()).get("agentConfig")
         and data.get("currentStatus", "IN_PROGRESS") in _WAKEABLE
     }
-    if rearm:
+    if BLOCKED_ON in where:
         for participant_id in seen_at:
             work.rearm(store.move_lease_path(experiment_id, participant_id))
     publish_wakes(experiment_id, reason, *seen_at, seen_at=seen_at)
@@ -55,7 +57,6 @@ def wake_blocked(event: FirestoreEvent) -> int:
     return wake_agents(
         event.params["experimentId"],
         f"{event.document} written",
-        rearm=True,
         **{BLOCKED_ON: event.document},
     )
 
