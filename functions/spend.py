@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import time
 from typing import Any
 
 from google.cloud import firestore
@@ -139,8 +140,20 @@ class _RunBudget:
     """The cap the run's ``budgetReached`` names, if it shows one (cleared once raised)."""
 
 
+_known: dict[str, tuple[float, _RunBudget]] = {}
+"""The runs' budgets this instance read, with when (``DLAB_BUDGET_REFRESH_SECONDS``)."""
+
+
+def _remember(run: str, known: _RunBudget) -> None:
+    _known[run] = (time.monotonic(), known)
+
+
 def _run_budget(run: str) -> _RunBudget:
-    """The run's budget, read once per invocation (a field mask: nothing else is sent)."""
+    """The run's budget as this instance read it in the last few seconds, else read now (a
+    field mask: nothing else is sent)."""
+    seen = _known.get(run)
+    if seen is not None and time.monotonic() - seen[0] < settings().budget_refresh_seconds:
+        return seen[1]
 
     def load() -> _RunBudget:
         data = store.snapshot_data(run, fields=["budget", "budgetReached"]) or {}
@@ -152,7 +165,9 @@ def _run_budget(run: str) -> _RunBudget:
             where = ".".join(str(p) for p in ("budget", *first["loc"]))
             raise DocumentError(run, where, first["msg"]) from None
         mark = data.get("budgetReached")
-        return _RunBudget(budget, str(mark.get("cap")) if isinstance(mark, dict) else None)
+        known = _RunBudget(budget, str(mark.get("cap")) if isinstance(mark, dict) else None)
+        _remember(run, known)
+        return known
 
     return memo.cached(("runBudget", run), load)
 
@@ -169,11 +184,13 @@ def check(run: str) -> None:
         if known.marked:
             store.ref(run).update({"budgetReached": firestore.DELETE_FIELD})
             memo.put(("runBudget", run), _RunBudget(known.budget, None))
+            _remember(run, _RunBudget(known.budget, None))
         return
     reached = BudgetReached(run, cap, used)
     if known.marked != cap:  # marked once: re-driven work meeting it again writes nothing
         _mark(run, reached)
         memo.put(("runBudget", run), _RunBudget(known.budget, cap))
+        _remember(run, _RunBudget(known.budget, cap))
     raise reached
 
 

@@ -74,11 +74,16 @@ class SpendSettings(BaseSettings):
     - ``DLAB_MODEL_PRICES`` (none): a JSON table ``{"model-name": {"inputPerMTok": 0.15,
       "outputPerMTok": 0.6}}``; a call to a model in it adds its cost to ``costUsd`` (a run's
       ``budget.maxCostUsd`` counts only priced calls).
+    - ``DLAB_BUDGET_REFRESH_SECONDS`` (5): how long an instance trusts its read of a run's
+      ``budget`` field: a run without a budget then costs no read before each model call (a
+      round trip on every reply's critical path), and a budget set or raised in the console
+      takes effect within this long.
     """
 
     model_config = SettingsConfigDict(env_prefix="DLAB_", extra="ignore")
 
     spend_shards: int = Field(default=16, ge=1, le=500)
+    budget_refresh_seconds: float = Field(default=5.0, ge=0, le=600)
     model_prices: dict[str, Price] = Field(default_factory=dict)
 
     def cost_usd(self, model_name: str, prompt_tokens: int, completion_tokens: int) -> float:

@@ -29,6 +29,7 @@ def test_a_call_cap_pauses_the_run_and_raising_it_resumes(runtime, db, monkeypat
     conversation shows ``budgetReached`` and one record, and stays RUNNING (paused: no failure
     counted, however many ticks re-drive it). Raised, the watchdog's next re-drive finishes it."""
     monkeypatch.setenv(STALLED_ENV, "0")
+    monkeypatch.setenv("DLAB_BUDGET_REFRESH_SECONDS", "0")  # the raised cap seen at once
     load_example(db)
     db.document("conversations/c1").set(
         {"query": QUERY, "workflowId": "example", "status": "PENDING", "budget": {"maxCalls": 1}}
