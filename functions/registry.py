@@ -51,6 +51,17 @@ class FunctionSpec:
     memory: str = "1GiB"
     retry: bool = False
     max_instances: int | None = None
+    concurrency: int = 1
+    """Invocations one instance serves at once. Above 1 for functions that mostly wait on a
+    model (a turn's seconds of I/O): one instance then serves several turns for the price of
+    one, and the turns of one chat message share its reads."""
+    cpu: str | None = None
+    """vCPUs per instance; None lets Cloud Functions derive it from ``memory``. Concurrency
+    above 1 needs at least one."""
+
+    def __post_init__(self) -> None:
+        if self.concurrency > 1 and (self.cpu is None or float(self.cpu) < 1):
+            raise ValueError(f"{self.name}: concurrency {self.concurrency} needs cpu >= 1")
 
 
 AGENT_WAKE_TOPIC = "agent-wake"
@@ -149,6 +160,8 @@ REGISTRY: tuple[FunctionSpec, ...] = (
             "the model provider is still failing."
         ),
         retry=True,
+        concurrency=8,
+        cpu="1",
     ),
     FunctionSpec(
         name="watchdog",
@@ -199,6 +212,8 @@ REGISTRY: tuple[FunctionSpec, ...] = (
             "(one model call, corrective re-prompts for an invalid action)."
         ),
         retry=True,
+        concurrency=8,
+        cpu="1",
     ),
     FunctionSpec(
         name="onDebateWritten",
@@ -225,6 +240,8 @@ REGISTRY: tuple[FunctionSpec, ...] = (
             "model call, the statement created under its deterministic id."
         ),
         retry=True,
+        concurrency=8,
+        cpu="1",
     ),
     FunctionSpec(
         name="onConversationCreated",

@@ -109,6 +109,8 @@ def test_every_function_is_deployed_with_its_registry_settings() -> None:
             assert "--clear-max-instances" in argv
         else:
             assert flag(argv, "--max-instances") == [str(spec.max_instances)]
+        assert flag(argv, "--concurrency") == [str(spec.concurrency)]
+        assert flag(argv, "--cpu") == ([spec.cpu] if spec.cpu else [])
         document = getattr(spec.trigger, "document", None)
         if document:
             assert flag(argv, "--trigger-event-filters") == [
@@ -566,3 +568,14 @@ def test_the_strict_ruleset_is_released_and_merged_like_the_default_one(
     assert "match /polls/{pollId}" in released and "return true;" in released
     api, _, asked = deploy_rules(monkeypatch, "ask", current=OURS, ours=STRICT, answer=True)
     assert api.released() == [STRICT.read_text()] and len(asked) == 1  # ours: asked, replaced
+
+
+def test_turn_functions_serve_several_turns_per_instance_and_others_one():
+    """The model-bound turns share an instance (cpu 1, as concurrency above 1 requires); a
+    function whose invocation does CPU work of its own (a move, a day's close) runs alone."""
+    specs = {spec.name: spec for spec in REGISTRY}
+    for name in ("onAgentTurn", "onSocietyTurn", "onDebateTurn"):
+        assert specs[name].concurrency > 1 and specs[name].cpu == "1"
+    assert specs["onParticipantUpdated"].concurrency == 1
+    with pytest.raises(ValueError, match="needs cpu >= 1"):
+        dataclasses.replace(specs["onAgentTurn"], cpu=None)

@@ -234,10 +234,9 @@ def deploy_function(spec: FunctionSpec, options: Options) -> Gcloud:
         argv.append("--clear-max-instances")  # the registry is the truth, also on re-deploys
     else:
         argv.append(f"--max-instances={spec.max_instances}")
-    for attribute, flag in (("min_instances", "--min-instances"), ("concurrency", "--concurrency")):
-        value = getattr(spec, attribute, None)
-        if value is not None:
-            argv.append(f"{flag}={value}")
+    argv.append(f"--concurrency={spec.concurrency}")  # the registry's, also on re-deploys
+    if spec.cpu is not None:
+        argv.append(f"--cpu={spec.cpu}")
     if options.service_account:  # every function here is event-driven (Eventarc delivers)
         argv.append(f"--service-account={options.service_account}")
         argv.append(f"--trigger-service-account={options.service_account}")
