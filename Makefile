@@ -1,13 +1,16 @@
 # Two commands on a fresh machine: `make demo` (the local demo) and `make test` (the test suite).
-PYTHON ?= python3
+# Python 3.12, as deployed (the functions' runtime is python312): the first interpreter found.
+PYTHON ?= $(firstword $(foreach p,python3.12 $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) /usr/local/bin/python3.12 /usr/bin/python3.12,$(shell $(p) -c 'import sys; assert sys.version_info[:2] == (3, 12); print("$(p)")' 2>/dev/null)))
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)-py312
 
 .PHONY: demo up test lint table clean deploy bench browser society
 
 $(STAMP): requirements.txt requirements-dev.txt
-	@echo "Creating $(VENV) and installing requirements ..."
+	@test -n "$(PYTHON)" || { echo "Python 3.12 is needed (the deployed runtime is python312): install it, or make PYTHON=/path/to/python3.12"; exit 2; }
+	@echo "Creating $(VENV) with $(PYTHON) and installing requirements ..."
+	@if [ -x $(BIN)/python ] && ! $(BIN)/python -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then rm -rf $(VENV); fi
 	@rm -f $(VENV)/.installed-*
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
