@@ -16,8 +16,8 @@ from flask import (
 from console import live_stream
 from console.context import db
 from console.debate_live import read_view
-from shared.debate.models import Debate
-from shared.models import DocumentError, parse_document
+from shared.debate import loading
+from shared.models import DocumentError
 from tools.debate import state as debate_state
 from tools.debate.transcript import markdown
 from tools.owner import owned
@@ -44,14 +44,14 @@ def index() -> str:
 
 @blueprint.post("/api/debates")
 def create() -> tuple[Response, int]:
-    """Create a debate from the JSON body (checked against the Debate model first)."""
+    """Create a debate from the JSON body (checked as its start would check it first)."""
     body = request.get_json(silent=True)
     debate_id = request.args.get("id") or f"debate-{uuid.uuid4().hex[:8]}"
     path = f"debates/{debate_id}"
     try:
         if not isinstance(body, dict):
             raise DocumentError(path, "(document)", "a debate must be a JSON object")
-        parse_document(Debate, path, body)
+        loading.load(body, path)
     except DocumentError as error:
         return jsonify(document=error.document, field=error.field, reason=error.reason), 422
     db().document(path).set(owned(body))

@@ -10,7 +10,7 @@ from google.cloud import firestore
 from functions import store, transactions
 from functions.agents.model_call import AnswerFailed
 from functions.debate import asking, docs, failing, user
-from shared.debate import naming, packing
+from shared.debate import loading, naming, packing
 from shared.debate.kits import Kit
 from shared.debate.models import Debate, DebateStatus, Layer, Round, StatementKind
 from shared.llm import ModelError
@@ -35,10 +35,13 @@ def started(debate_id: str) -> bool:
 
 def _planned(debate_id: str) -> tuple[Debate, Kit] | None:
     """The debate and its user functions; None (FAILED, with a record) when its document
-    cannot be run as written: a retry would meet the same error."""
+    cannot be run as written (a field, a user function's name, a data entry without data or
+    too large for the leaf agents: ``loading``'s checks): a retry would meet the same error."""
     try:
         debate = docs.read_debate(debate_id)
-        return debate, user.kit(debate, debate_id)
+        kit = user.kit(debate, debate_id)
+        packing.check(debate, loading.entry_field(kit.prompts), docs.debate(debate_id))
+        return debate, kit
     except DocumentError as error:
         if error.document != docs.debate(debate_id):
             raise
@@ -69,7 +72,7 @@ def _start(debate_id: str) -> None:
     data = _categorized(debate_id, debate, kit)
     if data is None:
         return
-    first = packing.first_layer(debate, data)
+    first = packing.first_layer(debate, data, loading.entry_field(kit.prompts))
     for i in range(0, len(first.agents), BATCH):  # immutable once written: plain sets
         batch = store.db().batch()
         for agent in first.agents[i : i + BATCH]:

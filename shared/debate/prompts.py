@@ -34,6 +34,10 @@ class PromptSet:
     ``@kits.prompts("name")`` to change any part."""
 
     response_schema: dict[str, Any] | None = None
+    entry_field: str | None = None
+    """The field of a data entry its prompts argue from (an entry without it is refused at
+    load, and an entry too large for a leaf agent is cut in it); None: any field but
+    ``category`` (an entry needs one)."""
     topic = "the question the data bears on"
     response_format = "Answer in a few sentences; end with a line 'Conclusion: <one word>'."
 

@@ -50,6 +50,7 @@ timeHorizonHours, confidence."""
 @kits.prompts(NAME)
 class StockPrompts(PromptSet):
     response_schema = SCHEMA
+    entry_field = "data"
     topic = f"{ASSET}'s short-term stock price (trade: Buy, Short or Wait)"
     response_format = FORMAT
 

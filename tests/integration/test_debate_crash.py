@@ -59,7 +59,7 @@ def _settings() -> dict:
         "name": "Crash",
         "numRounds": 0,
         "numLayers": 1,
-        "tokenLimit": 12,
+        "tokenLimit": 30,
         "seed": 1,
         "categories": list(CATEGORIES),
         "userFunctions": dict.fromkeys(

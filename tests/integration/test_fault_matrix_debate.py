@@ -106,7 +106,7 @@ def provider(db, fake, monkeypatch) -> Provider:
 def _settings(functions: str = "generic", prompts: str = "generic", **overrides: Any) -> Any:
     categories = ["Cost", "Cost", "Safety", "Safety"]
     data = [
-        {"note": f"Fact {i}: stations and riders, as measured.", "category": c}
+        {"data": f"Fact {i}: stations and riders, as measured.", "category": c}
         for i, c in enumerate(categories)
     ]
     roles = ("formatAgentResponse", "drawFinalConclusion", "compareResponses")
@@ -114,7 +114,7 @@ def _settings(functions: str = "generic", prompts: str = "generic", **overrides:
         "name": "Faults",
         "numRounds": 0,
         "numLayers": 1,
-        "tokenLimit": 12,
+        "tokenLimit": 30,
         "seed": 1,
         "numRetries": TURNS - 1,
         "categories": ["Cost", "Safety"],

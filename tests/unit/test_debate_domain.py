@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from shared.debate import clustering, decision, kits, naming, packing, tokens
+from shared.debate import clustering, decision, kits, loading, naming, packing
 from shared.debate import stock_trading as stock
 from shared.debate.models import Debate, DebateMode, UserFunctions
 from shared.models import DocumentError
 from shared.stages import AnswerValidationError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "templates" / "debates" / "stock_trading.json"
+GENERIC = EXAMPLE.with_name("generic.json")
 
 
 def test_token_counts_work_in_a_fresh_process_without_network() -> None:
@@ -49,14 +50,105 @@ def test_categorization_reply_must_cover_every_entry_once() -> None:
 
 
 def test_packing_respects_the_token_limit_and_keeps_every_entry() -> None:
-    entries = [(i, {"data": "word " * (10 * (i % 4 + 1))}) for i in range(12)]
+    entries = [{"data": "word " * (10 * (i % 4 + 1))} for i in range(12)]
     groups = packing.pack(entries, limit=60)
     assert sorted(i for g in groups for i in g) == list(range(12))
     for g in groups:
-        cost = sum(tokens.count(tokens.entry_text(entries[i][1])) for i in g)
-        assert cost <= 60 or len(g) == 1
-    big = packing.pack([(0, {"data": "word " * 500})], limit=10)
-    assert big == [[0]]  # too big for the limit: an agent of its own
+        assert sum(packing.cost(entries[i]) for i in g) <= 60
+
+
+NEWS = "NVIDIA guides next-quarter data-center revenue 12% above consensus on demand."
+
+
+def _report(sentences: int) -> str:
+    return " ".join(
+        f"Item {i}: orders rose {i * 7 % 90}% in region {i * 13 % 40}." for i in range(sentences)
+    )
+
+
+def _debate(data: list[dict], limit: int = 120, prompts: str = "stock_trading") -> Debate:
+    names = ("formatAgentResponse", "drawFinalConclusion", "compareResponses", "prompts")
+    return Debate.model_validate(
+        {
+            "name": "D",
+            "tokenLimit": limit,
+            "data": data,
+            "userFunctions": dict.fromkeys(names, prompts),
+        }
+    )
+
+
+def _entry(i: int, text: str) -> dict:
+    return {
+        "source": "Reuters",
+        "date": f"2025-05-0{i % 9 + 1}",
+        "category": "Company",
+        "data": text,
+    }
+
+
+def test_an_entry_over_the_limit_is_cut_into_pieces_no_agent_holds_more() -> None:
+    """Issue 28 row 9: a leaf agent held 36,942 tokens against a limit of 120."""
+    data = [_entry(0, NEWS), _entry(1, _report(40)), _entry(2, NEWS)]
+    debate = _debate(data)
+    assert packing.cost(data[1]) > 2 * debate.token_limit
+    first = packing.first_layer(debate, data, "data")
+    leaves = [a for a in first.agents if a.role == "leaf"]
+    for agent in leaves:
+        assert agent.data_tokens <= debate.token_limit, agent.name
+        assert sum(packing.cost(e) for e in agent.entries) == agent.data_tokens
+    cut = [e for a in leaves for e in a.entries if e.get("part")]
+    assert len(cut) >= 3 and [e["part"] for e in cut][-1] == f"{len(cut)}/{len(cut)}"
+    assert " ".join(e["data"] for e in cut).split() == data[1]["data"].split()  # nothing lost
+    assert all(e["source"] == "Reuters" for e in cut)  # each piece keeps its metadata
+    assert sorted(i for a in leaves for i in a.entry_indexes) == [0, *[1] * len(cut), 2]
+    kept = [e for a in leaves for e in a.entries if not e.get("part")]
+    assert kept == [data[0], data[2]]  # entries that fit are not touched
+
+
+def test_a_text_without_spaces_is_cut_too_and_every_piece_fits() -> None:
+    entry = {"note": "x" * 3000, "category": "Cost"}  # a kit that names no field: the longest
+    out = packing.pieces(4, entry, None, limit=200)
+    assert 1 < len(out) <= packing.MAX_PIECES
+    assert "".join(p["note"] for p in out) == entry["note"]
+    assert all(packing.cost(p) <= 200 and p["category"] == "Cost" for p in out)
+
+
+def test_an_entry_too_large_for_its_pieces_is_refused_naming_its_field() -> None:
+    """200 KB against 120 tokens would take hundreds of agents: refused, not packed."""
+    data = [_entry(0, NEWS), _entry(1, NEWS), _entry(2, "x " * 100_000)]
+    with pytest.raises(DocumentError) as error:
+        packing.check(_debate(data), "data", "debates/d")
+    assert (error.value.document, error.value.field) == ("debates/d", "data[2].data")
+    assert "tokenLimit is 120" in error.value.reason
+    with pytest.raises(packing.Refused):
+        packing.first_layer(_debate(data), data, "data")
+    packing.check(
+        _debate(data).model_copy(update={"mode": DebateMode.SELF_CONSISTENCY}), "data", "d"
+    )
+    metadata = {"source": "s" * 2000, "data": "short"}  # no room left for any text
+    with pytest.raises(packing.Refused, match="tokenLimit"):
+        packing.pieces(0, metadata, "data", limit=120)
+
+
+def test_an_entry_without_data_is_refused_at_load_naming_document_and_field() -> None:
+    """Issue 28 row 9: an entry without ``data`` was accepted silently."""
+    stocks = json.loads(EXAMPLE.read_text())
+    del stocks["data"][3]["data"]
+    with pytest.raises(DocumentError) as error:
+        loading.load(stocks, "debates/d")
+    assert (error.value.document, error.value.field) == ("debates/d", "data[3].data")
+    stocks["data"][3]["data"] = "  "
+    with pytest.raises(DocumentError, match="empty"):
+        loading.load(stocks, "debates/d")
+    generic = json.loads(GENERIC.read_text())
+    generic["data"][1] = {"category": "Cost"}  # the generic kit reads any field: none here
+    generic["data"][4] = {}
+    with pytest.raises(DocumentError) as error:
+        loading.load(generic, "debates/g")
+    assert error.value.field == "data[1]" and "1 more: data[4]" in error.value.reason
+    assert loading.load(json.loads(EXAMPLE.read_text()), "debates/d").name == "NVDA"
+    assert loading.load(json.loads(GENERIC.read_text()), "debates/g").name == "CityBikes"
 
 
 def test_first_layer_names_and_clusters_follow_the_seed() -> None:
@@ -135,3 +227,14 @@ def test_categories_that_name_the_same_agents_are_one() -> None:
     data = [{"category": "company news"}, {"category": "Company-News"}, {}]
     out = packing.categorized(data, {"e2": "COMPANY NEWS"})
     assert [e["category"] for e in out] == ["company news"] * 3
+
+
+def test_the_cli_refuses_an_entry_without_data_before_writing_anything(tmp_path, capsys) -> None:
+    from tools.debate.__main__ import main
+
+    stocks = json.loads(EXAMPLE.read_text())
+    del stocks["data"][3]["data"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(stocks))
+    assert main([str(bad), "--id", "d", "--project", "no-such-project"]) == 2
+    assert "refused (debates/d · data[3].data): missing" in capsys.readouterr().err

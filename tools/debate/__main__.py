@@ -8,7 +8,9 @@ its progress (layer, clusters, rounds, statements, tokens) and write its transcr
 
 A debate that FAILS (a user function raised, the model never answered validly, the provider
 kept failing) ends the command at once with exit status 3 and its error records printed;
-``--resume ID`` after the fix runs it again.
+``--resume ID`` after the fix runs it again. A file the debate's start would refuse (a field
+out of range, an unknown user function, a data entry without data or too large for the leaf
+agents) is refused before anything is written, exit status 2, naming the field.
 
 Without ``--local`` it uses the emulators of FIRESTORE_EMULATOR_HOST (``make up`` prints the
 exports) or, unset, the real project of application default credentials.
@@ -29,7 +31,9 @@ from typing import Any
 
 from google.cloud import firestore
 
-from shared.debate.models import Debate, DebateMode
+from shared.debate import loading
+from shared.debate.models import DebateMode
+from shared.models import DocumentError
 from tools.debate import state as debate_state
 from tools.debate.transcript import markdown
 from tools.owner import owned
@@ -128,9 +132,16 @@ def compare(states: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
-def _create(db: firestore.Client, file: Path, debate_id: str, baselines: bool) -> list[str]:
+def _read(file: Path, debate_id: str) -> dict[str, Any]:
+    """The file's settings, checked as the debate's start would check them (``loading``)."""
     settings = owned(json.loads(file.read_text()))
-    Debate.model_validate(settings)  # a bad file fails here, naming the field
+    loading.load(settings, f"debates/{debate_id}")
+    return settings
+
+
+def _create(
+    db: firestore.Client, settings: dict[str, Any], debate_id: str, baselines: bool
+) -> list[str]:
     ids = [debate_id]
     db.document(f"debates/{debate_id}").set(settings)
     for mode in BASELINES if baselines else ():
@@ -139,25 +150,41 @@ def _create(db: firestore.Client, file: Path, debate_id: str, baselines: bool) -
     return ids
 
 
+def _command(db: firestore.Client, args: argparse.Namespace) -> int | None:
+    """--pause, --resume or --export: its exit status; None for none of them."""
+    if args.pause:
+        db.document(f"debates/{args.pause}").update({"paused": True})
+        return 0
+    if args.resume:  # a touch too: a FAILED debate runs again, its ended units re-armed
+        touch = {"paused": False, "resumedAt": firestore.SERVER_TIMESTAMP}
+        db.document(f"debates/{args.resume}").update(touch)
+        return 0
+    if args.export:
+        text = markdown(debate_state.read(db, args.export))
+        (args.out or Path(f"{args.export}.md")).write_text(text)
+        return 0
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
+    debate_id = args.id or f"debate-{uuid.uuid4().hex[:8]}"
+    settings: dict[str, Any] = {}
+    if args.file is not None and not (args.pause or args.resume or args.export):
+        try:  # before any emulator starts or document is written
+            settings = _read(args.file, debate_id)
+        except DocumentError as error:
+            where = f"{error.document} · {error.field}"
+            print(f"{args.file}: refused ({where}): {error.reason}", file=sys.stderr)
+            return 2
     with _backend(args.local, args.project) as db:
-        if args.pause:
-            db.document(f"debates/{args.pause}").update({"paused": True})
-            return 0
-        if args.resume:  # a touch too: a FAILED debate runs again, its ended units re-armed
-            touch = {"paused": False, "resumedAt": firestore.SERVER_TIMESTAMP}
-            db.document(f"debates/{args.resume}").update(touch)
-            return 0
-        if args.export:
-            text = markdown(debate_state.read(db, args.export))
-            (args.out or Path(f"{args.export}.md")).write_text(text)
-            return 0
+        done = _command(db, args)
+        if done is not None:
+            return done
         if args.file is None:
             print("a FILE (or --pause/--resume/--export ID) is required", file=sys.stderr)
             return 2
-        debate_id = args.id or f"debate-{uuid.uuid4().hex[:8]}"
-        ids = _create(db, args.file, debate_id, args.baselines)
+        ids = _create(db, settings, debate_id, args.baselines)
         states = follow(db, ids, args.timeout)
         if report_failures(states):
             return 3
