@@ -6,6 +6,7 @@ python -m bench --only election   # one section (repeatable)
 python -m bench --only stress     # the chat stress script (not in the full run; 20+ minutes)
 python -m bench --only cost       # the cost report (also python -m bench.cost)
 python -m bench --only debate     # hierarchical vs all-to-all debate (not in the full run)
+python -m bench --rtt-ms 10       # every Firestore / Pub/Sub round trip of the functions 10 ms
 python -m bench.report            # the summary of the last saved run again
 """
 
@@ -30,7 +31,7 @@ from bench import (
     stress_chat,
     transitions,
 )
-from bench.stack import Stack, machine, say
+from bench.stack import Stack, add_rtt_argument, machine, say
 from emulator.config import add_processes_argument
 
 SECTIONS = ("overhead", "latency", "transitions", "election", "conductor")
@@ -55,6 +56,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         "--workers", type=int, default=8, help="runtime workers (the runtime's default: 8)"
     )
     add_processes_argument(parser)  # the transitions section; the others measure in-process
+    add_rtt_argument(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="log the runtime's warnings")
     return parser.parse_args(argv)
 
@@ -127,12 +129,13 @@ def main(argv: list[str] | None = None) -> int:
         "seed": args.seed,
         "workers": args.workers,
         "processes": args.processes,
+        "rttMs": args.rtt_ms,
         "machine": machine(),
         "sections": {},
     }
     t0 = time.monotonic()
     say("starting the Firestore and Pub/Sub emulators ...")
-    with Stack() as stack:
+    with Stack(rtt_ms=args.rtt_ms) as stack:
         results["emulatorStartupSeconds"] = round(stack.startup_seconds, 1)
         say(f"emulators up in {stack.startup_seconds:.1f} s")
         if "overhead" in sections:

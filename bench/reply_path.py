@@ -2,6 +2,7 @@
 
 python -m bench.reply_path                          # race then claim, 2 plain runs each
 python -m bench.reply_path --runs 1 --policy claim --out /tmp/reply_path.json
+python -m bench.reply_path --rtt-ms 10                # 10 ms per Firestore / Pub/Sub round trip
 
 Runs ``bench.stress_chat``'s plain runs as they are (6 agents + mediator, three threads, fake
 300 ms model) and, for every reply ``reply_overheads`` counts (an elected or claimed reply to a
@@ -55,7 +56,7 @@ from google.cloud.firestore_v1.batch import WriteBatch
 from google.cloud.firestore_v1.transaction import Transaction
 
 from bench import stress_chat
-from bench.stack import Stack, env, machine, percentile, say
+from bench.stack import Stack, add_rtt_argument, env, machine, percentile, say
 from emulator.delivery import Delivery, DeliveryRecord
 from emulator.dispatcher import Policy
 from emulator.runtime import LocalRuntime
@@ -136,8 +137,8 @@ class TurnBodies(Policy):
 class ProbedStack(Stack):
     """The shared stack, whose runtimes run with ``TurnBodies`` and are kept by project."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, rtt_ms: float | None = None) -> None:
+        super().__init__(rtt_ms)
         self.probes: dict[str, tuple[LocalRuntime, TurnBodies]] = {}
 
     def runtime(self, name: str, **options: Any) -> LocalRuntime:
@@ -421,6 +422,8 @@ def measure(stack: ProbedStack, clocks: Clocks, policy: str, args: argparse.Name
                     "replyOverheadMs": {
                         k: v for k, v in run["replyOverheadMs"].items() if k != "valuesMs"
                     },
+                    "seconds": run["seconds"],
+                    "allSuccess": run["allSuccess"],
                     "matched": len(got),
                     "unmatched": missed,
                     "typingWordsPerMinute": _typing(db, run["experimentId"]),
@@ -457,6 +460,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=8, help="runtime workers")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
+    add_rtt_argument(p)
     return p.parse_args(argv)
 
 
@@ -466,13 +470,14 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {
         "command": "python -m bench.reply_path " + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": machine(),
+        "rttMs": args.rtt_ms,
         "latencyMs": stress_chat.LATENCY_S * 1000,
         "segments": LABELS,
         "policies": {},
     }
     clocks = Clocks()
     say("starting the Firestore and Pub/Sub emulators ...")
-    stack = ProbedStack()
+    stack = ProbedStack(args.rtt_ms)
     with stack:
         for policy in args.policy or ["race", "claim"]:
             results["policies"][policy] = measure(stack, clocks, policy, args)

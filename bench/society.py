@@ -4,6 +4,7 @@
     python -m bench.society --agents 1000 --days 3
     python -m bench.society --mode chaos           # the same under chaos delivery
     python -m bench.society --processes 0          # functions on threads of one process
+    python -m bench.society --rtt-ms 10            # 10 ms per Firestore / Pub/Sub round trip
 
 Reports wall time (creation to the last day closed), per day (open -> closed, and the close
 itself), model calls and prompt tokens per agent-day, the deliveries per function with their
@@ -25,6 +26,7 @@ from typing import Any
 
 from google.cloud import firestore
 
+from bench.stack import Stack, add_rtt_argument
 from emulator.chaos import ChaosSettings
 from emulator.config import add_processes_argument
 from emulator.runtime import LocalRuntime
@@ -44,6 +46,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     add_processes_argument(parser)
     parser.add_argument("--timeout", type=float, default=1200.0)
     parser.add_argument("--no-save", action="store_true")
+    add_rtt_argument(parser)
     return parser.parse_args(argv)
 
 
@@ -71,13 +74,19 @@ def _where_time_goes(runtime: LocalRuntime, since: float) -> dict[str, dict[str,
     }
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace, stack: Stack | None = None) -> dict[str, Any]:
+    """One society; on ``stack``'s emulators (and its RTT proxy) if given."""
     os.environ.setdefault(MODEL_OVERRIDE_ENV, "SCRIPTED")
     settings = {"agents": args.agents, "days": args.days, "seed": args.seed, "dayDeadlineS": 600}
     chaos = ChaosSettings.from_env() if args.mode == "chaos" else None
-    runtime = LocalRuntime(
-        mode=args.mode, workers=args.workers, processes=args.processes, tick_s=5.0, chaos=chaos
-    )
+    options: dict[str, Any] = {
+        "mode": args.mode,
+        "workers": args.workers,
+        "processes": args.processes,
+        "tick_s": 5.0,
+        "chaos": chaos,
+    }
+    runtime = stack.runtime("society", **options) if stack else LocalRuntime(**options)
     with runtime as rt:
         db = firestore.Client(project=rt.project)
         since = time.time()
@@ -101,6 +110,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "workers": args.workers,
             "processes": args.processes,
             "load_average": [round(x, 2) for x in os.getloadavg()],
+            "rtt_ms": stack.rtt_ms if stack else None,
             "wall_s": round(wall, 1),
             "per_day_s": [
                 round((d.closed_at - d.opened_at).total_seconds(), 2)
@@ -127,7 +137,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     args = _args(argv)
-    result = run(args)
+    if args.rtt_ms is None:
+        result = run(args)
+    else:
+        with Stack(rtt_ms=args.rtt_ms) as stack:
+            result = run(args, stack)
     print(json.dumps(result, indent=2))
     if not args.no_save:
         runs = json.loads(OUT.read_text()) if OUT.exists() else []

@@ -7,6 +7,7 @@ each section can say whether Python or an emulator JVM was the busy one.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import datetime as dt
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.rtt_proxy import RttProxy
 from emulator import services
 from emulator.runtime import LocalRuntime
 
@@ -193,24 +195,71 @@ class CpuMeter:
 # --- the stack ------------------------------------------------------------------------------
 
 
-class Stack:
-    """The shared emulators, held for the whole benchmark; one runtime per measurement."""
+class DelayedRuntime(LocalRuntime):
+    """A runtime whose functions reach the emulators through ``hosts`` (an ``RttProxy``).
 
-    def __init__(self) -> None:
+    Only what the runtime hands its functions changes (the emulator hosts of their environment,
+    in this process and in its worker processes): the emulators' trigger deliveries to the
+    runtime, its Pub/Sub subscriber and its admin calls stay direct, as the platform's
+    delivery is not the functions' own round trip. Clients this process creates from its
+    environment meanwhile (the benchmark's own reads and writes, the idle barrier) go through
+    the proxy too; none of them is on a measured path."""
+
+    def __init__(self, hosts: dict[str, str], **options: Any) -> None:
+        super().__init__(**options)
+        self._hosts = hosts
+
+    @property
+    def env(self) -> dict[str, str]:
+        base = super().env
+        return base | {
+            name: self._hosts.get(base[name], base[name])
+            for name in ("FIRESTORE_EMULATOR_HOST", "PUBSUB_EMULATOR_HOST")
+        }
+
+
+class Stack:
+    """The shared emulators, held for the whole benchmark; one runtime per measurement.
+
+    ``rtt_ms``: None, the functions reach the emulators directly; a number, through a proxy
+    adding that round-trip time to each of their calls (``bench.rtt_proxy``; 0 keeps the proxy
+    with no delay, the baseline a delay is compared with). ``set_rtt`` changes it between
+    runtimes."""
+
+    def __init__(self, rtt_ms: float | None = None) -> None:
         self._services: services.Services | None = None
         self._runtimes = 0
         self.startup_seconds = 0.0
+        self.rtt_ms = rtt_ms
+        self._proxy: RttProxy | None = None
 
     def __enter__(self) -> Stack:
         t0 = time.monotonic()
         self._services = services.acquire()
+        if self.rtt_ms is not None:
+            hosts = (self._services.firestore.host, self._services.pubsub.host)
+            try:
+                self._proxy = RttProxy(hosts, self.rtt_ms).__enter__()
+            except BaseException:
+                self.__exit__()
+                raise
         self.startup_seconds = time.monotonic() - t0
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._proxy is not None:
+            self._proxy.__exit__()
+            self._proxy = None
         if self._services is not None:
             services.release(self._services)
             self._services = None
+
+    def set_rtt(self, rtt_ms: float) -> None:
+        """The round-trip time added from now on (a stack started with an ``rtt_ms``)."""
+        if self._proxy is None:
+            raise RuntimeError("this stack has no RTT proxy (start it with rtt_ms=0 or more)")
+        self._proxy.set_rtt(rtt_ms)
+        self.rtt_ms = rtt_ms
 
     @property
     def services(self) -> services.Services:
@@ -224,10 +273,25 @@ class Stack:
         some Pub/Sub messages only after the 60 s ack deadline (the emulator still serves the
         closed subscriber's stream)."""
         self._runtimes += 1
-        return LocalRuntime(project=f"bench-{name}-{self._runtimes}", **options)
+        project = f"bench-{name}-{self._runtimes}"
+        if self._proxy is not None:
+            return DelayedRuntime(self._proxy.hosts, project=project, **options)
+        return LocalRuntime(project=project, **options)
 
     def cpu(self) -> CpuMeter:
         return CpuMeter(self.services.firestore.port, self.services.pubsub.port).start()
+
+
+def add_rtt_argument(parser: argparse.ArgumentParser) -> None:
+    """``--rtt-ms N``: the functions' Firestore and Pub/Sub calls through ``bench.rtt_proxy``."""
+    parser.add_argument(
+        "--rtt-ms",
+        type=float,
+        default=None,
+        metavar="N",
+        help="add N ms to every Firestore and Pub/Sub round trip of the functions (a loopback "
+        "proxy; 0: the proxy without delay; default: no proxy)",
+    )
 
 
 def machine() -> dict[str, Any]:

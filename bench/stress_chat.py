@@ -51,7 +51,7 @@ from google.cloud import firestore
 
 from bench.fake_model import API_TYPE, fake_model
 from bench.report import stress_summary
-from bench.stack import Stack, env, epoch, machine, percentile, say
+from bench.stack import Stack, add_rtt_argument, env, epoch, machine, percentile, say
 from emulator.chaos import ChaosSettings
 from emulator.delivery import DeliveryRecord
 from emulator.runtime import LocalRuntime
@@ -596,6 +596,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
     p.add_argument("-v", "--verbose", action="store_true", help="log the runtime's warnings")
+    add_rtt_argument(p)
     return p.parse_args(argv)
 
 
@@ -610,6 +611,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m bench.stress_chat "
         + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": machine(),
+        "rttMs": args.rtt_ms,
     }
 
     def save(section: dict[str, Any]) -> None:
@@ -618,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps(results, indent=2, default=str) + "\n")
 
     say("starting the Firestore and Pub/Sub emulators ...")
-    with Stack() as stack:
+    with Stack(rtt_ms=args.rtt_ms) as stack:
         section = run(
             stack,
             seed=args.seed,

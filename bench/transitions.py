@@ -85,7 +85,7 @@ def _stage_times(
             spent.append(end - (prev or t0))
             done_at.append(end - t0)
         out[stage_id] = {
-            "secondsOnStage": dist(spent, 2),
+            "secondsOnStage": dist(spent, 3),
             "medianCompletedAt": round(statistics.median(done_at), 2) if done_at else None,
         }
     return out
