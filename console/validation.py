@@ -13,7 +13,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from shared import paths
-from shared.conductor.documents import AgentDoc, Conversation, Step, WorkflowDoc
+from shared.conductor import checks as workflow_checks
+from shared.conductor.documents import Conversation, Step
 from shared.debate.models import Debate
 from shared.models import (
     AgentPersona,
@@ -73,8 +74,8 @@ CHECKS: dict[str, Check] = {
     society_paths.PROMPTS: _model(SocietyPrompts),
     society_paths.ACTION: _model(ActionRecord),
     paths.DEBATE: _model(Debate),
-    paths.WORKFLOW: _model(WorkflowDoc),
-    paths.WORKFLOW_AGENT: _model(AgentDoc),
+    paths.WORKFLOW: workflow_checks.parse_workflow,  # unknown keys, templates, rule targets
+    paths.WORKFLOW_AGENT: workflow_checks.parse_agent,
     paths.CONVERSATION: _model(Conversation),
     paths.CONVERSATION_STEP: _model(Step),
 }

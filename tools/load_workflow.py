@@ -1,11 +1,17 @@
 """Load a conductor workflow's assets into Firestore, where the console edits them.
 
-    python -m tools.load_workflow workflows/example [--id example] [--api-type GEMINI --model M]
+    python -m tools.load_workflow workflows/example [--id example]
 
 The folder holds ``config.yml`` and one folder per agent (``agent_description.txt``,
-``system_prompt.jinja2``, ``user_prompt.jinja2``, ``prompt.py``). The documents are checked
-against the models the functions read them with, and each agent's ``prompt.py`` is imported, so
-a mistake is reported here rather than at the first step.
+``system_prompt.jinja2``, ``user_prompt.jinja2``, ``prompt.py``). Before anything is written,
+``config.yml`` is read strictly (an unknown key is refused, naming the key it probably meant),
+every Jinja2 template is compiled (a syntax error names the file and line), every routing rule
+must name an agent of the workflow, the documents are checked against the models the functions
+read them with (``shared.conductor.checks``), and each agent's ``prompt.py`` is imported: a
+mistake is reported here, one clear message, rather than at the first step.
+
+This is the project's own format. Another format (Diskurs' own configuration) gets its own
+reader beside ``read_workflow`` producing the same documents, which are what the functions run.
 """
 
 from __future__ import annotations
@@ -18,11 +24,13 @@ from typing import Any
 
 import yaml
 from google.cloud import firestore
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared import paths
-from shared.conductor.documents import AGENT, WORKFLOW, AgentDoc, WorkflowDoc
+from shared.conductor import checks
+from shared.conductor.documents import AGENT, WORKFLOW, AgentDoc, ConductorConfig, WorkflowDoc
 from shared.conductor.prompt_args import PromptArgument
+from shared.models import DocumentError
 from tools.owner import owned
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -32,11 +40,47 @@ class WorkflowError(ValueError):
     """An asset that cannot be loaded; the message names the file and field."""
 
 
+class _File(BaseModel):
+    """A map of ``config.yml``: snake_case keys, an unknown one refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class AgentEntry(_File):
+    """One item of ``config.yml``'s ``agents``."""
+
+    name: str
+    folder: str | None = None
+    """The agent's folder, relative to the workflow's (default: its name)."""
+    system_prompt_argument: str = "SystemPromptArgument"
+    user_prompt_argument: str = "UserPromptArgument"
+    prompt_arguments: dict[str, Any] = {}
+    """Values of the system prompt arguments."""
+    max_attempts: int = 3
+    model: dict[str, Any] | None = None
+
+
+class ConfigFile(_File):
+    """``config.yml``. Its ``conductor`` map is the workflow document's own (strict too)."""
+
+    name: str | None = None
+    description: str = ""
+    model: dict[str, Any] | None = None
+    """Model settings (apiType, modelName, ...) of every agent that sets none."""
+    max_agent_steps: int = 4
+    conductor: ConductorConfig = Field(default_factory=ConductorConfig)
+    agents: list[AgentEntry] = []
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text()
     except OSError as error:
         raise WorkflowError(f"{path}: {error.strerror}") from None
+
+
+def _refused(where: Path | str, error: DocumentError) -> WorkflowError:
+    return WorkflowError(f"{where}: {error.field}: {error.reason}")
 
 
 def _module_of(folder: Path) -> str:
@@ -47,33 +91,35 @@ def _module_of(folder: Path) -> str:
     return ".".join(relative.with_suffix("").parts)
 
 
-def _agent(folder: Path, entry: dict[str, Any], model: dict[str, Any] | None) -> AgentDoc:
-    name = entry.get("name")
-    if not isinstance(name, str):
-        raise WorkflowError(f"{folder}/config.yml: agents: every agent needs a name")
-    where = folder / entry.get("folder", name)
+def _compiled(files: dict[Path, str]) -> None:
+    """Every template compiles; the first that does not is refused with its file and line."""
+    for path, source in files.items():
+        for _, reason in checks.template_faults({path.name: source}):
+            raise WorkflowError(f"{path}: {reason}")
+
+
+def _agent(folder: Path, entry: AgentEntry, model: dict[str, Any] | None) -> AgentDoc:
+    where = folder / (entry.folder or entry.name)
+    system, user = where / "system_prompt.jinja2", where / "user_prompt.jinja2"
+    templates = {system: _read(system), user: _read(user)}
+    _compiled(templates)
     data = {
-        "name": name,
+        "name": entry.name,
         "description": _read(where / "agent_description.txt").strip(),
-        "systemPrompt": _read(where / "system_prompt.jinja2"),
-        "userPrompt": _read(where / "user_prompt.jinja2"),
+        "systemPrompt": templates[system],
+        "userPrompt": templates[user],
         "module": _module_of(where),
-        "systemPromptArgument": entry.get("system_prompt_argument", "SystemPromptArgument"),
-        "userPromptArgument": entry.get("user_prompt_argument", "UserPromptArgument"),
-        "systemArguments": entry.get("prompt_arguments") or {},
-        "maxAttempts": entry.get("max_attempts", 3),
+        "systemPromptArgument": entry.system_prompt_argument,
+        "userPromptArgument": entry.user_prompt_argument,
+        "systemArguments": entry.prompt_arguments,
+        "maxAttempts": entry.max_attempts,
     }
-    if entry.get("model") or model:
-        data["modelSettings"] = entry.get("model") or model
+    if entry.model or model:
+        data["modelSettings"] = entry.model or model
     try:
-        return AgentDoc.model_validate(data)
-    except ValidationError as error:
-        raise WorkflowError(f"{where}: {_first(error)}") from None
-
-
-def _first(error: ValidationError) -> str:
-    first = error.errors()[0]
-    return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+        return checks.parse_agent(str(where), data)
+    except DocumentError as error:
+        raise _refused(where, error) from None
 
 
 def _check_code(agent: AgentDoc) -> None:
@@ -91,31 +137,47 @@ def _check_code(agent: AgentDoc) -> None:
             raise WorkflowError(f"{agent.module}: no PromptArgument class {attr!r}")
 
 
-def read_workflow(folder: Path) -> tuple[WorkflowDoc, list[AgentDoc]]:
-    """The workflow document and its agents' documents, from the folder's assets."""
+def read_config(path: Path) -> ConfigFile:
+    """``config.yml``, strictly: an unknown key is refused with the key it probably meant."""
     try:
-        config = yaml.safe_load(_read(folder / "config.yml")) or {}
+        raw = yaml.safe_load(_read(path)) or {}
     except yaml.YAMLError as error:
-        raise WorkflowError(f"{folder}/config.yml: {error}") from None
-    if not isinstance(config, dict):
-        raise WorkflowError(f"{folder}/config.yml: not a mapping")
-    entries = config.get("agents") or []
-    agents = [_agent(folder, entry, config.get("model")) for entry in entries]
+        raise WorkflowError(f"{path}: {error}") from None
+    if not isinstance(raw, dict):
+        raise WorkflowError(f"{path}: not a mapping")
+    try:
+        return checks.parse(ConfigFile, str(path), raw)
+    except DocumentError as error:
+        raise _refused(path, error) from None
+
+
+def read_workflow(folder: Path) -> tuple[WorkflowDoc, list[AgentDoc]]:
+    """The workflow document and its agents' documents, from the folder's assets (this
+    project's format), each checked as the functions will check it."""
+    path = folder / "config.yml"
+    config = read_config(path)
+    conductor = {
+        "conductor.system_prompt": config.conductor.system_prompt,
+        "conductor.user_prompt": config.conductor.user_prompt,
+    }
+    for field, reason in checks.template_faults(conductor):
+        raise WorkflowError(f"{path}: {field}: {reason}")
+    agents = [_agent(folder, entry, config.model) for entry in config.agents]
     for agent in agents:
         _check_code(agent)
     data = {
-        "name": config.get("name", folder.name),
-        "description": config.get("description", ""),
+        "name": config.name if config.name is not None else folder.name,
+        "description": config.description,
         "agents": [a.name for a in agents],
-        "conductor": config.get("conductor") or {},
-        "maxAgentSteps": config.get("max_agent_steps", 4),
+        "conductor": config.conductor.to_firestore(),
+        "maxAgentSteps": config.max_agent_steps,
     }
-    if config.get("model"):
-        data["modelSettings"] = config["model"]
+    if config.model:
+        data["modelSettings"] = config.model
     try:
-        return WorkflowDoc.model_validate(data), agents
-    except ValidationError as error:
-        raise WorkflowError(f"{folder}/config.yml: {_first(error)}") from None
+        return checks.parse_workflow(str(path), data), agents
+    except DocumentError as error:
+        raise _refused(path, error) from None
 
 
 def load(client: firestore.Client, folder: Path, workflow_id: str | None = None) -> str:

@@ -62,6 +62,8 @@ def decide(conversation_id: str, conversation: Conversation, step: Step) -> Comp
     completion naming the document and field. A provider still failing is raised (retried)."""
     try:
         wf = workflow.read_workflow(conversation.workflow_id)
+        if step.index == 0:
+            workflow.check_agents(conversation.workflow_id, wf)
         if step.kind == StepKind.CONDUCTOR:
             return _conductor(conversation_id, conversation, step, wf)
         return _agent(conversation_id, conversation, step, wf)
@@ -110,10 +112,6 @@ def _conductor(cid: str, conv: Conversation, step: Step, wf: WorkflowDoc) -> Com
         return Completion(
             decision=decision, output=decision.to_firestore(), status=Status.DONE, answer=answer
         )
-    if decision.next_agent not in wf.agents:
-        where = workflow.workflow_path(conv.workflow_id)
-        reason = f"a routing rule names {decision.next_agent!r}, which is not one of {wf.agents}"
-        return failed(Problem(document=where, field="conductor.rules", reason=reason))
     return Completion(
         decision=decision,
         output=decision.to_firestore(),

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from functions import store, work
 from shared import paths
+from shared.conductor import checks
 from shared.conductor.documents import AGENT, WORKFLOW, AgentDoc, WorkflowDoc
 from shared.conductor.prompt_args import PromptArgument
 from shared.models import DocumentError
@@ -37,11 +38,22 @@ def agent_path(workflow_id: str, name: str) -> str:
 
 
 def read_workflow(workflow_id: str) -> WorkflowDoc:
-    return store.read(WorkflowDoc, workflow_path(workflow_id))
+    """The workflow as the console left it; an unknown key, a rule naming no agent or a
+    conductor template that does not compile is a DocumentError (``shared.conductor.checks``)."""
+    path = workflow_path(workflow_id)
+    return checks.parse_workflow(path, store.snapshot_data(path))
 
 
 def read_agent(workflow_id: str, name: str) -> AgentDoc:
-    return store.read(AgentDoc, agent_path(workflow_id, name))
+    path = agent_path(workflow_id, name)
+    return checks.parse_agent(path, store.snapshot_data(path))
+
+
+def check_agents(workflow_id: str, workflow: WorkflowDoc) -> None:
+    """Every agent's document, checked at a conversation's first step: a fault in an agent
+    the conductor reaches later ends the conversation before any model call."""
+    for name in workflow.agents:
+        read_agent(workflow_id, name)
 
 
 def _always(_: Any) -> bool:

@@ -16,7 +16,7 @@ import re
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from shared import paths
 from shared.models import AgentModelSettings, ApiType, DocModel, Timestamp
@@ -52,7 +52,15 @@ def _settings() -> AgentModelSettings:
     return AgentModelSettings(api_type=ApiType.SCRIPTED, model_name="scripted")
 
 
-class RoutingRule(DocModel):
+class Strict(DocModel):
+    """A workflow's own document or map: an unknown key is refused, not kept. A misspelt key
+    kept in silence changes what the conductor does (``shared.conductor.checks`` says which key
+    was probably meant)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class RoutingRule(Strict):
     """Rule-based routing before the model: the first rule whose memory fields match decides."""
 
     when_missing: list[str] = []
@@ -68,7 +76,7 @@ class RoutingRule(DocModel):
         return missing and present
 
 
-class ConductorConfig(DocModel):
+class ConductorConfig(Strict):
     system_prompt: str = ""
     """Jinja2; '' uses the default conductor prompt (the agents and their descriptions)."""
     user_prompt: str = ""
@@ -84,7 +92,7 @@ class ConductorConfig(DocModel):
     model_settings: AgentModelSettings | None = None
 
 
-class WorkflowDoc(DocModel):
+class WorkflowDoc(Strict):
     name: str = ""
     description: str = ""
     agents: list[str]
@@ -93,6 +101,10 @@ class WorkflowDoc(DocModel):
     model_settings: AgentModelSettings = Field(default_factory=_settings)
     max_agent_steps: Positive = 4
     """Steps of one agent's turn before it hands back even if not final."""
+    creator: str = ""
+    """Its owner (tools/owner.py); the security rules scope it to them."""
+    permissions: dict[str, Any] = {}
+    """``{visibility, readers}``, as an experiment's (firestore.rules)."""
 
     @field_validator("agents")
     @classmethod
@@ -103,7 +115,7 @@ class WorkflowDoc(DocModel):
         return names
 
 
-class AgentDoc(DocModel):
+class AgentDoc(Strict):
     name: str
     description: str = ""
     system_prompt: str = ""
