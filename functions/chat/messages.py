@@ -6,15 +6,16 @@ import contextlib
 import dataclasses
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
-from functions import store, transactions
+from functions import leases, store, transactions
 from functions.rooms import Room
+from functions.settings import work_settings
 from functions.shared_reads import SharedReads
 from shared.models import ChatMessage, ProfileBase, UserType, now
 
@@ -31,6 +32,11 @@ DONE_FIELD = "done"
 """Set on a lock whose work finished without leaving another trace (an opening that chose
 silence), so the watchdog tells it from one whose invocation died."""
 """Marks the system notice of a turn-based chat skipping an agent whose turn failed."""
+EXPIRES_FIELD = "expiresAt"
+"""A lock's expiry: one lease (``DLAB_LEASE_SECONDS``) after it was taken, pushed forward while
+its holder lives (``lock``), so a lock left by a dead invocation is known within one lease."""
+TOKEN_FIELD = "token"
+"""Who holds a lock (a renewal finding another token lets go)."""
 
 
 def last_conversational(messages: list[ChatMessage]) -> ChatMessage | None:
@@ -181,14 +187,20 @@ def quota_id(responder: dict[str, Any], slot: int) -> str:
     return f"quota-{responder['privateId']}-{slot}"
 
 
-def take_lock(room: Room, log_id: str, owner: dict[str, Any]) -> bool:
-    """Create ``triggerLogs/{log_id}`` if absent (opening messages, claims); True if we did."""
-    ref = store.ref(room.log_path(log_id))
+def lock_ttl() -> timedelta:
+    return timedelta(seconds=work_settings().lease_seconds)
+
+
+def take_lock(room: Room, log_id: str, owner: dict[str, Any]) -> leases.Held | None:
+    """Create ``triggerLogs/{log_id}`` if absent (opening messages, claims): the lock as we
+    wrote it (a lease of ``lock_ttl``, for ``lock`` to renew), or None if it exists."""
+    path, token, taken_at = room.log_path(log_id), uuid.uuid4().hex, now()
+    fields = {TOKEN_FIELD: token, EXPIRES_FIELD: taken_at + lock_ttl()}
     try:
-        ref.create({**owner, "timestamp": now()})
+        result = store.ref(path).create({**owner, "timestamp": taken_at, **fields})
     except gexc.AlreadyExists:
-        return False
-    return True
+        return None
+    return leases.Held(path, token, 1, written=result.update_time)
 
 
 def release_lock(room: Room, log_id: str) -> None:
@@ -217,28 +229,35 @@ class Lock:
             store.ref(self.room.log_path(self.log_id)).update({DONE_FIELD: True})
         self.kept = True
 
+    def keep_in(self, transaction: Any) -> None:
+        """``keep(mark_done=True)`` with the mark written by ``transaction`` (the work's own
+        write), so it costs no round trip: for a lock whose work leaves no trace the watchdog
+        could tell from a dead holder's."""
+        if self.taken and not self.kept:
+            transaction.update(store.ref(self.room.log_path(self.log_id)), {DONE_FIELD: True})
 
-_elections: SharedReads[bool] = SharedReads(max_age_s=2.0)
+
+_elections: SharedReads[leases.Held | None] = SharedReads(max_age_s=2.0)
 """Race elections this instance took part in during the last two seconds (``take_election``)."""
 
 
-def take_election(room: Room, log_id: str, owner: dict[str, Any]) -> bool:
+def take_election(room: Room, log_id: str, owner: dict[str, Any]) -> leases.Held | None:
     """``take_lock`` for a race election: the first of a message's turns on this instance whose
     answer is ready tries the record; the others, whose models answered at the same moment,
     wait for that try and lose without one of their own (six creates failing at once, beside
     the winner's reply). A try that failed (not lost) leaves the next turn to try again."""
     tried_here = False
 
-    def take() -> bool:
+    def take() -> leases.Held | None:
         nonlocal tried_here
         tried_here = True
         return take_lock(room, log_id, owner)
 
     won = _elections.recent(room.log_path(log_id), take)
-    return tried_here and won
+    return won if tried_here else None
 
 
-Take = Callable[[Room, str, dict[str, Any]], bool]
+Take = Callable[[Room, str, dict[str, Any]], leases.Held | None]
 
 
 @contextlib.contextmanager
@@ -253,14 +272,22 @@ def lock(
     """Take ``triggerLogs/{log_id}`` by atomic create for the block, so duplicate or concurrent
     deliveries do the work once without contending in transactions. Released on every exit
     (an exception included) unless ``keep()`` was called, so a failed attempt never leaves the
-    work locked. ``needed=False`` yields a lock that is held without taking anything; ``take``:
-    how it is taken (``take_election``)."""
-    held = Lock(room, log_id, take(room, log_id, owner) if needed else True)
+    work locked. While the block runs the lock's short expiry is renewed in the background
+    (``leases.renew_while_held``: its first write comes a third of a lease after the take, so a
+    quick block costs no round trip more), and a lock its holder left by dying is known as such
+    within one lease (``release_unfinished``). ``needed=False`` yields a lock that is held
+    without taking anything; ``take``: how it is taken (``take_election``)."""
+    taken = take(room, log_id, owner) if needed else None
+    held = Lock(room, log_id, taken is not None or not needed)
     if not needed:
         held.kept = True
+    if taken is not None:
+        leases.renew_while_held(taken, lock_ttl())
     try:
         yield held
     finally:
+        if taken is not None:
+            leases.stop_renewing(taken)
         if held.taken and not held.kept:
             release_lock(room, log_id)
 
@@ -280,18 +307,18 @@ def has_locks(room: Room, prefix: str) -> bool:
     return bool(_locks(room, prefix))
 
 
-def release_unfinished(
-    room: Room, *prefixes: str, older_than: datetime, done_too: bool = False
-) -> int:
-    """Delete the locks with one of ``prefixes`` that are older than ``older_than`` and not
-    done (``done_too``: done ones as well): their invocations died. Conditional on the lock
-    being as read, so a lock taken anew meanwhile stays. Returns how many were released."""
-    released = 0
+def release_unfinished(room: Room, *prefixes: str, done_before: datetime | None = None) -> int:
+    """Delete the locks with one of ``prefixes`` whose holders died: not done, and expired
+    (``dead``). ``done_before``: done ones taken before then as well. Conditional on the lock
+    being as read, so a lock taken or renewed meanwhile stays. Returns how many were released."""
+    released, at = 0, now()
     for snap in (snap for prefix in prefixes for snap in _locks(room, prefix)):
         data = snap.to_dict() or {}
-        stamp = data.get("timestamp")
-        done = data.get(DONE_FIELD) and not done_too
-        if done or not isinstance(stamp, datetime) or stamp > older_than:
+        if data.get(DONE_FIELD):
+            stamp = data.get("timestamp")
+            if done_before is None or not isinstance(stamp, datetime) or stamp > done_before:
+                continue
+        elif not dead(data, at):
             continue
         try:
             snap.reference.delete(option=store.db().write_option(last_update_time=snap.update_time))
@@ -299,6 +326,17 @@ def release_unfinished(
             continue
         released += 1
     return released
+
+
+def dead(lock_data: dict[str, Any], at: datetime) -> bool:
+    """A lock nobody renews any more: its expiry passed (a lock written without one, by an
+    older version, one lease after it was taken). A kept lock is not renewed either: callers
+    look only at locks whose work left no other trace."""
+    expires = lock_data.get(EXPIRES_FIELD)
+    if isinstance(expires, datetime):
+        return expires <= at
+    stamp = lock_data.get("timestamp")
+    return isinstance(stamp, datetime) and stamp <= at - lock_ttl()
 
 
 def is_notice(message: ChatMessage) -> bool:

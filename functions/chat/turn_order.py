@@ -292,7 +292,7 @@ def on_message(room: Room, stage: ChatStage, message: ChatMessage) -> TurnChange
     with messages.lock(room, f"turn-{message.id}", {"movedFor": message.id}) as held:
         if not held.taken:
             return TurnChange()  # a duplicate delivery: the first one moves the turn and triggers
-        change = _on_message(room, stage, message)
+        change = _on_message(room, stage, message, held)
         held.keep()
         return change
 
@@ -305,7 +305,12 @@ def _took_turn(message: ChatMessage, public: ChatPublicData, state: TurnState) -
     )
 
 
-def _on_message(room: Room, stage: ChatStage, message: ChatMessage) -> TurnChange:
+def _on_message(
+    room: Room, stage: ChatStage, message: ChatMessage, held: messages.Lock
+) -> TurnChange:
+    """The turn moved for ``message`` in one transaction, which marks ``held`` (the message's
+    turn lock) done: a lock kept with no other trace, the watchdog would take it for a dead
+    holder's once it expired (``messages.release_unfinished``)."""
     everyone = seats(room, stage, rooms.history(room))
 
     def body(transaction: Any) -> tuple[TurnState, TurnState, list[Seat]]:
@@ -320,6 +325,7 @@ def _on_message(room: Room, stage: ChatStage, message: ChatMessage) -> TurnChang
             state, passed = advance(room, state, everyone, None)
         if state != before or extra:
             _write(transaction, room, state, **extra)
+        held.keep_in(transaction)  # after the reads: a transaction reads before it writes
         return before, state, passed
 
     before, state, passed = transactions.run(body)

@@ -34,7 +34,6 @@ T = TypeVar("T")
 
 IDLE_ENV = "DLAB_IDLE_AGENT_SECONDS"
 STALLED_ENV = "DLAB_STALLED_SECONDS"
-CLAIM_ENV = "DLAB_CLAIM_SECONDS"
 NUDGES_ENV = "DLAB_IDLE_NUDGES"
 TIMER_ENDED = "The timer for this stage has ended; you can no longer respond."
 
@@ -48,8 +47,9 @@ class WatchdogSettings(BaseSettings):
       is a model call, and an agent that said no three times will not say yes to a fourth.
     - ``DLAB_STALLED_SECONDS`` (30, one lease): an agent at an open non-chat stage, with no live
       move lease, this long after it arrived lost its move (its event, or its holder, died).
-    - ``DLAB_CLAIM_SECONDS`` (360): a claim on a message older than this outlived any
-      invocation (``onAgentTurn`` times out at 300 s): it died with one.
+
+    A claim on a message (and any chat lock) is not timed here: it expires one lease
+    (``DLAB_LEASE_SECONDS``) after its holder stopped renewing it (``messages.lock``).
     """
 
     model_config = SettingsConfigDict(env_prefix="DLAB_", extra="ignore")
@@ -57,7 +57,6 @@ class WatchdogSettings(BaseSettings):
     idle_agent_seconds: float = Field(default=120.0, ge=0)
     idle_nudges: int = Field(default=3, ge=0, le=1000)
     stalled_seconds: float = Field(default=30.0, ge=0)
-    claim_seconds: float = Field(default=360.0, ge=0)
 
 
 def idle_after() -> timedelta:
@@ -66,10 +65,6 @@ def idle_after() -> timedelta:
 
 def stalled_after() -> timedelta:
     return timedelta(seconds=WatchdogSettings().stalled_seconds)
-
-
-def claim_ttl() -> timedelta:
-    return timedelta(seconds=WatchdogSettings().claim_seconds)
 
 
 def tick() -> dict[str, int]:
@@ -222,7 +217,6 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
     cutoff, stalled = now() - idle_after(), now() - stalled_after()
     histories: dict[Room, list[ChatMessage]] = {}  # a group chat's agents share its history
     claims_checked: set[Room] = set()
-    dead = now() - claim_ttl()
     for member in members:
         stage = _stage(cache, member.experiment_id, member.profile.current_stage_id)
         if stage is None:
@@ -241,15 +235,15 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
         if not history and arrived is not None and arrived <= stalled:
             _reopen(room, stage, member.profile, stalled)
             continue
+        if room not in claims_checked:  # a room's claims once per tick, not once per agent
+            claims_checked.add(room)
+            if _redrive_dead_claim(room, stage, history):
+                continue
         last = history[-1].timestamp if history else arrived
         if last is None or last > cutoff:
             continue
         # still here, so a leaving lock of its is one whose invocation died mid-leave
-        messages.release_unfinished(room, f"left-{member.private_id}", older_than=dead)
-        if room not in claims_checked:  # a room's claims once per tick, not once per agent
-            claims_checked.add(room)
-            if _redrive_dead_claim(room, stage, history, dead):
-                continue
+        messages.release_unfinished(room, f"left-{member.private_id}")
         trigger = history[-1].id if history else ""
         idle.append(nudges.Candidate(room, member.private_id, trigger))
         where[(room, member.private_id)] = (stage, member.profile)
@@ -295,27 +289,33 @@ def _reopen(
     open once."""
     own = f"{messages.OPENING_PREFIX}participant-{participant.private_id}"
     mediators = f"{messages.OPENING_PREFIX}mediator-"
-    released = messages.release_unfinished(room, own, mediators, older_than=stalled, done_too=True)
+    released = messages.release_unfinished(room, own, mediators, done_before=stalled)
     if released or not messages.has_locks(room, own):  # this participant's, and the mediators'
         again = f"reopened-{stalled:%Y%m%dT%H%M%S}"  # a new opening call, not the same one
         fanout.request_openings(room.experiment_id, room.cohort_id, stage, participant, again)
 
 
-def _redrive_dead_claim(
-    room: Room, stage: ConversationStage, history: list[ChatMessage], dead: datetime
-) -> bool:
-    """A chat gone quiet after a message whose claim died with its invocation (claim or conductor
-    policy, turn-based; under race the election record the first answer takes before it is
-    posted): nobody answered it, and nobody else was asked, or the others had stopped, since
-    the claim held the message. The dead claim (and a turn-based chat's dead turn change) is
-    released and the message fanned out again; each step is taken once more by its lock, so
-    duplicate ticks re-drive once."""
+def _redrive_dead_claim(room: Room, stage: ConversationStage, history: list[ChatMessage]) -> bool:
+    """A message whose claim died with its invocation (claim or conductor policy, turn-based;
+    under race the election record the first answer takes before it is posted): nobody
+    answered it, and nobody else was asked, or the others had stopped, since the claim held
+    the message. A live holder renews its claim (``messages.lock``), so a claim expired is a
+    dead one: it is released (with a turn-based chat's turn change, to be made again) and the
+    message fanned out again, within a tick and a lease of the death, whether or not the chat
+    is idle yet. Only a message older than a lease can have an expired claim, so a busy chat's
+    claims cost no read. Each step is taken once more by its lock, so duplicate ticks
+    re-drive once."""
     if not isinstance(stage, ChatStage) or not history:
         return False
     message = history[-1]
-    if not messages.release_unfinished(
-        room, f"{message.id}-", f"turn-{message.id}", older_than=dead
-    ):
+    if message.timestamp is None or message.timestamp > now() - messages.lock_ttl():
+        return False
+    claims = messages.release_unfinished(room, f"{message.id}-")
+    # the turn change is made again with the claim (its lock is done by then), else if it died
+    turn = messages.release_unfinished(
+        room, f"turn-{message.id}", done_before=now() if claims else None
+    )
+    if not claims and not turn:
         return False
     fanout.fan_out(room.experiment_id, room.cohort_id, stage, message)
     return True

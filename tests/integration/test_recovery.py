@@ -3,6 +3,9 @@ driven on by the watchdog, and nothing is done twice."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import time
 from datetime import timedelta
 
 import pytest
@@ -18,8 +21,11 @@ from delivery_policies import Losing
 from experiment_state import participant, settle
 from raw_docs import agent, human, stage, write_experiment
 
-from functions.chat.watchdog import CLAIM_ENV, IDLE_ENV, STALLED_ENV
+from functions.chat.watchdog import IDLE_ENV, STALLED_ENV
+from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.models import ParticipantStatus, now
+from tests.fakes import Recorded, Step, slow
+from tests.fakes import fake_openai as openai
 
 pytestmark = pytest.mark.usefixtures("clean")
 
@@ -77,47 +83,138 @@ def test_a_chat_whose_openings_died_is_opened_again(runtime, db, monkeypatch):
     assert openings and messages[0]["type"] != "system"
 
 
-@pytest.mark.parametrize("mode", ["claim", "turn-based"])
-def test_a_message_whose_claim_died_is_answered_after_all(runtime, db, monkeypatch, mode):
-    """An agent claimed a human's message (claim policy: nobody else is asked; turn-based: it
-    held the turn) and its invocation died before it answered. Once the claim is older than any
-    invocation, the watchdog releases it and the message is answered."""
+QUESTION = "Which project first?"
+ANSWER = "Project Alpha first."
+LEASE_S = 5.0
+"""``DLAB_LEASE_SECONDS`` in the claim tests: a claim's lease, renewed every third of it."""
+
+
+def _chat_with_a_claimed_message(runtime, db, mode, *, losing=None, api_type="SCRIPTED", wait=True):
+    """A human and an agent in a chat (claim policy, or turn-based), the human's message ``h1``
+    written (its turns lost to ``losing``, if given; ``wait``: and handled). Returns the
+    experiment and the agent's id."""
     fields = {"electionPolicy": "claim"} if mode == "claim" else {"isTurnBased": True}
     e = chat_experiment(db, mediator=False, **fields)
-    config = persona_prompt(db, e, max_responses=5)
+    config = persona_prompt(db, e, max_responses=5, api_type=api_type)
     db.document(f"experiments/{e}/agentParticipants/talker/prompts/chat").update(
         {"structuredOutputConfig": ALWAYS_SPEAKS}
     )
     hu = human(db, e, "chat")  # present: the agent's own messages are not "nobody may answer"
     here = agent(db, e, "chat", number=1, agentConfig=config)
     runtime.wait_until_idle(timeout=60)
-    losing = Losing(lambda d: d.function == "onAgentTurn")
-    with runtime.delivery_policy(losing):
+    with runtime.delivery_policy(losing) if losing else contextlib.nullcontext():
         db.document(f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/chats/h1").set(
             {
                 "id": "h1",
                 "type": "participant",
-                "message": "Which project first?",
+                "message": QUESTION,
                 "senderId": hu,
                 "timestamp": now(),
                 "profile": {"name": "Hu"},
             }
         )
+        if wait:
+            runtime.wait_until_idle(timeout=60)
+    return e, here
+
+
+def _tick_until_answered(runtime, db, e, within: float) -> float:
+    """Tick the watchdog every second (as the local runtime does every 2 s) until ``h1`` has
+    an answer, for at most ``within`` seconds; returns how long it took."""
+    started = time.monotonic()
+    while not _answers(db, e) and time.monotonic() - started < within:
+        runtime.tick()
         runtime.wait_until_idle(timeout=60)
+        time.sleep(1)
+    return time.monotonic() - started
+
+
+def _answers(db, e) -> list[str]:
+    after = chat_messages(db, e)
+    answers = after[[m["id"] for m in after].index("h1") + 1 :]
+    return [m["senderId"] for m in answers if m["type"] == "participant"]
+
+
+@pytest.mark.parametrize("mode", ["claim", "turn-based"])
+def test_a_message_whose_claim_died_is_answered_after_all(runtime, db, monkeypatch, mode):
+    """An agent claimed a human's message (claim policy: nobody else is asked; turn-based: it
+    held the turn) and its invocation died before it answered, leaving a claim written before
+    claims expired (no ``expiresAt``, taken long ago): once the message is a lease old, the
+    watchdog releases the claim and the message is answered."""
+    monkeypatch.setenv("DLAB_LEASE_SECONDS", str(LEASE_S))
+    losing = Losing(lambda d: d.function == "onAgentTurn")
+    e, here = _chat_with_a_claimed_message(runtime, db, mode, losing=losing)
     assert losing.lost, "the test lost no turn"
     logs = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/triggerLogs"
     # what the dead invocation left: its claim on the message
     dead = {"privateId": here, "agentType": "participant", "timestamp": now() - timedelta(hours=1)}
     db.document(f"{logs}/h1-participant").set(dead)
-    monkeypatch.setenv(IDLE_ENV, "0")  # the tick comes long after the message
-    monkeypatch.setenv(CLAIM_ENV, "0")
-    runtime.tick()
-    runtime.wait_until_idle(timeout=60)
-    after = chat_messages(db, e)
-    answers = after[[m["id"] for m in after].index("h1") + 1 :]
-    assert [m["senderId"] for m in answers if m["type"] == "participant"][:1] == ["agent-1"]
+    _tick_until_answered(runtime, db, e, within=LEASE_S + 30)
+    assert _answers(db, e)[:1] == ["agent-1"]
     assert db.document(f"{logs}/h1-participant").get().to_dict()["privateId"] == here
     check_single_responders(db, e)
+
+
+@pytest.mark.parametrize("mode", ["claim", "turn-based"])
+def test_a_claim_left_by_a_killed_turn_is_released_within_a_lease(runtime, db, monkeypatch, mode):
+    """Issue 27: a chat turn killed while it held its claim (a fresh lease nobody renews any
+    more) stops the chat for one lease and a tick, not for the old fixed 360 s claim, and not
+    only once the chat counts as idle (``DLAB_IDLE_AGENT_SECONDS``' 120 s)."""
+    monkeypatch.setenv("DLAB_LEASE_SECONDS", str(LEASE_S))
+    losing = Losing(lambda d: d.function == "onAgentTurn")
+    e, here = _chat_with_a_claimed_message(runtime, db, mode, losing=losing)
+    assert losing.lost, "the test lost no turn"
+    logs = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/triggerLogs"
+    killed = {
+        "privateId": here,
+        "agentType": "participant",
+        "publicId": "agent-1",
+        "timestamp": now(),
+        "token": "killed",
+        "expiresAt": now() + timedelta(seconds=LEASE_S),
+    }
+    db.document(f"{logs}/h1-participant").set(killed)
+    answered_after = _tick_until_answered(runtime, db, e, within=LEASE_S + 30)
+    print(f"{mode}: the dead claim's message answered {answered_after:.1f} s after the kill")
+    assert _answers(db, e) == ["agent-1"]
+    assert answered_after < LEASE_S + 20  # a lease, a tick, the reply; slack for a loaded machine
+    check_single_responders(db, e)
+
+
+def test_a_live_claim_outlasts_its_lease_while_the_model_is_slow(runtime, db, monkeypatch):
+    """The claim's holder renews it while the model answers for longer than a lease, so the
+    watchdog ticking meanwhile takes nothing over: one model call for the message, one
+    reply."""
+    monkeypatch.setenv("DLAB_LEASE_SECONDS", "3")
+    monkeypatch.delenv(MODEL_OVERRIDE_ENV)
+    slow_s = 10.0
+
+    def answer(request: Recorded) -> Step:
+        prompt = json.dumps(request.body)
+        to_h1 = QUESTION in prompt and ANSWER not in prompt
+        fields = {
+            "explanation": "x",
+            "response": ANSWER if to_h1 else "Hello.",
+            "readyToEndChat": False,
+        }
+        reply = openai.text(json.dumps(fields))
+        return slow(reply, slow_s) if to_h1 else reply
+
+    with openai.FakeOpenAI(api_key="sk-test") as fake:
+        fake.responder = answer
+        db.document("experimenterData/x@y.z").set(
+            {"apiKeys": {"openAIApiKey": {"apiKey": "sk-test", "baseUrl": fake.base_url}}}
+        )
+        e, _ = _chat_with_a_claimed_message(runtime, db, "claim", api_type="OPENAI", wait=False)
+        started = time.monotonic()
+        while time.monotonic() - started < slow_s + 3:  # the watchdog ticks through the call
+            runtime.tick()
+            time.sleep(1)
+        runtime.wait_until_idle(timeout=60)
+        asked = [r for r in fake.requests if QUESTION in json.dumps(r.body)]
+        asked = [r for r in asked if ANSWER not in json.dumps(r.body)]
+    assert _answers(db, e) == ["agent-1"]
+    assert len(asked) == 1, f"{len(asked)} model calls for one message"
 
 
 def test_an_agent_whose_leaving_died_leaves_after_all(runtime, db, monkeypatch):
@@ -125,14 +222,14 @@ def test_an_agent_whose_leaving_died_leaves_after_all(runtime, db, monkeypatch):
     every later leave found the lock and did nothing. The watchdog releases the lock of an
     agent still in the chat once it is older than any invocation, and the agent leaves."""
     monkeypatch.setenv(IDLE_ENV, "0")
-    monkeypatch.setenv(CLAIM_ENV, "0")
     e = chat_experiment(db)
     losing = Losing(lambda d: d.function == "onParticipantCreated")
     with runtime.delivery_policy(losing):
         pid = agent(db, e, "intro")
         runtime.wait_until_idle(timeout=60)
     logs = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/triggerLogs"
-    db.document(f"{logs}/left-{pid}").set({"privateId": pid, "timestamp": now()})
+    dead = {"privateId": pid, "timestamp": now(), "token": "dead", "expiresAt": now()}
+    db.document(f"{logs}/left-{pid}").set(dead)
     db.document(f"experiments/{e}/participants/{pid}").update({"touched": True})
     settle(runtime, all_done(db, e, [pid]))
     left = [m for m in chat_messages(db, e) if m.get("leftChatBy")]
