@@ -28,8 +28,11 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import grpc
 from google.api_core import exceptions as gexc
 from google.cloud import pubsub_v1  # type: ignore[attr-defined]
+from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
+from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
 
 from emulator import health
 from emulator.delivery import Delivery
@@ -149,9 +152,16 @@ class PubSubBridge:
 
     def _connect(self) -> None:
         """New clients, on new channels: after an emulator restart, a channel of the old ones
-        waits out its reconnect backoff (seconds) before it tries again."""
-        old, self._subscriber = self._subscriber, pubsub_v1.SubscriberClient()
-        self._publisher = pubsub_v1.PublisherClient()
+        waits out its reconnect backoff (seconds) before it tries again. On ``self._host``
+        whatever the environment says: the platform's delivery, not the functions' own calls
+        (the benchmark points the functions at a delaying proxy, ``bench.rtt_proxy``)."""
+        subscriber = pubsub_v1.SubscriberClient(
+            transport=SubscriberGrpcTransport(channel=grpc.insecure_channel(self._host))
+        )
+        old, self._subscriber = self._subscriber, subscriber
+        self._publisher = pubsub_v1.PublisherClient(
+            transport=PublisherGrpcTransport(channel=grpc.insecure_channel(self._host))
+        )
         if old is not None:
             old.close()  # its polls under way end; their threads pull again on the new one
 
