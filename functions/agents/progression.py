@@ -10,6 +10,7 @@ event makes the next move.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 from enum import StrEnum
 from typing import Any
@@ -262,6 +263,16 @@ def _lacks_position(p: ParticipantProfile) -> bool:
     return not (p.public_id and p.current_stage_id and p.current_cohort_id)
 
 
+def default_public_id(private_id: str) -> str:
+    """DL's convention (the id's first 8 characters, for mediators) made unique within the
+    experiment: per-participant answers are keyed by the public id, and ``zoeteam1-A`` and
+    ``zoeteam1-B`` shared one. A longer id gets a digest of the whole id after its first 8
+    characters (not the whole id: the private id is not shown to other participants)."""
+    if len(private_id) <= 8:
+        return private_id
+    return f"{private_id[:8]}-{hashlib.sha256(private_id.encode()).hexdigest()[:10]}"
+
+
 def _fill_defaults(experiment_id: str, path: str) -> bool:
     """An agent added by hand in the console with only its agentConfig gets the fields it lacks
     (ids, status, first stage, the cohort when the experiment has just one, timestamps); the
@@ -284,7 +295,7 @@ def _fill_defaults(experiment_id: str, path: str) -> bool:
         defaults: dict[str, Any] = {
             "type": "participant",
             "privateId": private_id,
-            "publicId": private_id[:8],  # DL's convention for mediators' public ids
+            "publicId": default_public_id(private_id),
             "currentStatus": ParticipantStatus.IN_PROGRESS.value,
             "currentStageId": experiment.stage_ids[0],
             "timestamps": ProgressTimestamps().to_firestore(),

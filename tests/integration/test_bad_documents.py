@@ -259,3 +259,19 @@ def test_a_stage_listed_twice_is_named_and_fixing_the_list_resumes_the_agent(
     db.document(f"experiments/{e}").update({"stageIds": list(dict.fromkeys(stage_ids))})
     runtime.wait_until_idle(timeout=60)
     assert participant(db, e, pid).current_status == ParticipantStatus.SUCCESS
+
+
+def test_agents_added_by_hand_with_ids_alike_get_public_ids_of_their_own(runtime, db):
+    """Issue 28 row 4: two agents added in the console with only their agentConfig, their ids
+    alike in their first 8 characters, got the same default publicId (per-participant answers
+    are keyed by it)."""
+    e = write_experiment(db, [stage("intro", "info"), stage("end", "info")])
+    config = {"agentId": "", "modelSettings": {"apiType": "SCRIPTED", "modelName": "s"}}
+    ids = ["zoeteam1-A", "zoeteam1-B"]
+    for private_id in ids:
+        db.document(f"experiments/{e}/participants/{private_id}").set({"agentConfig": config})
+    runtime.wait_until_idle(timeout=60)
+    public = [participant(db, e, p).public_id for p in ids]
+    assert len(set(public)) == 2, public
+    assert all(p.startswith("zoeteam1") for p in public)
+    assert all(participant(db, e, p).current_status == ParticipantStatus.SUCCESS for p in ids)
