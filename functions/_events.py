@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from google.events.cloud.firestore import DocumentEventData
 from pydantic import BaseModel
 
-from functions import fast_read
+from functions import firestore_api
 from shared import paths
 from shared.models import DocumentError, parse_document
 
@@ -78,8 +78,8 @@ def _value(value: Any) -> Any:
         return value.string_value
     if kind == "map_value":
         return _map(value.map_value.fields)
-    if kind == "timestamp_value":  # shared with the reads' (most are the same few instants)
-        return fast_read.timestamp(value.timestamp_value)
+    if kind == "timestamp_value":
+        return firestore_api.timestamp(value.timestamp_value)
     if kind is None or kind == "null_value":
         return None
     if kind == "array_value":

@@ -8,21 +8,30 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 
 from google.cloud import firestore, pubsub_v1  # type: ignore[attr-defined]
-
-from functions import fast_read, fast_write
 
 
 def project_id() -> str | None:
     return os.environ.get("GOOGLE_CLOUD_PROJECT") or os.environ.get("GCLOUD_PROJECT")
 
 
+_created: list[Callable[[firestore.Client], None]] = []
+
+
+def on_create(prepare: Callable[[firestore.Client], None]) -> None:
+    """Call ``prepare`` on each Firestore client this process creates from now on (the local
+    runtime meters it, ``emulator.metering``); deployed code registers nothing."""
+    _created.append(prepare)
+
+
 @functools.cache
 def db() -> firestore.Client:
-    fast_read.install()  # documents decoded from their protobuf, not through proto-plus
-    fast_write.install()  # and encoded into it
-    return firestore.Client(project=project_id())
+    client = firestore.Client(project=project_id())
+    for prepare in _created:
+        prepare(client)
+    return client
 
 
 PUBLISH_BATCH_LATENCY_S = 0.001
@@ -37,8 +46,18 @@ def publisher() -> pubsub_v1.PublisherClient:
     return pubsub_v1.PublisherClient(batch_settings=batching)
 
 
+_resets: list[Callable[[], None]] = []
+
+
+def on_reset(forget: Callable[[], None]) -> None:
+    """Call ``forget`` on ``reset`` (another module's cached client, ``firestore_api``'s)."""
+    _resets.append(forget)
+
+
 def reset() -> None:
     """Forget cached clients, for a process whose emulator hosts or project change (the local
     runtime); deployed functions never need it."""
     db.cache_clear()
     publisher.cache_clear()
+    for forget in _resets:
+        forget()

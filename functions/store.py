@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from google.cloud import firestore
 from pydantic import BaseModel
 
-from functions import fast_read, memo
+from functions import memo
 from functions.clients import db, project_id
 from functions.clients import reset as reset_clients
 from shared import paths
@@ -59,41 +59,14 @@ def snapshot_data(
     return data_of(_get(path, transaction, fields))
 
 
-LIST_PAGE_SIZE = 1000
-"""Documents per ListDocuments page (``every_document``): a chat's whole history in one."""
-
-
 def every_document(collection_path: str) -> list[Any]:
-    """Every document of a collection (snapshots), read with ListDocuments: a unary call whose
-    pages hold the documents, where a query streams one response per document. The gRPC
-    stream cost the client about a quarter of a millisecond of CPU per document (a chat of 50
-    messages: 13.5 ms of Python CPU as a query, 1.4 ms listed; the emulator's, 12.7 ms and
-    4.2 ms), and every turn reads its whole chat. Billed the same: one read per document."""
-    client = db()
-    parent, _, collection_id = collection_path.rpartition("/")
-    request = {
-        "parent": f"{client._database_string}/documents/{parent}".rstrip("/"),
-        "collection_id": collection_id,
-        "page_size": LIST_PAGE_SIZE,
-    }
-    pages = client._firestore_api.list_documents(request=request, metadata=client._rpc_metadata)
-    return [
-        fast_read.listed(document, client)
-        for page in pages.pages
-        for document in page._pb.documents
-    ]
+    """Every document of a collection (snapshots), in one query (one round trip)."""
+    return list(db().collection(collection_path).get())
 
 
 def data_of(snap: Any) -> dict[str, Any] | None:
-    """A snapshot's data, without the deep copy ``to_dict`` makes of it, for a snapshot the
-    caller read for itself and drops after (every read here: a prefetched one is handed out
-    once). Its dict was decoded for that snapshot alone (``fast_read``; the client's own
-    snapshots copy it when built), so the copy only costs CPU: a cohort's participants, each
-    with its timestamps, at every prompt that lists the cohort and every barrier check."""
-    if not snap.exists:
-        return None
-    data = getattr(snap, "_data", None)
-    return data if isinstance(data, dict) else snap.to_dict()
+    """A snapshot's data (None if the document does not exist)."""
+    return snap.to_dict() if snap.exists else None
 
 
 _ahead: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("ahead", default=None)

@@ -14,11 +14,9 @@ from typing import Any, TypeVar
 
 import tenacity
 from google.api_core import exceptions as gexc
-from google.api_core import gapic_v1
 from google.cloud import firestore
-from google.cloud.firestore_v1 import client as client_module
 
-from functions import store
+from functions import firestore_api, store
 
 T = TypeVar("T")
 ATTEMPTS = 8
@@ -72,19 +70,21 @@ def run(
 
 @dataclasses.dataclass
 class Begun:
-    """A transaction begun by its first read (``begin_by_reading``), with what it read. It ends
-    with ``commit`` or ``close`` (a rollback): until then it holds what it read, and a write
-    to those documents waits for it (the emulator's locks; production's in pessimistic mode).
-    A context manager that closes it on the way out."""
+    """A transaction begun by its first read (``begin_by_reading``), with what it read. Writes
+    go to ``transaction`` (``create``, ``set``, ``update``, as on the client's ``Transaction``).
+    It ends with ``commit`` or ``close`` (a rollback): until then it holds what it read, and a
+    write to those documents waits for it (the emulator's locks; production's in pessimistic
+    mode). A context manager that closes it on the way out."""
 
-    transaction: Any
+    transaction: firestore_api.Writes
     documents: dict[str, dict[str, Any] | None]
+    id: bytes
     ended: bool = False
 
     def commit(self) -> None:
         """Commit the writes added to ``transaction``; ``gexc.Aborted`` on contention."""
         self.ended = True
-        self.transaction._commit()
+        firestore_api.commit(self.id, self.transaction)
 
     def close(self) -> None:
         """Roll back unless it ended; a failed rollback leaves it to expire."""
@@ -92,7 +92,7 @@ class Begun:
             return
         self.ended = True
         with contextlib.suppress(gexc.GoogleAPICallError):
-            self.transaction._rollback()
+            firestore_api.rollback(self.id)
 
     def __enter__(self) -> Begun:
         return self
@@ -106,26 +106,6 @@ def begin_by_reading(paths: Sequence[str]) -> Begun:
     begins one (``new_transaction``) and returns its id with the documents, where the client
     library first begins it with a call of its own, one round trip more. A reply's last steps
     are round trips one after the other (the chat read again, then its post), so the post's
-    transaction begins with a read made beside the chat's (``messages.read_thread``). The
-    client's ``Transaction`` then commits it as its own (its id is all it needs)."""
-    client = store.db()
-    request, references, kwargs = client._prep_get_all(
-        [store.ref(path) for path in paths], None, None, gapic_v1.method.DEFAULT, None
-    )
-    del request["transaction"]
-    request["new_transaction"] = {"read_write": {}}
-    transaction = client.transaction(max_attempts=1)
-    documents: dict[str, dict[str, Any] | None] = {}
-    responses = client._firestore_api.batch_get_documents(
-        request=request, metadata=client._rpc_metadata, **kwargs
-    )
-    for response in responses:
-        if response.transaction:
-            transaction._id = response.transaction
-        if response._pb.WhichOneof("result") is None:
-            continue  # the response that only carries the transaction's id
-        snap = client_module._parse_batch_get(response, references, client)
-        documents[snap.reference.path] = store.data_of(snap)
-    if transaction._id is None:
-        raise RuntimeError(f"Firestore began no transaction reading {list(paths)}")
-    return Begun(transaction, documents)
+    transaction begins with a read made beside the chat's (``messages.read_thread``)."""
+    transaction, documents = firestore_api.read_beginning(paths)
+    return Begun(firestore_api.Writes(), documents, transaction)

@@ -14,8 +14,11 @@ to stdout in production (Cloud Run sets ``K_SERVICE``), or where ``DLAB_USAGE_LO
 (``stdout``, or a file to append to; ``off``); locally it is off unless set.
 ``python -m tools.usage_report`` adds the lines up per experiment and prices them.
 Scopes nest (the benchmark counts per delivery around the entry's own scope), and calls made
-outside any scope cost nothing here. Installed once per process by patching the generated
-clients' call wrapper, which every Firestore RPC goes through.
+outside any scope cost nothing here. The counts come from a gRPC client interceptor
+(``interceptors``) on the channel a Firestore client talks through: ``firestore_api``'s, built
+here; ``google.cloud.firestore.Client`` builds its own channel and offers no public way to
+give it one, so its RPCs are counted only where a process hands its client's channel the same
+interceptors (the local runtime and the tests do, ``clients.on_create``).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import google.api_core.gapic_v1.method as gapic_method
+import grpc
 
 LOG_PREFIX = "firestore usage:"
 USAGE_LOG_ENV = "DLAB_USAGE_LOG"
@@ -111,14 +114,11 @@ def emit(used: Usage, function: str, subject: str) -> None:
 _scopes: contextvars.ContextVar[tuple[Usage, ...]] = contextvars.ContextVar(
     "firestore_usage", default=()
 )
-_install_lock = threading.Lock()
-_installed = False
 
 
 @contextlib.contextmanager
 def counting() -> Iterator[Usage]:
     """Count the Firestore operations made in this thread (context) until the block ends."""
-    install()
     usage = Usage()
     token = _scopes.set((*_scopes.get(), usage))
     try:
@@ -127,14 +127,12 @@ def counting() -> Iterator[Usage]:
         _scopes.reset(token)
 
 
-def _method(gapic: Any) -> str | None:
-    target = gapic._target
-    method = getattr(target, "_method", None) or getattr(
-        getattr(target, "__wrapped__", None), "_method", None
-    )
+def _method(details: Any) -> str | None:
+    """The Firestore method a call is for (None for another service's)."""
+    method = details.method
     if isinstance(method, bytes):
         method = method.decode()
-    if not method or _FIRESTORE not in str(method):
+    if not method or _FIRESTORE not in method:
         return None
     return str(method).rsplit("/", 1)[-1]
 
@@ -200,45 +198,54 @@ class _CountedStream:
         return getattr(self._stream, name)
 
 
-def _counted_call(original: Any) -> Any:
-    def call(gapic: Any, request: Any = None, *args: Any, **kwargs: Any) -> Any:
-        scopes = _scopes.get()
-        method = _method(gapic) if scopes else None
-        response = original(gapic, request, *args, **kwargs)
-        if method is None:
-            return response
+def _count_call(scopes: tuple[Usage, ...], method: str, request: Any) -> None:
+    """What a call bills before its response: the call, a commit's writes, a transaction."""
+    for usage in scopes:
+        usage.rpcs += 1
+        usage.by_method[method] += 1
+    if method == "Commit":
+        writes, deletes = _commit_writes(request)
         for usage in scopes:
-            usage.rpcs += 1
-            usage.by_method[method] += 1
-        if method == "Commit":
-            writes, deletes = _commit_writes(request)
-            for usage in scopes:
-                usage.writes += writes
-                usage.deletes += deletes
-        elif method == "BeginTransaction":
-            for usage in scopes:
-                usage.transactions += 1
-        elif method == "ListDocuments":
-            listed = max(len(response.documents), 1)  # none listed still bills one read
+            usage.writes += writes
+            usage.deletes += deletes
+    elif method == "BeginTransaction" or (
+        method == "BatchGetDocuments" and _has(request, "new_transaction")
+    ):
+        for usage in scopes:  # a read that begins a transaction counts as one begun
+            usage.transactions += 1
+
+
+class _Counting(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+    """Counts every Firestore call made on its channel into the caller's scopes (the call is
+    made in the caller's thread, so its context's)."""
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        scopes = _scopes.get()
+        method = _method(details) if scopes else None
+        if method is None:
+            return continuation(details, request)
+        outcome = continuation(details, request)
+        if outcome.exception() is not None:
+            return outcome  # refused (a create of a document that exists): nothing billed
+        _count_call(scopes, method, request)
+        if method == "ListDocuments":
+            listed = max(len(outcome.result().documents), 1)  # none listed still bills one
             for usage in scopes:
                 usage.reads += listed
-        elif method in _STREAMED_READS:
-            if method == "BatchGetDocuments" and _has(request, "new_transaction"):
-                for usage in scopes:  # a read that begins a transaction
-                    usage.transactions += 1
-            return _CountedStream(response, method, scopes)
-        return response
+        return outcome
 
-    call.__wrapped__ = original  # type: ignore[attr-defined]
-    return call
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        scopes = _scopes.get()
+        method = _method(details) if scopes else None
+        if method is None:
+            return continuation(details, request)
+        _count_call(scopes, method, request)
+        stream = continuation(details, request)
+        if method not in _STREAMED_READS:
+            return stream
+        return _CountedStream(stream, method, scopes)
 
 
-def install() -> None:
-    """Patch the generated clients' call wrapper once per process (idempotent)."""
-    global _installed
-    with _install_lock:
-        if _installed:
-            return
-        original = gapic_method._GapicCallable.__call__
-        gapic_method._GapicCallable.__call__ = _counted_call(original)  # type: ignore[method-assign]
-        _installed = True
+def interceptors() -> tuple[Any, ...]:
+    """The interceptors that meter a Firestore channel (``grpc.intercept_channel``)."""
+    return (_Counting(),)

@@ -7,11 +7,15 @@ from typing import Any
 import pytest
 from google.cloud import firestore
 
+from emulator import metering
 from shared.llm.providers import MODEL_OVERRIDE_ENV
 
 
 @pytest.fixture
 def db(runtime: Any, clean: Any, monkeypatch: pytest.MonkeyPatch) -> firestore.Client:
-    """A client on a freshly reset emulator; agents run on the offline scripted model."""
+    """A client on a freshly reset emulator, metered like the functions' (``usage.counting``);
+    agents run on the offline scripted model."""
     monkeypatch.setenv(MODEL_OVERRIDE_ENV, "SCRIPTED")
-    return firestore.Client(project=runtime.project)
+    client = firestore.Client(project=runtime.project)
+    metering.meter(client)
+    return client
