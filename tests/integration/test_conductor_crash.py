@@ -110,8 +110,10 @@ def test_a_step_killed_in_flight_moves_again_and_the_conversation_answers(
             _wait(arrived.is_set, 60, "the first model call")
             stranded = conversation(db, CID).current_step
             _kill(runtime)  # the step's model call is in flight
+            killed = time.monotonic()
             assert _step_status(db, stranded) == StepStatus.PENDING
             runtime = _start(emulators)
+            restart_s = time.monotonic() - killed
             moved = _wait(
                 lambda: _step_status(db, stranded) != StepStatus.PENDING, MOVE_BOUND_S, "moved"
             )
@@ -121,8 +123,9 @@ def test_a_step_killed_in_flight_moves_again_and_the_conversation_answers(
         calls = len(fake.requests)
     conv = conversation(db, CID)
     print(
-        f"\nfault cell conductor/SIGKILL mid-step: step {stranded} moved again {moved:.1f} s "
-        f"after the restart, DONE after {done:.1f} s; {calls} model call(s)"
+        f"\nfault cell conductor/SIGKILL mid-step: restarted {restart_s:.1f} s after the kill; "
+        f"step {stranded} moved again {moved:.1f} s after the restart, DONE after {done:.1f} s; "
+        f"{calls} model call(s)"
     )
     assert conv.status == Status.DONE, conv.error
     assert conv.answer
