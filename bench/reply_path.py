@@ -60,6 +60,7 @@ from bench.stack import Stack, add_rtt_argument, env, machine, percentile, say
 from emulator.delivery import Delivery, DeliveryRecord
 from emulator.dispatcher import Policy
 from emulator.runtime import LocalRuntime
+from functions import firestore_api
 from functions import pubsub as function_pubsub
 from functions.agents.model_call import ask as _ask
 from functions.chat import turn as chat_turn
@@ -186,14 +187,15 @@ class Clocks:
     def _on_publish(self, topic: str, message_id: str) -> None:
         self.published[message_id] = time.time()
 
-    def _timed(self, original: Any) -> Any:
+    def _timed(self, original: Any, writes: Any = lambda batch, *_: batch._write_pbs) -> Any:
         """A batch's or a transaction's commit (a post in a discussion thread is a
-        transaction), timing the chat messages it writes."""
+        transaction begun by its read: ``firestore_api.commit(id, writes)``), timing the chat
+        messages it writes; ``writes(*args)``: the call's write protobufs."""
 
-        def commit(batch: Any, *args: Any, **kwargs: Any) -> Any:
-            names = [w.update.name for w in batch._write_pbs if w.update.name]
+        def commit(*args: Any, **kwargs: Any) -> Any:
+            names = [w.update.name for w in writes(*args) if w.update.name]
             called = time.time()
-            results = original(batch, *args, **kwargs)
+            results = original(*args, **kwargs)
             done = Commit(called, time.time())
             with self._lock:
                 for name in names:
@@ -211,6 +213,9 @@ class Clocks:
             with (
                 mock.patch.object(WriteBatch, "commit", self._timed(WriteBatch.commit)),
                 mock.patch.object(Transaction, "_commit", self._timed(Transaction._commit)),
+                mock.patch.object(
+                    firestore_api, "commit", self._timed(firestore_api.commit, lambda _, w: w.pbs)
+                ),
                 mock.patch.object(chat_turn, "ask", self._ask),
                 mock.patch.object(function_pubsub, "publish_all", self._publish_all),
             ):

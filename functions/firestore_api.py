@@ -9,7 +9,7 @@ ms on real Firestore) on a threaded reply's critical path (``transactions.begin_
 So this module reads with ``new_transaction``, encodes the few write kinds such a transaction
 takes (``Writes``) into ``Write`` protobufs, and commits or rolls back by the id.
 
-The channel carries ``usage.Interceptor``: the RPCs made here are metered like the client's.
+The channel carries ``usage.interceptors()``: the RPCs made here are metered like the client's.
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ def transport() -> FirestoreGrpcTransport:
 
 @dataclasses.dataclass(frozen=True)
 class Api:
+    """The GAPIC client, the database it addresses, and the metadata each call carries."""
+
     client: FirestoreClient
     database: str
     metadata: tuple[tuple[str, str], ...]

@@ -10,15 +10,18 @@ JSON line (Cloud Logging reads a JSON line on stdout as a structured entry)
      "firestoreUsage": {"function": "onAgentTurn", "subject": "experiments/e1/...", "reads": 7,
                         "writes": 1, "deletes": 0, "transactions": 0, "rpcs": 9}}
 
-to stdout in production (Cloud Run sets ``K_SERVICE``), or where ``DLAB_USAGE_LOG`` says
-(``stdout``, or a file to append to; ``off``); locally it is off unless set.
+where ``DLAB_USAGE_LOG`` says (``stdout``, or a file to append to; off unless set).
 ``python -m tools.usage_report`` adds the lines up per experiment and prices them.
 Scopes nest (the benchmark counts per delivery around the entry's own scope), and calls made
-outside any scope cost nothing here. The counts come from a gRPC client interceptor
-(``interceptors``) on the channel a Firestore client talks through: ``firestore_api``'s, built
-here; ``google.cloud.firestore.Client`` builds its own channel and offers no public way to
-give it one, so its RPCs are counted only where a process hands its client's channel the same
-interceptors (the local runtime and the tests do, ``clients.on_create``).
+outside any scope cost nothing here.
+
+The counts come from a gRPC client interceptor (``interceptors``) on the channel a Firestore
+client talks through: ``firestore_api``'s, built here. ``google.cloud.firestore.Client`` builds
+its own channel and has no public way to take one, so its RPCs are counted only where a process
+hands it a metered one: the local runtime, the tests and the benchmarks do
+(``emulator.metering``, outside the deployed code). Deployed functions therefore write no line
+by default: theirs would count only ``firestore_api``'s calls. Production's totals are
+Firestore's own usage metrics; per-invocation figures are measured locally.
 """
 
 from __future__ import annotations
@@ -88,10 +91,7 @@ _emit_lock = threading.Lock()
 
 def destination() -> str | None:
     """Where ``emit`` writes: 'stdout', a file path, or None (off)."""
-    value = os.environ.get(USAGE_LOG_ENV)
-    if value is None:
-        return "stdout" if os.environ.get("K_SERVICE") else None
-    value = value.strip()
+    value = (os.environ.get(USAGE_LOG_ENV) or "").strip()
     if value.lower() in ("", "0", "off", "false", "no"):
         return None
     return "stdout" if value.lower() in ("1", "on", "true", "yes", "stdout") else value
