@@ -12,6 +12,7 @@ from functions import documents, rooms, store
 from functions.agents import cohort_lock
 from functions.rooms import Room
 from shared import paths
+from shared.llm.protocol import MAX_PROMPT_CHARS
 from shared.models import (
     ChatMessage,
     CohortConfig,
@@ -265,12 +266,58 @@ def build_context(
 def render(
     config: PromptConfig, config_path: str | None, ctx: PromptContext, schema: dict | None
 ) -> str:
-    """Render, turning a template or prompt error into an error record on the prompt's document."""
+    """Render, turning a template or prompt error into an error record on the prompt's document,
+    and a prompt over the model's limit into one on the input that made it so (``runaway``)."""
     try:
-        return render_prompt(config, ctx, schema)
+        prompt = render_prompt(config, ctx, schema)
     except PromptError as error:
         where = config_path or store.stage_path(ctx.experiment.id, ctx.stage.id)
         raise DocumentError(where, "prompt", str(error)) from error
+    if len(prompt) > MAX_PROMPT_CHARS and (cause := runaway(ctx, prompt)) is not None:
+        raise cause
+    return prompt
+
+
+def _inputs(ctx: PromptContext) -> Iterator[tuple[str, str, str | None]]:
+    """(document, field, text) of the inputs a prompt shows whole: the agent's own profile and
+    persona context, and the stages' names and texts."""
+    agent, e = ctx.agent, ctx.experiment.id
+    if isinstance(agent, ParticipantProfile):
+        own = store.participant_path(e, agent.private_id)
+    else:
+        own = paths.build(paths.MEDIATOR, experimentId=e, mediatorId=agent.private_id)
+    for field in ("name", "avatar", "pronouns"):
+        yield own, field, getattr(agent, field)
+    yield (
+        own,
+        "agentConfig.promptContext",
+        (agent.agent_config.prompt_context if agent.agent_config else None),
+    )
+    for stage in {ctx.stage.id: ctx.stage, **ctx.stages}.values():
+        where, texts = store.stage_path(e, stage.id), stage.descriptions
+        yield where, "name", stage.name
+        yield where, "descriptions.primaryText", texts.primary_text
+        yield where, "descriptions.infoText", texts.info_text
+
+
+def runaway(ctx: PromptContext, prompt: str) -> DocumentError | None:
+    """The input shown in ``prompt`` without which it would be within the model's limit (the
+    longest such), as an error on its own document and field, the agent blocked on it, so
+    that fixing it wakes the agent; None if no one input is to blame (the prompt's own limit
+    check then says so)."""
+    prompt_chars = len(prompt)
+    over = prompt_chars - MAX_PROMPT_CHARS
+    culprits = [
+        (len(text), doc, field) for doc, field, text in _inputs(ctx) if text and text in prompt
+    ]
+    length, document, field = max(culprits, default=(0, "", ""))
+    if length <= over:
+        return None
+    reason = (
+        f"{length:,} characters make the prompt {prompt_chars:,}, over the "
+        f"{MAX_PROMPT_CHARS:,} sent to a model: shorten it"
+    )
+    return DocumentError(document, field, reason)
 
 
 def build_stage_prompt(

@@ -86,20 +86,41 @@ def profile_set_id(stage_id: str) -> str:
     return next((s for m, s in PROFILE_SET_BY_STAGE_ID_MARKER.items() if m in lowered), "")
 
 
+MAX_NAME_SHOWN = 200
+"""Of a name (an avatar, pronouns) shown to another participant's prompt: one participant's
+1 MB name must not push everyone else's prompts over the model's limit (issue 28 row 6). Its
+owner's own prompt shows it whole, and fails on it (``functions.agents.prompting``)."""
+
+
+def bounded(text: str, limit: int) -> str:
+    """``text``, or its start with a marker saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [cut: {len(text) - limit:,} more characters]"
+
+
 def display_name(
     profile: ParticipantProfile,
     set_id: str = "",
     *,
     avatar: bool = True,
     pronouns: bool = False,
+    limit: int | None = MAX_NAME_SHOWN,
 ) -> str:
-    """DL's getParticipantDisplayName: ``[avatar ]name[ (pronouns)]``, else the public id."""
+    """DL's getParticipantDisplayName: ``[avatar ]name[ (pronouns)]``, else the public id; each
+    part ``bounded`` by ``limit`` (None: whole, for the agent's own profile)."""
     anonymous = profile.anonymous_profiles.get(set_id) if set_id else None
     source = anonymous if isinstance(anonymous, dict) else {}
     name = source.get("name") if set_id else profile.name
     icon = source.get("avatar") if set_id else profile.avatar
     if not name:
         return profile.public_id
-    prefix = f"{icon} " if avatar and icon else ""
-    suffix = f" ({profile.pronouns})" if pronouns and profile.pronouns else ""
-    return f"{prefix}{name}{suffix}"
+    cut = (lambda text: text) if limit is None else (lambda text: bounded(str(text), limit))
+    prefix = f"{cut(icon)} " if avatar and icon else ""
+    suffix = f" ({cut(profile.pronouns)})" if pronouns and profile.pronouns else ""
+    return f"{prefix}{cut(name)}{suffix}"
+
+
+def shown_name(profile: ParticipantProfile) -> str:
+    """``name (publicId)`` of another participant, the name bounded (``MAX_NAME_SHOWN``)."""
+    return f"{bounded(profile.name or profile.public_id, MAX_NAME_SHOWN)} ({profile.public_id})"

@@ -75,7 +75,8 @@ def _profile_info(run: _Run) -> str:
         if not agent.name:
             return "Profile not yet set"
         suffix = f"\n{c.PROFILE_INFO_PARTICIPANT_SCAFFOLDING}" if run.scaffolding else ""
-        return f"{prefix}{display_name(agent, profile_set_id(run.ctx.stage.id))}{suffix}"
+        own = display_name(agent, profile_set_id(run.ctx.stage.id), limit=None)
+        return f"{prefix}{own}{suffix}"
     return prefix + " ".join(part for part in (agent.avatar, agent.name) if part)
 
 

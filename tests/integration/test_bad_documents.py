@@ -211,17 +211,58 @@ def test_a_runaway_prompt_template_is_named_and_other_agents_go_on(runtime, db, 
     _no_storm(runtime)
 
 
-def test_a_megabyte_name_is_a_clear_error_not_a_stall(runtime, db):
+MEGABYTE = "N" * 1_000_000
+
+
+@pytest.mark.parametrize("field", ["name", "agentConfig.promptContext"])
+def test_a_megabyte_name_is_a_clear_error_not_a_stall(runtime, db, field):
+    """Issue 28 row 6: the record names the participant's field, the agent is blocked on its
+    own document, the other agents (whose prompts list it) go on, and the fix wakes it at once
+    (no watchdog tick)."""
     e = write_experiment(
-        db, [stage("survey", "survey", questions=[QUESTION]), stage("end", "info")]
+        db,
+        [stage("rate", "surveyPerParticipant", questions=[QUESTION]), stage("end", "info")],
     )
-    pid = agent(db, e, "survey", name="N" * 1_000_000)
+    others = [agent(db, e, "rate", number=i) for i in (1, 2)]
+    config = {
+        "agentId": "",
+        "promptContext": MEGABYTE,
+        "modelSettings": {"apiType": "GEMINI", "modelName": "gemini-2.5-flash"},
+    }
+    bad = agent(
+        db, e, "rate", **({"name": MEGABYTE} if field == "name" else {"agentConfig": config})
+    )
     runtime.wait_until_idle(timeout=60)
+    path = f"experiments/{e}/participants/{bad}"
     record = _one_error(db, e)
-    assert (record.document, record.field) == (f"experiments/{e}/participants/{pid}", "prompt")
-    assert "over the 400,000 sent to a model" in record.reason and "'Alias: NNNN" in record.reason
-    assert participant(db, e, pid).current_stage_id == "survey"
+    assert (record.document, record.field) == (path, field)
+    assert "over the 400,000 sent to a model" in record.reason
+    assert doc(db, path)["agentBlockedOn"]["document"] == path
+    assert participant(db, e, bad).current_stage_id == "rate"
+    assert all(participant(db, e, p).current_status == ParticipantStatus.SUCCESS for p in others)
     _no_storm(runtime)
+    db.document(path).update({field: "Fixed"})
+    runtime.wait_until_idle(timeout=60)
+    assert participant(db, e, bad).current_status == ParticipantStatus.SUCCESS
+
+
+def test_an_oversized_stage_text_blocks_its_agents_on_the_stage_until_fixed(runtime, db):
+    """Issue 28 row 6: one record naming the stage's field, every agent at the stage blocked
+    on it, and the fix wakes them at once (no watchdog tick)."""
+    survey = stage("survey", "survey", questions=[QUESTION])
+    survey["descriptions"] = {**survey["descriptions"], "primaryText": MEGABYTE}
+    e = write_experiment(db, [survey, stage("end", "info")])
+    ids = [agent(db, e, "survey", number=i) for i in (0, 1)]
+    runtime.wait_until_idle(timeout=60)
+    where = f"experiments/{e}/stages/survey"
+    record = _one_error(db, e)
+    assert (record.document, record.field) == (where, "descriptions.primaryText")
+    assert "over the 400,000 sent to a model" in record.reason
+    for p in ids:
+        assert doc(db, f"experiments/{e}/participants/{p}")["agentBlockedOn"]["document"] == where
+    db.document(where).update({"descriptions.primaryText": "Rate it."})
+    runtime.wait_until_idle(timeout=60)
+    assert all(participant(db, e, p).current_status == ParticipantStatus.SUCCESS for p in ids)
 
 
 @pytest.mark.parametrize(

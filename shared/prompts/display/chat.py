@@ -7,7 +7,7 @@ from datetime import UTC
 
 from shared.models import ChatMessage, ChatStage, PrivateChatStage, UserType
 from shared.prompts.constants import CHAT_PROMPT_TRANSCRIPT_EXPLANATION
-from shared.prompts.context import display_name, profile_set_id
+from shared.prompts.context import MAX_NAME_SHOWN, bounded, display_name, profile_set_id, shown_name
 from shared.prompts.display.view import StageView
 
 MAX_SHOWN_CHARS = 4_000
@@ -15,21 +15,14 @@ MAX_SHOWN_CHARS = 4_000
 wrote must not push every later prompt over the model's limit and kill the chat."""
 
 
-def bounded(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
-    """``text``, or its start with a marker saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… [cut: {len(text) - limit:,} more characters]"
-
-
 def message_line(message: ChatMessage) -> str:
     """``(HH:MM) Name: message``, or ``(HH:MM) [SYSTEM]: ...``; times in UTC, as DL's servers."""
     ts = message.timestamp
     time = f"({ts.astimezone(UTC):%H:%M})" if ts else "(--:--)"
-    text = bounded(message.message)
+    text = bounded(message.message, MAX_SHOWN_CHARS)
     if message.type == UserType.SYSTEM:
         return f"{time} [SYSTEM]: {text}"
-    return f"{time} {bounded(message.profile.name or message.sender_id, 200)}: {text}"
+    return f"{time} {bounded(message.profile.name or message.sender_id, MAX_NAME_SHOWN)}: {text}"
 
 
 def _thread_header(discussion: object) -> str:
@@ -75,11 +68,12 @@ def _partners(stage: PrivateChatStage, view: StageView) -> list[str]:
     else wrote in the conversation (a mediator)."""
     ctx = view.ctx
     if not ctx.agent_is_participant:
-        return [f"{p.name or p.public_id} ({p.public_id})" for p in ctx.answer_participants()]
+        return [shown_name(p) for p in ctx.answer_participants()]
     seen: dict[str, str] = {}
     for m in ctx.private_messages.get(stage.id, ()):
         if m.type != UserType.SYSTEM and m.sender_id != ctx.agent.public_id:
-            seen.setdefault(m.sender_id, f"{m.profile.name or m.sender_id} ({m.sender_id})")
+            name = bounded(m.profile.name or m.sender_id, MAX_NAME_SHOWN)
+            seen.setdefault(m.sender_id, f"{name} ({m.sender_id})")
     return list(seen.values()) or ["a mediator"]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from shared.models import InfoStage, ProfileStage, ProfileType, RankingStage, RoleStage, TosStage
-from shared.prompts.context import display_name, profile_set_id
+from shared.prompts.context import MAX_NAME_SHOWN, bounded, display_name, profile_set_id
 from shared.prompts.display.view import StageView
 
 
@@ -63,7 +63,7 @@ def ranking(stage: RankingStage, view: StageView) -> str:
         head = "Items available in ranking stage: "
     else:
         items = [
-            {"id": p.public_id, "name": p.name}
+            {"id": p.public_id, "name": p.name and bounded(p.name, MAX_NAME_SHOWN)}
             for p in view.ctx.participants
             if stage.enable_self_voting or not view.is_self(p)
         ]

@@ -16,6 +16,7 @@ from shared.models import (
     SurveyStage,
     TextQuestion,
 )
+from shared.prompts.context import shown_name
 from shared.prompts.display.view import StageView, js_number
 
 
@@ -103,7 +104,7 @@ def answers_about(answer_map: dict[str, Any], q: SurveyQuestion) -> list[tuple[s
 
 
 def survey_per_participant(stage: SurveyPerParticipantStage, view: StageView) -> str:
-    people = ", ".join(f"{p.name or p.public_id} ({p.public_id})" for p in surveyed(stage, view))
+    people = ", ".join(shown_name(p) for p in surveyed(stage, view))
     intro = (
         "In this stage, answer each survey question with each of the following participants "
         f"in question: {people}"
