@@ -76,6 +76,11 @@ class Failure:
     reason: str
     cause: str = ""
 
+    @property
+    def recorded(self) -> DocumentError:
+        """The error its record was written for (``errors.error_id`` of it is the record's)."""
+        return DocumentError(self.document, self.field, self.cause or self.reason)
+
 
 class AttemptFailed(errors.AlreadyRecorded):
     """A failed attempt of a unit whose budget is not spent: recorded under the unit's
@@ -157,8 +162,10 @@ def _ending(document: str, field: str, attempts: int, cause: str) -> Failure:
 
 def _failed(unit: Unit[T], held: leases.Held, error: Exception, settings: WorkSettings) -> Any:
     """An attempt raised: the unit ends (user code, or the budget spent) or the error goes up
-    to be retried, recorded (under a DocumentError's own document and field, else the unit's),
-    its count and text kept in the lease."""
+    to be retried, recorded under the unit's document, its count and text kept in the lease.
+    A DocumentError keeps its own document and field: the entry point records it and does not
+    retry it (a bad document does not fix itself), and the next event that meets it is the
+    next attempt."""
     if isinstance(error, UserCodeError):
         cause = str(error)
         return _end(unit, held, Failure(unit.document, error.function, held.attempt, cause, cause))
@@ -170,8 +177,8 @@ def _failed(unit: Unit[T], held: leases.Held, error: Exception, settings: WorkSe
         return _end(unit, held, _ending(document, field, held.attempt, cause))
     if leases.let_go_failed(held, cause, ended=False) and unit.on_overflow is not None:
         unit.on_overflow()
-    if isinstance(error, errors.AlreadyRecorded):
-        raise error
+    if isinstance(error, DocumentError | errors.AlreadyRecorded):
+        raise error  # recorded where it belongs; a DocumentError is not retried (entry point)
     errors.record_error(errors.current_function(), DocumentError(document, field, cause))
     raise AttemptFailed(cause) from error
 
@@ -179,8 +186,7 @@ def _failed(unit: Unit[T], held: leases.Held, error: Exception, settings: WorkSe
 def _end(unit: Unit[T], held: leases.Held, failure: Failure) -> Outcome[T]:
     """The record and the system's terminal write first, then the lease marked ended: a crash
     between them makes the next delivery end the unit again (both writes are idempotent)."""
-    cause = DocumentError(failure.document, failure.field, failure.cause or failure.reason)
-    path = errors.record_error(errors.current_function(), cause)
+    path = errors.record_error(errors.current_function(), failure.recorded)
     if path is not None:
         store.ref(path).update({"endedAfterAttempts": failure.attempts})
     if unit.ended is not None:

@@ -223,8 +223,9 @@ def _mark_ended(path: str, failure: work.Failure) -> None:
     if isinstance(stage_id, str) and stage_id and "/" not in stage_id:
         blocked_on = store.stage_path(path.split("/")[1], stage_id)
     error = DocumentError(failure.document, failure.field, failure.reason, blocked_on=blocked_on)
-    if (data.get(BLOCKED_FIELD) or {}).get("errorId") != error_id(error):
-        store.ref(path).update({BLOCKED_FIELD: {**_blocked_on(error), "since": now()}})
+    marked = {**_blocked_on(error), "errorId": error_id(failure.recorded)}  # the unit's record
+    if (data.get(BLOCKED_FIELD) or {}).get("errorId") != marked["errorId"]:
+        store.ref(path).update({BLOCKED_FIELD: {**marked, "since": now()}})
 
 
 def _advance_once(experiment_id: str, participant_id: str, seen: Seen | None) -> Advance:
