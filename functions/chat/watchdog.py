@@ -13,7 +13,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from functions import documents, errors, rooms, store, transactions
-from functions.chat import active, agents, fanout, messages, nudges, readiness
+from functions.chat import active, agents, fanout, messages, nudges, readiness, sweep
 from functions.rooms import Room
 from functions.wire import AgentTurn, publish_turns, publish_wakes
 from shared import paths
@@ -178,24 +178,14 @@ class Member:
 
 
 def _agents_in_progress() -> list[Member]:
-    in_progress = (
-        store.db()
-        .collection_group("participants")
-        .where(filter=firestore.FieldFilter("currentStatus", "==", "IN_PROGRESS"))
-    )
+    """The agent participants in progress this tick looks at (a bounded share, ``sweep``)."""
     members = []
-    for snap in in_progress.get():
-        params = paths.match(paths.PARTICIPANT, snap.reference.path)
+    for read in sweep.in_progress():
+        snap = read.snapshot
         for profile in documents.valid([snap], _parse_participant, id_field="privateId"):
-            if (
-                params
-                and profile.is_agent
-                and profile.current_stage_id
-                and profile.current_cohort_id
-            ):
+            if profile.is_agent and profile.current_stage_id and profile.current_cohort_id:
                 updated = _datetime(snap.update_time)
-                member = Member(params["experimentId"], params["participantId"], profile, updated)
-                members.append(member)
+                members.append(Member(read.experiment_id, snap.id, profile, updated))
     return members
 
 
@@ -327,30 +317,40 @@ def _redrive_stalled_moves(members: list[Member], cache: StageCache) -> int:
     before the update's event was handled): it gets a wake. Idempotent: a move made in the
     meantime is not repeated, the wake makes the next one."""
     stalled, unlocked = now() - stalled_after(), UnlockCache()
-    woken: dict[str, list[str]] = {}
+    candidates = []
     for member in members:
         p = member.profile
         # when it arrived; one never started (its creation's event lost): its last write
         arrived = p.timestamps.ready_stages.get(p.current_stage_id) or member.updated
         if (
-            p.agent_blocked_on is not None  # waiting for a document fix, which wakes it
-            or arrived > stalled
-            or _stage(cache, member.experiment_id, p.current_stage_id) is not None  # a chat
-            or not unlocked.get(member.experiment_id, p.current_cohort_id, p.current_stage_id)
-            or _moving(member)
+            p.agent_blocked_on is None  # else waiting for a document fix, which wakes it
+            and arrived <= stalled
+            and _stage(cache, member.experiment_id, p.current_stage_id) is None  # not a chat
+            and unlocked.get(member.experiment_id, p.current_cohort_id, p.current_stage_id)
         ):
-            continue
-        woken.setdefault(member.experiment_id, []).append(member.private_id)
+            candidates.append(member)
+    moving = _moving(candidates)
+    woken: dict[str, list[str]] = {}
+    for member in candidates:
+        if (member.experiment_id, member.private_id) not in moving:
+            woken.setdefault(member.experiment_id, []).append(member.private_id)
     for experiment_id, ids in woken.items():
         publish_wakes(experiment_id, "watchdog: move stalled", *ids)
     return sum(len(ids) for ids in woken.values())
 
 
-def _moving(member: Member) -> bool:
-    """Someone holds a live move lease for the agent."""
-    data = store.snapshot_data(store.move_lease_path(member.experiment_id, member.private_id))
-    expires = (data or {}).get("expiresAt")
-    return isinstance(expires, datetime) and expires > now()
+def _moving(members: list[Member]) -> set[tuple[str, str]]:
+    """(experiment, participant) of the agents someone holds a live move lease for: their
+    leases read in one round trip (they were read one after another: seconds per tick with
+    thousands stalled)."""
+    refs = [store.ref(store.move_lease_path(m.experiment_id, m.private_id)) for m in members]
+    moving, at = set(), now()
+    for snap in store.db().get_all(refs, field_paths=["expiresAt"]) if refs else ():
+        expires = (snap.to_dict() or {}).get("expiresAt") if snap.exists else None
+        params = paths.match(paths.MOVE_LEASE, snap.reference.path)
+        if params and isinstance(expires, datetime) and expires > at:
+            moving.add((params["experimentId"], params["participantId"]))
+    return moving
 
 
 class UnlockCache:
@@ -376,6 +376,7 @@ def _redrive_expired_leases() -> int:
         store.db()
         .collection_group("moveLeases")
         .where(filter=firestore.FieldFilter("expiresAt", "<", now()))
+        .limit(sweep.SweepSettings().watchdog_max_reads)
     )
     woken: dict[str, list[str]] = {}
     for snap in expired.get():

@@ -454,7 +454,13 @@ def project_sources() -> dict[str, str]:
 
 
 def needs_composite(query: Query) -> bool:
-    return len(query.fields) > 1
+    """More than one field; a range or order on ``__name__`` after equality filters is served
+    by the single-field index (its entries are kept in document-name order per value)."""
+    fields = query.fields - {"__name__"}
+    equality_only = all(op in EQUALITY_OPS for f, op in query.filters if f != "__name__")
+    if "__name__" in query.fields and not (equality_only and len(fields) <= 1):
+        return True
+    return len(fields) > 1
 
 
 def needs_group_field_index(query: Query) -> bool:
