@@ -2,7 +2,9 @@
 library's public GAPIC client (``firestore_v1.services.firestore.FirestoreClient``) on a
 channel built here, for what the client above has no form of.
 
-What that is: a read-write transaction begun by its first read. Firestore's BatchGetDocuments
+What that is: a collection listed in one unary call, decoded from its protobuf
+(``list_documents``: every turn reads its chat so, twice); and a read-write transaction begun
+by its first read. Firestore's BatchGetDocuments
 begins one (``new_transaction``) and returns its id with the documents; the client library
 first begins it with a BeginTransaction call of its own, one sequential round trip more (5-30
 ms on real Firestore) on a threaded reply's critical path (``transactions.begin_by_reading``).
@@ -132,6 +134,54 @@ def read_beginning(paths: Sequence[str]) -> tuple[bytes, dict[str, dict[str, Any
     if not transaction:
         raise RuntimeError(f"Firestore began no transaction reading {list(paths)}")
     return transaction, documents
+
+
+LIST_PAGE_SIZE = 1000
+"""Documents per ListDocuments page (``list_documents``): a chat's whole history in one."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Listed:
+    """A document ``list_documents`` returned, read as a snapshot is (``documents.Snapshot``);
+    its data was decoded for it alone, so ``to_dict`` hands it out without a copy."""
+
+    path: str
+    data: dict[str, Any]
+    create_time: datetime.datetime
+    exists: bool = True
+
+    @property
+    def id(self) -> str:
+        return self.path.rsplit("/", 1)[1]
+
+    @property
+    def reference(self) -> Any:
+        return clients.db().document(self.path)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.data
+
+
+def list_documents(collection_path: str) -> list[Listed]:
+    """Every document of a collection, in one round trip per 1,000, decoded from the raw
+    protobuf. Every turn reads its whole chat, twice; the client library's query decodes each
+    value through proto-plus and copies the result: for 50 messages 13.5 ms of Python CPU
+    against 1.4 ms here, and in the reply benchmark at 10 ms a round trip the plain query made
+    a reply 18-28 ms slower (p50). Billed the same: one read per document, one for none."""
+    gapic = api()
+    parent, _, collection_id = collection_path.rpartition("/")
+    request = {
+        "parent": gapic.name(parent).rstrip("/"),
+        "collection_id": collection_id,
+        "page_size": LIST_PAGE_SIZE,
+    }
+    prefix = gapic.name("")
+    pager = gapic.client.list_documents(request=request, metadata=gapic.metadata)
+    return [
+        Listed(doc.name.removeprefix(prefix), decode_fields(doc.fields), timestamp(doc.create_time))
+        for page in pager.pages
+        for doc in type(page).pb(page).documents
+    ]
 
 
 # -- writing ------------------------------------------------------------------------------------

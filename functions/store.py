@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from google.cloud import firestore
 from pydantic import BaseModel
 
-from functions import memo
+from functions import firestore_api, memo
 from functions.clients import db, project_id
 from functions.clients import reset as reset_clients
 from shared import paths
@@ -60,8 +60,9 @@ def snapshot_data(
 
 
 def every_document(collection_path: str) -> list[Any]:
-    """Every document of a collection (snapshots), in one query (one round trip)."""
-    return list(db().collection(collection_path).get())
+    """Every document of a collection, as snapshots are read (``firestore_api.list_documents``:
+    the chat's history, which every turn reads twice, decoded without proto-plus)."""
+    return list(firestore_api.list_documents(collection_path))
 
 
 def data_of(snap: Any) -> dict[str, Any] | None:

@@ -1,4 +1,5 @@
-"""``functions.firestore_api`` on the emulator: a transaction begun by its read reads every
+"""``functions.firestore_api`` on the emulator: a collection listed reads as the client's query
+of it reads, page by page, billed as the query is; a transaction begun by its read reads every
 value type as the client library reads it, its writes (``Writes``) store what the client's own
 writes store, it costs one read RPC and one commit (no BeginTransaction), and it holds what it
 read until it ends (a rollback frees it)."""
@@ -12,7 +13,7 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
-from functions import store, transactions, usage
+from functions import firestore_api, store, transactions, usage
 
 pytestmark = pytest.mark.usefixtures("clean")
 
@@ -99,3 +100,28 @@ def test_a_closed_one_is_rolled_back_and_frees_what_it_read(db):
         begun.transaction.update(db.document("api/held"), {"n": 3})
         begun.commit()
     assert db.document("api/held").get().to_dict() == {"n": 3}
+
+
+def test_a_listed_collection_reads_as_the_clients_query_reads_it(db, monkeypatch):
+    """``store.every_document`` (ListDocuments, page by page): the documents, data and create
+    times the client's query gives, not a subcollection's, one read billed per document (one
+    for none)."""
+    db.document("api/a").set({**_every_type(db), "ref": db.document("experiments/other")})
+    db.document("api/b").set({"kind": "probe", "at": firestore.SERVER_TIMESTAMP})
+    db.document("api/c").set({"kind": "probe"})
+    db.document("api/a/under/x").set({"kind": "probe"})
+    theirs = sorted(db.collection("api").get(), key=lambda s: s.id)
+    monkeypatch.setattr(firestore_api, "LIST_PAGE_SIZE", 2)
+    with usage.counting() as counted:
+        ours = sorted(store.every_document("api"), key=lambda s: s.id)
+    assert [s.reference.path for s in ours] == [s.reference.path for s in theirs]
+    assert [s.id for s in ours] == ["a", "b", "c"]
+    assert [s.create_time for s in ours] == [s.create_time for s in theirs]
+    mine, client = store.data_of(ours[0]), store.data_of(theirs[0])
+    assert mine is not None and client is not None
+    assert mine.pop("ref").path == client.pop("ref").path
+    assert [mine, *map(store.data_of, ours[1:])] == [client, *map(store.data_of, theirs[1:])]
+    assert (counted.reads, counted.by_method) == (3, {"ListDocuments": 2})
+    with usage.counting() as counted:
+        assert store.every_document("api/a/nothing") == []
+    assert counted.reads == 1
