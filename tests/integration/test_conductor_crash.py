@@ -19,15 +19,16 @@ import time
 from collections.abc import Callable
 
 from conductor_state import conversation, load_example, start, steps
-from google.cloud import firestore
-from test_crash import (  # noqa: F401 (emulators: a fixture)
+from crashing import (  # noqa: F401 (emulators: a fixture)
     PROJECT,
     QUICK,
-    _environment,
-    _kill,
-    _start,
     emulators,
+    environment,
+    kill_runtime,
+    start_runtime,
+    wait_for,
 )
+from google.cloud import firestore
 
 from shared.conductor.documents import Status, StepStatus
 from shared.llm.policy import CallPolicy
@@ -64,15 +65,6 @@ def _holding_the_first(arrived: threading.Event) -> Callable[[Recorded], Step]:
     return respond
 
 
-def _wait(condition: Callable[[], bool], timeout: float, what: str) -> float:
-    """Poll ``condition`` until it holds; the seconds it took."""
-    t0 = time.monotonic()
-    while not condition():
-        assert time.monotonic() - t0 < timeout, f"{what}: not within {timeout} s"
-        time.sleep(0.25)
-    return time.monotonic() - t0
-
-
 def _step_status(db: firestore.Client, index: int) -> StepStatus:
     return next(s.status for s in steps(db, CID) if s.index == index)
 
@@ -92,7 +84,7 @@ def test_a_step_killed_in_flight_moves_again_and_the_conversation_answers(
     with openai.FakeOpenAI(api_key="sk-test") as fake:
         fake.responder = _holding_the_first(arrived)
         for name, value in {
-            **_environment(emulators),
+            **environment(emulators),
             "OPENAI_API_KEY": "sk-test",
             "OPENAI_BASE_URL": fake.base_url,
             "DLAB_MODEL_BACKOFF_S": "0.01",
@@ -104,22 +96,22 @@ def test_a_step_killed_in_flight_moves_again_and_the_conversation_answers(
         settings = {"modelSettings": {"apiType": "OPENAI", "modelName": "fake-model"}}
         for doc in (f"workflows/{WF}", *(f"workflows/{WF}/agents/{a}" for a in AGENTS)):
             db.document(doc).update(settings)
-        runtime = _start(emulators)
+        runtime = start_runtime(emulators)
         try:
             start(db, CID, QUERY, workflow_id=WF)
-            _wait(arrived.is_set, 60, "the first model call")
+            wait_for(arrived.is_set, 60, "the first model call")
             stranded = conversation(db, CID).current_step
-            _kill(runtime)  # the step's model call is in flight
+            kill_runtime(runtime)  # the step's model call is in flight
             killed = time.monotonic()
             assert _step_status(db, stranded) == StepStatus.PENDING
-            runtime = _start(emulators)
+            runtime = start_runtime(emulators)
             restart_s = time.monotonic() - killed
-            moved = _wait(
+            moved = wait_for(
                 lambda: _step_status(db, stranded) != StepStatus.PENDING, MOVE_BOUND_S, "moved"
             )
-            done = moved + _wait(lambda: _ended(db), DONE_BOUND_S - moved, "terminal")
+            done = moved + wait_for(lambda: _ended(db), DONE_BOUND_S - moved, "terminal")
         finally:
-            _kill(runtime)
+            kill_runtime(runtime)
         calls = len(fake.requests)
     conv = conversation(db, CID)
     print(

@@ -16,91 +16,24 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from chat_docs import chat_messages, check_no_message_twice
+from crashing import (  # noqa: F401 (emulators: a fixture)
+    MOVE_BOUND_S,
+    PROJECT,
+    emulators,
+    environment,
+    kill_runtime,
+    start_runtime,
+)
 from experiment_state import participants, template
 from google.cloud import firestore
 
-from emulator import config, processes
-from functions.chat.watchdog import IDLE_ENV
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.models import ParticipantStatus
 from tools.load_template import load
 
 AGENTS = 5
-RUNTIME = Path(__file__).with_name("crash_runtime.py")
-PROJECT = "demo-dlab"  # the runtime's default project
-QUICK = {IDLE_ENV: "2", MODEL_OVERRIDE_ENV: "SCRIPTED"}
-"""Chats nudged after 2 s of quiet (fast models here). The lease (``DLAB_LEASE_SECONDS``) and the
-watchdog's stalled threshold are the production defaults: the lease's renewal, not a test
-setting, is what makes recovery prompt."""
-MOVE_BOUND_S = 60.0
-"""Issue 27: after a SIGKILL and a restart, every stranded unit moves again within 60 s."""
-
-
-@pytest.fixture(scope="module")
-def emulators() -> Iterator[config.Ports]:
-    """Emulators of their own, which outlive every runtime of the test."""
-    ports = config.resolve(config.Ports())[0]
-    logs = Path(tempfile.mkdtemp(prefix="dlab-crash-"))
-    running = [
-        processes.EmulatorProcess(
-            "firestore-emulator",
-            processes.firestore_command(ports.firestore, f"127.0.0.1:{ports.functions}"),
-            ports.firestore,
-            logs / "firestore.log",
-        ),
-        processes.EmulatorProcess(
-            "pubsub-emulator", processes.pubsub_command(ports.pubsub), ports.pubsub, logs / "ps.log"
-        ),
-    ]
-    try:
-        for emulator in running:
-            emulator.start()
-        for emulator in running:
-            emulator.wait_ready()
-        yield ports
-    finally:
-        for emulator in running:
-            emulator.stop()
-
-
-def _environment(ports: config.Ports) -> dict[str, str]:
-    return {
-        **os.environ,
-        **QUICK,
-        "FIRESTORE_EMULATOR_HOST": f"127.0.0.1:{ports.firestore}",
-        "PUBSUB_EMULATOR_HOST": f"127.0.0.1:{ports.pubsub}",
-        "GOOGLE_CLOUD_PROJECT": PROJECT,
-    }
-
-
-def _start(ports: config.Ports) -> subprocess.Popen[str]:
-    args = [str(p) for p in (ports.firestore, ports.pubsub, ports.functions)]
-    runtime = subprocess.Popen(
-        [sys.executable, str(RUNTIME), *args],
-        env=_environment(ports),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert runtime.stdout is not None
-    line = runtime.stdout.readline()
-    assert line.strip() == "ready", f"the runtime did not start: {line!r}"
-    return runtime
-
-
-def _kill(runtime: subprocess.Popen[str]) -> None:
-    runtime.send_signal(signal.SIGKILL)
-    runtime.wait(timeout=30)
 
 
 def _all_done(db: firestore.Client, e: str) -> bool:
@@ -121,24 +54,24 @@ def _position(db: firestore.Client, e: str, chats: list[tuple[str, str]]) -> dic
     }
 
 
-def test_killed_runtimes_lose_no_agent_and_double_nothing(emulators, monkeypatch):
+def test_killed_runtimes_lose_no_agent_and_double_nothing(emulators, monkeypatch):  # noqa: F811
     kills = int(os.environ.get("DLAB_CRASH_KILLS", "3"))
     gap = float(os.environ.get("DLAB_CRASH_GAP", "26"))
     rng = random.Random(int(os.environ.get("DLAB_CRASH_SEED", "7")))
-    for name, value in _environment(emulators).items():
+    for name, value in environment(emulators).items():
         monkeypatch.setenv(name, value)
     db = firestore.Client(project=PROJECT)
-    runtime = _start(emulators)
+    runtime = start_runtime(emulators)
     demo = template("demo_all_stages.json")
     loaded = load(db, demo, agents=AGENTS, api_type="SCRIPTED", seed=0)
     e = loaded.experiment_id
     chats = [(s["id"], loaded.cohort_id) for s in demo["stageConfigs"] if s["kind"] == "chat"]
-    for kill in range(kills):
+    for n in range(kills):
         time.sleep(rng.uniform(0.3, 4.0))
-        _kill(runtime)
-        if kill == kills - 1:
+        kill_runtime(runtime)
+        if n == kills - 1:
             time.sleep(gap)
-        runtime = _start(emulators)
+        runtime = start_runtime(emulators)
     restarted = time.monotonic()
     at_restart = _position(db, e, chats)
     stranded = {p for p, where in at_restart.items() if where[0] != ParticipantStatus.SUCCESS}
@@ -153,7 +86,7 @@ def test_killed_runtimes_lose_no_agent_and_double_nothing(emulators, monkeypatch
             time.sleep(1)
         done_after = round(time.monotonic() - restarted, 1)
     finally:
-        _kill(runtime)
+        kill_runtime(runtime)
     print(
         f"crash: {len(stranded)} stranded, moved again after {sorted(moved.values())} s; "
         f"all SUCCESS {done_after} s after the last restart"

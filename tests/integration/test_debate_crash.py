@@ -20,15 +20,16 @@ import threading
 import time
 from collections.abc import Callable
 
-from google.cloud import firestore
-from test_crash import (  # noqa: F401 (emulators: a fixture)
+from crashing import (  # noqa: F401 (emulators: a fixture)
     PROJECT,
     QUICK,
-    _environment,
-    _kill,
-    _start,
     emulators,
+    environment,
+    kill_runtime,
+    start_runtime,
+    wait_for,
 )
+from google.cloud import firestore
 
 from shared.debate import naming
 from shared.llm.providers import MODEL_OVERRIDE_ENV
@@ -82,15 +83,6 @@ def _holding_until(killed: threading.Event) -> Callable[[Recorded], Step]:
     return respond
 
 
-def _wait(condition: Callable[[], bool], timeout: float, what: str) -> float:
-    """Poll ``condition`` until it holds; the seconds it took."""
-    t0 = time.monotonic()
-    while not condition():
-        assert time.monotonic() - t0 < timeout, f"{what}: not within {timeout} s"
-        time.sleep(0.25)
-    return time.monotonic() - t0
-
-
 def _missing(db: firestore.Client) -> set[str]:
     """The statements of the debate's open rounds not made yet."""
     s = debate_state.read(db, D)
@@ -131,28 +123,28 @@ def test_statements_killed_in_flight_are_made_again_and_the_debate_finishes(
     with openai.FakeOpenAI(api_key="sk-test") as fake:
         fake.responder = _holding_until(killed)
         for name, value in {
-            **_environment(emulators),
+            **environment(emulators),
             "OPENAI_API_KEY": "sk-test",
             "OPENAI_BASE_URL": fake.base_url,
         }.items():
             monkeypatch.setenv(name, value)
         db = firestore.Client(project=PROJECT)
-        runtime = _start(emulators)
+        runtime = start_runtime(emulators)
         try:
             db.document(f"debates/{D}").set(_settings())
-            _wait(lambda: len(fake.requests) >= LEAVES, 60, "every opening's model call")
-            _kill(runtime)  # the openings' calls are in flight
+            wait_for(lambda: len(fake.requests) >= LEAVES, 60, "every opening's model call")
+            kill_runtime(runtime)  # the openings' calls are in flight
             killed.set()
             in_flight = len(fake.requests)
             stranded = _missing(db)
             assert len(stranded) == LEAVES, stranded
             time.sleep(gap)  # the platform restarting a crashed instance
-            runtime = _start(emulators)
+            runtime = start_runtime(emulators)
             restarted = time.monotonic()
             made = _watch(db, stranded, restarted)
             done_after = round(time.monotonic() - restarted, 1)
         finally:
-            _kill(runtime)
+            kill_runtime(runtime)
         calls = len(fake.requests)
     s = debate_state.read(db, D)
     print(

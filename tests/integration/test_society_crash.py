@@ -12,8 +12,8 @@ import os
 import random
 import time
 
+from crashing import PROJECT, emulators, environment, kill_runtime, start_runtime  # noqa: F401 (fixture)
 from google.cloud import firestore
-from test_crash import PROJECT, _environment, _kill, _start, emulators  # noqa: F401 (fixture)
 
 from tools.society import client
 
@@ -33,16 +33,16 @@ def test_killed_runtimes_lose_no_day_and_change_no_outcome(emulators, monkeypatc
     kills = int(os.environ.get("DLAB_CRASH_KILLS", "2"))
     rng = random.Random(int(os.environ.get("DLAB_CRASH_SEED", "7")))
     monkeypatch.delenv("DLAB_LEASE_SECONDS", raising=False)
-    for name, value in _environment(emulators).items():
+    for name, value in environment(emulators).items():
         monkeypatch.setenv(name, value)
     db = firestore.Client(project=PROJECT)
-    runtime = _start(emulators)
+    runtime = start_runtime(emulators)
     try:
         killed = client.create(db, SETTINGS)
         for _ in range(kills):
             time.sleep(rng.uniform(0.5, 3.0))
-            _kill(runtime)
-            runtime = _start(emulators)
+            kill_runtime(runtime)
+            runtime = start_runtime(emulators)
         restarted = time.monotonic()
         _wait_closed(db, killed, SETTINGS["days"], RECOVERY_S)
         recovered = time.monotonic() - restarted
@@ -50,7 +50,7 @@ def test_killed_runtimes_lose_no_day_and_change_no_outcome(emulators, monkeypatc
         calm = client.create(db, SETTINGS)
         _wait_closed(db, calm, SETTINGS["days"], 120)
     finally:
-        _kill(runtime)
+        kill_runtime(runtime)
     assert client.closed_days(db, killed) == SETTINGS["days"]
     audit = client.audit(db, killed)
     assert audit.ok, audit.problems
