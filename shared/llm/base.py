@@ -24,6 +24,9 @@ class Credentials:
     project: str | None = None
     """Vertex AI project (with ``location``), when no API key is used."""
     location: str | None = None
+    api_version: str | None = None
+    """Azure OpenAI's ``api-version``: set, the OpenAI key and ``base_url`` (the resource's
+    endpoint) are Azure's."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +46,8 @@ class ModelRequest:
     credentials: Credentials = dataclasses.field(default_factory=Credentials)
     timeout_s: float | None = None
     """Per-call timeout (the caller bounds it by the function's remaining time)."""
+    system: str | None = None
+    """Instructions sent as the provider's system prompt (DL's system messages), if any."""
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -80,6 +85,7 @@ class ModelError(Exception):
         http_status: int | None = None,
         raw: str | None = None,
         field: str | None = None,
+        retry_after_s: float | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -88,6 +94,8 @@ class ModelError(Exception):
         self.raw = raw
         self.field = field
         """The participant field to fix, when the error is about the agent's configuration."""
+        self.retry_after_s = retry_after_s
+        """How long the provider asked us to wait (its ``retry-after`` header), if it said."""
 
 
 class ProviderFailing(ModelError):
@@ -119,6 +127,15 @@ def protocol_fault(message: str, raw: str | None = None) -> ModelError:
 
 class ModelClient(Protocol):
     def generate(self, request: ModelRequest) -> ModelReply: ...
+
+
+MAX_RAW_CHARS = 32_000
+"""Raw responses are logged to Firestore (1 MiB documents); longer ones are cut."""
+
+
+def cut_raw(text: str) -> str:
+    """A raw response as logged: at most MAX_RAW_CHARS, marked when cut."""
+    return text if len(text) <= MAX_RAW_CHARS else text[:MAX_RAW_CHARS] + "…[truncated]"
 
 
 def estimate_tokens(text: str) -> int:

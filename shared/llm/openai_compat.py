@@ -1,32 +1,55 @@
-"""OPENAI and OLLAMA through the OpenAI-compatible Chat Completions API (plain httpx).
+"""OPENAI and OLLAMA through the official ``openai`` SDK (Chat Completions).
 
-One small HTTP client serves OpenAI, any OpenAI-compatible server (vLLM, LM Studio, proxies: the
-experimenter's ``openAIApiKey.baseUrl``) and Ollama's ``/v1`` endpoint, mapped the way Deliberate
-Lab's ai-sdk.api.ts maps ModelGenerationConfig.
+One client serves OpenAI, Azure OpenAI (``AzureOpenAI``, when the credentials carry an
+``api_version``), any OpenAI-compatible server (vLLM, LM Studio, proxies: the experimenter's
+``openAIApiKey.baseUrl``) and Ollama's ``/v1`` endpoint, mapped the way Deliberate Lab's
+ai-sdk.api.ts maps ModelGenerationConfig and ``providerOptions.openai``/``.ollama``.
+
+The SDK builds the request, authenticates and raises typed HTTP errors; its own retries are off
+(``max_retries=0``) so that every attempt goes through our retry loop, which counts and logs it.
+We read the raw 200 body ourselves (``with_raw_response``): the log keeps what the provider sent,
+and a compatible server's body that is not a completion is ours to classify.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import urllib.parse
 from typing import Any, Literal
 
-import httpx
+import openai
 
-from shared.llm.base import ModelError, ModelReply, ModelRequest, Usage, protocol_fault
-from shared.llm.retry import error_for_status
+from shared.llm.base import (
+    MAX_RAW_CHARS,
+    Credentials,
+    ModelError,
+    ModelReply,
+    ModelRequest,
+    Usage,
+    cut_raw,
+    protocol_fault,
+)
+from shared.llm.retry import error_for_status, retry_after
 
 Flavour = Literal["openai", "ollama"]
+
+__all__ = ["MAX_RAW_CHARS", "OpenAICompatClient", "chat_body", "ollama_base_url", "parse_response"]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OLLAMA_URL = "http://127.0.0.1:11434"
 DEFAULT_TIMEOUT_S = 300.0
 """Per-call timeout when the request names none (tools, local runs)."""
-MAX_RAW_CHARS = 32_000
-"""Raw responses are logged to Firestore (1 MiB documents); longer ones are cut."""
+NO_KEY = "no-key"
+"""The SDK insists on a key; a keyless compatible server gets this, with the Authorization
+header then left out of the request."""
 
 _EFFORTS = {"low", "medium", "high"}
 """DL's mapReasoningLevelToEffort: 'off' and 'minimal' leave the provider default."""
 _OLLAMA_SUFFIXES = ("/v1/chat/completions", "/api/chat", "/api/generate", "/api", "/v1")
+_NOT_OURS = ("OpenAI-Organization", "OpenAI-Project")
+"""Headers the SDK would fill from the deployment's environment (OPENAI_ORG_ID, ...): our
+Credentials carry neither, and an experimenter's key must not go out with the deployment's org."""
 
 
 def ollama_base_url(url: str) -> str:
@@ -40,13 +63,41 @@ def ollama_base_url(url: str) -> str:
     return f"{root}/v1"
 
 
+def _provider_options(cfg: dict[str, Any], name: str) -> dict[str, Any]:
+    """DL's ``providerOptions.{name}`` overrides (an empty dict when unset or malformed)."""
+    options = cfg.get("providerOptions")
+    section = options.get(name) if isinstance(options, dict) else None
+    return section if isinstance(section, dict) else {}
+
+
+def _reasoning_effort(cfg: dict[str, Any]) -> str | None:
+    """DL's buildOpenAIOptions: reasoningLevel as reasoning_effort, providerOptions.openai's
+    reasoningEffort over it."""
+    effort = _provider_options(cfg, "openai").get("reasoningEffort") or cfg.get("reasoningLevel")
+    return effort if effort in _EFFORTS else None
+
+
+def _max_tokens(cfg: dict[str, Any], flavour: Flavour) -> dict[str, Any]:
+    """OpenAI's reasoning models (DL's default gpt-5-mini) reject max_tokens; Ollama documents
+    only max_tokens, and takes providerOptions.ollama.numPredict as it when maxTokens is unset."""
+    if flavour == "openai":
+        most = cfg.get("maxTokens")
+        return {} if most is None else {"max_completion_tokens": most}
+    most = cfg.get("maxTokens")
+    if most is None:
+        most = _provider_options(cfg, "ollama").get("numPredict")
+    return {} if most is None else {"max_tokens": most}
+
+
+def _messages(request: ModelRequest) -> list[dict[str, str]]:
+    system = [{"role": "system", "content": request.system}] if request.system else []
+    return [*system, *({"role": m.role, "content": m.text} for m in request.messages)]
+
+
 def chat_body(request: ModelRequest, flavour: Flavour) -> dict[str, Any]:
     """The Chat Completions request; unset ModelGenerationConfig keys are not sent."""
     cfg = request.generation_config
-    body: dict[str, Any] = {
-        "model": request.model_name,
-        "messages": [{"role": m.role, "content": m.text} for m in request.messages],
-    }
+    body: dict[str, Any] = {"model": request.model_name, "messages": _messages(request)}
     if request.response_schema is not None:
         # strict=false: OpenAI's strict mode rejects schemas without additionalProperties=false
         # and all-required properties; our stage schemas are validated on our side anyway.
@@ -58,40 +109,17 @@ def chat_body(request: ModelRequest, flavour: Flavour) -> dict[str, Any]:
         body["temperature"] = cfg["temperature"]
     if cfg.get("topP") is not None:
         body["top_p"] = cfg["topP"]
-    if cfg.get("maxTokens") is not None:
-        # OpenAI's reasoning models (DL's default gpt-5-mini) reject max_tokens; Ollama documents
-        # only max_tokens.
-        field = "max_completion_tokens" if flavour == "openai" else "max_tokens"
-        body[field] = cfg["maxTokens"]
+    body.update(_max_tokens(cfg, flavour))
     if cfg.get("stopSequences"):
         body["stop"] = list(cfg["stopSequences"])
     if cfg.get("frequencyPenalty"):
         body["frequency_penalty"] = cfg["frequencyPenalty"]
     if cfg.get("presencePenalty"):
         body["presence_penalty"] = cfg["presencePenalty"]
-    if flavour == "openai" and cfg.get("reasoningLevel") in _EFFORTS:
-        body["reasoning_effort"] = cfg["reasoningLevel"]
+    effort = _reasoning_effort(cfg) if flavour == "openai" else None
+    if effort:
+        body["reasoning_effort"] = effort
     return body
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= MAX_RAW_CHARS else text[:MAX_RAW_CHARS] + "…[truncated]"
-
-
-def _http_error(response: httpx.Response) -> ModelError:
-    raw = _cut(response.text)
-    try:
-        error = response.json().get("error")
-    except (ValueError, AttributeError):
-        error = None
-    if isinstance(error, dict):
-        message, code = str(error.get("message") or raw), error.get("code")
-    else:
-        message, code = (str(error) if error else raw[:500]) or response.reason_phrase, None
-    mapped = error_for_status(response.status_code, message, raw)
-    if code == "insufficient_quota":
-        mapped.retryable = False  # out of credit: waiting does not help
-    return mapped
 
 
 def _text(content: Any) -> str:
@@ -111,11 +139,11 @@ def _completion(body: str) -> tuple[dict[str, Any], dict[str, Any]]:
         data = None
     if isinstance(data, dict) and isinstance(data.get("error"), dict):
         message = str(data["error"].get("message") or "")[:300]
-        raise protocol_fault(f"an error body with HTTP 200: {message}", _cut(body))
+        raise protocol_fault(f"an error body with HTTP 200: {message}", cut_raw(body))
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise ModelError(
-            "PROVIDER_UNAVAILABLE_ERROR", "malformed response body", True, 200, _cut(body)
+            "PROVIDER_UNAVAILABLE_ERROR", "malformed response body", True, 200, cut_raw(body)
         )
     assert isinstance(data, dict)
     return data, choices[0]
@@ -124,7 +152,7 @@ def _completion(body: str) -> tuple[dict[str, Any], dict[str, Any]]:
 def parse_response(body: str) -> ModelReply:
     """A 200 Chat Completions body as a reply; refusals and empty truncations as ModelErrors."""
     data, choice = _completion(body)
-    raw = _cut(body)
+    raw = cut_raw(body)
     usage_data = data.get("usage") or {}
     usage = Usage(
         prompt_tokens=int(usage_data.get("prompt_tokens") or 0),
@@ -142,48 +170,90 @@ def parse_response(body: str) -> ModelReply:
     return ModelReply(text=text, usage=usage, raw=raw)
 
 
+def check_base_url(url: str) -> str:
+    """``url`` if it is an http(s) URL with a host; CONFIG_ERROR naming it otherwise (the SDK
+    would report a connection failure, which would be retried for ever)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ModelError("CONFIG_ERROR", f"invalid base URL {url!r}: expected http(s)://host/...")
+    return url
+
+
+@functools.lru_cache(maxsize=32)
+def sdk_client(flavour: Flavour, credentials: Credentials) -> openai.OpenAI:
+    """One SDK client (and connection pool) per key and endpoint; our retry loop, not the
+    SDK's. Every setting is passed, so the SDK takes nothing from the environment."""
+    key = credentials.api_key or NO_KEY
+    if flavour == "ollama":
+        base = ollama_base_url(credentials.base_url or OLLAMA_URL)
+        return openai.OpenAI(api_key=key, base_url=check_base_url(base), max_retries=0)
+    if credentials.api_version:
+        if not credentials.base_url:
+            raise ModelError("CONFIG_ERROR", "Azure OpenAI needs its endpoint as the base URL")
+        return openai.AzureOpenAI(
+            api_key=key,
+            azure_endpoint=check_base_url(credentials.base_url),
+            api_version=credentials.api_version,
+            max_retries=0,
+        )
+    base = check_base_url((credentials.base_url or OPENAI_BASE_URL).rstrip("/"))
+    return openai.OpenAI(api_key=key, base_url=base, max_retries=0)
+
+
+def _headers(credentials: Credentials) -> dict[str, Any]:
+    left_out: dict[str, Any] = dict.fromkeys(_NOT_OURS, openai.omit)
+    if not credentials.api_key:
+        left_out["Authorization"] = openai.omit
+    return left_out
+
+
+def _status_error(exc: openai.APIStatusError) -> ModelError:
+    raw = cut_raw(exc.response.text)
+    body = exc.body
+    message = body.get("message") if isinstance(body, dict) else None
+    if not isinstance(message, str) or not message:
+        message = str(body)[:500] if body else (raw[:500] or exc.response.reason_phrase)
+    mapped = error_for_status(exc.status_code, message, raw, retry_after(exc.response.headers))
+    if exc.code == "insufficient_quota":
+        mapped.retryable = False  # out of credit: waiting does not help
+        mapped.retry_after_s = None
+    return mapped
+
+
+def _error(exc: Exception, timeout_s: float) -> ModelError:
+    """SDK and transport failures as ModelErrors (see retry.error_for_status)."""
+    if isinstance(exc, openai.APIStatusError):
+        return _status_error(exc)
+    if isinstance(exc, openai.APITimeoutError):
+        return ModelError("PROVIDER_UNAVAILABLE_ERROR", f"no reply within {timeout_s:.1f}s", True)
+    if isinstance(exc, openai.APIConnectionError):
+        return ModelError("PROVIDER_UNAVAILABLE_ERROR", f"connection failed: {exc}", True)
+    if isinstance(exc, openai.OpenAIError | ValueError):
+        return ModelError("CONFIG_ERROR", f"{type(exc).__name__}: {exc}")
+    return ModelError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")
+
+
 class OpenAICompatClient:
-    """ModelClient for OPENAI (``flavour="openai"``) or OLLAMA (``flavour="ollama"``).
+    """ModelClient for OPENAI (``flavour="openai"``: OpenAI, Azure OpenAI, compatible servers)
+    or OLLAMA (``flavour="ollama"``).
 
-    ``credentials.base_url`` is the API base (OpenAI: ``.../v1``; Ollama: the server URL);
-    ``transport`` lets tests swap the network out."""
+    ``credentials.base_url`` is the API base (OpenAI: ``.../v1``; Azure: the resource endpoint;
+    Ollama: the server URL)."""
 
-    def __init__(
-        self, flavour: Flavour = "openai", transport: httpx.BaseTransport | None = None
-    ) -> None:
-        self.flavour = flavour
-        self._http = httpx.Client(transport=transport, follow_redirects=False)
-
-    def url(self, base_url: str | None) -> str:
-        if self.flavour == "ollama":
-            base = ollama_base_url(base_url or OLLAMA_URL)
-        else:
-            base = (base_url or OPENAI_BASE_URL).rstrip("/")
-        return f"{base}/chat/completions"
+    def __init__(self, flavour: Flavour = "openai") -> None:
+        self.flavour: Flavour = flavour
 
     def generate(self, request: ModelRequest) -> ModelReply:
-        creds = request.credentials
         timeout_s = DEFAULT_TIMEOUT_S if request.timeout_s is None else request.timeout_s
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if creds.api_key:
-            headers["Authorization"] = f"Bearer {creds.api_key}"
+        body = chat_body(request, self.flavour)
+        client = sdk_client(self.flavour, request.credentials)
         try:
-            response = self._http.post(
-                self.url(creds.base_url),
-                json=chat_body(request, self.flavour),
-                headers=headers,
+            response = client.chat.completions.with_raw_response.create(
+                **body,
                 timeout=max(timeout_s, 0.001),
+                extra_headers=_headers(request.credentials),
             )
-        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-            raise ModelError("CONFIG_ERROR", f"invalid base URL: {exc}") from exc
-        except httpx.TimeoutException as exc:
-            raise ModelError(
-                "PROVIDER_UNAVAILABLE_ERROR", f"no reply within {timeout_s:.1f}s", True
-            ) from exc
-        except httpx.TransportError as exc:
-            raise ModelError(
-                "PROVIDER_UNAVAILABLE_ERROR", f"connection failed: {exc}", True
-            ) from exc
-        if response.status_code != 200:
-            raise _http_error(response)
-        return parse_response(response.text)
+            text = response.text
+        except Exception as exc:
+            raise _error(exc, timeout_s) from exc
+        return parse_response(text)

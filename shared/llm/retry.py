@@ -11,8 +11,9 @@ the loop so it can log every attempt::
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import tenacity
@@ -23,13 +24,23 @@ from shared.llm.base import ModelError
 
 MIN_ATTEMPT_S = 1.0
 """The least time worth starting another attempt with; below it we stop instead of sleeping."""
+MAX_RETRY_AFTER_S = 60.0
+"""The longest ``retry-after`` honoured as asked; a longer one waits this long (the deadline
+still bounds every wait)."""
 
 
-def error_for_status(http_status: int, message: str, raw: str | None = None) -> ModelError:
+def error_for_status(
+    http_status: int,
+    message: str,
+    raw: str | None = None,
+    retry_after_s: float | None = None,
+) -> ModelError:
     """A failed HTTP call as a ModelError; what is retryable is part of the retry policy.
 
     401/403 authentication, 429 quota (retryable: rate limits pass), 408/5xx provider unavailable
-    (retryable), other 4xx a configuration problem (bad model name, unsupported option)."""
+    (retryable; Anthropic's 529 overloaded too), other 4xx a configuration problem (bad model
+    name, unsupported option). ``retry_after_s``: the provider's own wait, which the retry loop
+    honours."""
     if http_status in (401, 403):
         status, retryable = "AUTHENTICATION_ERROR", False
     elif http_status == 429:
@@ -40,7 +51,29 @@ def error_for_status(http_status: int, message: str, raw: str | None = None) -> 
         status, retryable = "CONFIG_ERROR", False
     else:
         status, retryable = "INTERNAL_ERROR", False
-    return ModelError(status, f"HTTP {http_status}: {message}", retryable, http_status, raw)
+    return ModelError(
+        status,
+        f"HTTP {http_status}: {message}",
+        retryable,
+        http_status,
+        raw,
+        retry_after_s=retry_after_s if retryable else None,
+    )
+
+
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds a 429/5xx answer asks us to wait: ``retry-after-ms`` (OpenAI's), else
+    ``retry-after`` in seconds; an HTTP date or garbage is ignored (the backoff then decides)."""
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            seconds = float(headers.get(name) or "") * scale
+        except ValueError:
+            continue
+        if seconds >= 0 and math.isfinite(seconds):
+            return seconds
+    return None
 
 
 def remaining(deadline: float | None, cap: float | None = None) -> float | None:
@@ -56,8 +89,17 @@ def is_retryable(error: BaseException) -> bool:
     return isinstance(error, ModelError) and error.retryable
 
 
+def _asked_wait(retry_state: tenacity.RetryCallState) -> float:
+    """The provider's ``retry-after`` on the failed attempt (capped), or 0."""
+    error = retry_state.outcome.exception() if retry_state.outcome else None
+    asked = error.retry_after_s if isinstance(error, ModelError) else None
+    return min(asked, MAX_RETRY_AFTER_S) if asked else 0.0
+
+
 class _WaitWithinDeadline(wait_base):
-    """The base wait, shortened so at least ``min_attempt_s`` is left for the next attempt."""
+    """The base wait, or longer when the provider said how long (``retry-after``: trying
+    earlier only earns another 429), shortened so at least ``min_attempt_s`` is left for the
+    next attempt."""
 
     def __init__(
         self,
@@ -74,7 +116,7 @@ class _WaitWithinDeadline(wait_base):
         )
 
     def __call__(self, retry_state: tenacity.RetryCallState) -> float:
-        wanted = self.base(retry_state)
+        wanted = max(self.base(retry_state), _asked_wait(retry_state))
         if self.deadline is None:
             return wanted
         return max(0.0, min(wanted, self.deadline - self.clock() - self.min_attempt_s))

@@ -23,6 +23,8 @@ class Step:
     body: bytes = b"{}"
     delay_s: float = 0.0
     content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()
+    """Extra response headers (``retry-after``, a request id)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,8 +37,12 @@ class Recorded:
     """Parsed JSON, or the text when it is not JSON."""
 
 
-def json_step(payload: Any, status: int = 200, delay_s: float = 0.0) -> Step:
-    return Step(status, json.dumps(payload).encode(), delay_s)
+def json_step(
+    payload: Any, status: int = 200, delay_s: float = 0.0, headers: dict[str, str] | None = None
+) -> Step:
+    return Step(
+        status, json.dumps(payload).encode(), delay_s, headers=tuple((headers or {}).items())
+    )
 
 
 def malformed() -> Step:
@@ -133,6 +139,8 @@ class FakeServer:
             handler.send_response(step.status)
             handler.send_header("Content-Type", step.content_type)
             handler.send_header("Content-Length", str(len(step.body)))
+            for name, value in step.headers:
+                handler.send_header(name, value)
             handler.end_headers()
             handler.wfile.write(step.body)
         except (BrokenPipeError, ConnectionResetError):
