@@ -26,6 +26,7 @@ from emulator.config import EmulatorOptions
 from emulator.delivery import Delivery, DeliveryLog, DeliveryRecord
 from emulator.dispatcher import MODES, Dispatcher, Policy
 from emulator.firestore_admin import FirestoreAdmin
+from emulator.http_functions import HttpFunctions, http_specs
 from emulator.invoker import Invoker
 from emulator.pubsub import PubSubBridge
 from emulator.workers import Setup, WorkerPool
@@ -75,6 +76,7 @@ class LocalRuntime:
         chaos: ChaosSettings | None = None,
         emulators: EmulatorOptions | None = None,
         processes: int = 0,
+        http_port: int = 0,
     ) -> None:
         """``tick_s``: publish the scheduled functions' ticks every so many seconds (as Cloud
         Scheduler would); None leaves ticking to explicit ``tick()`` calls (tests).
@@ -83,7 +85,9 @@ class LocalRuntime:
         ``processes``: run the functions in this many worker processes (every core: the
         functions are CPU-bound Python), ``workers`` invocations at a time across them; 0 runs
         them on threads of this process, where ``model_wrapper`` and monkeypatching reach them
-        (the tests). ``config.default_processes()`` is the commands' default."""
+        (the tests). ``config.default_processes()`` is the commands' default.
+        ``http_port``: where the HTTP functions (the REST API) answer, each at ``/{name}``
+        (0: a free port; ``http_url``)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         if processes < 0:
@@ -93,7 +97,8 @@ class LocalRuntime:
         self.workers = 1 if mode == "serial" else workers
         self.registry = registry
         self.processes = processes
-        self._functions = frozenset(spec.name for spec in registry)
+        self._http = HttpFunctions(http_specs(registry), source, http_port)
+        self._functions = frozenset(s.name for s in registry if s.name not in self._http.names)
         self.source = source
         self.rules = Path(rules) if rules else None
         self.log_dir = Path(log_dir) if log_dir else None
@@ -153,6 +158,8 @@ class LocalRuntime:
         self._admin = FirestoreAdmin(self.firestore_host, self.project)
         self._marker = health.TriggerMarker(self._admin, self._register_triggers)
         self._start_functions()
+        if self._http.names:
+            self._http.start()
         self._dispatcher = Dispatcher(self._run, self.workers, self.policy)
         self._dispatcher.start()
         self._db = firestore.Client(project=self.project)
@@ -369,6 +376,7 @@ class LocalRuntime:
         if self._pool is not None:
             self._pool.stop()
             self._pool = None
+        self._http.stop()
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -391,6 +399,10 @@ class LocalRuntime:
     def env(self) -> dict[str, str]:
         values = (self.firestore_host, self.pubsub_host, self.project)
         return dict(zip(ENV_VARS, values, strict=True))
+
+    def http_url(self, name: str) -> str:
+        """Where the HTTP function ``name`` answers (``http_url("api") + "/v1"``: the API)."""
+        return self._http.url(name)
 
     @property
     def running_services(self) -> services.Services:

@@ -9,7 +9,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from functions._entry import cloud_event_function
-from functions.registry import REGISTRY
+from functions._http_entry import http_function
+from functions.registry import REGISTRY, HttpTrigger
 
 for _spec in REGISTRY:
-    globals()[_spec.name] = cloud_event_function(_spec)
+    _make = http_function if isinstance(_spec.trigger, HttpTrigger) else cloud_event_function
+    globals()[_spec.name] = _make(_spec)

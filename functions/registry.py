@@ -41,11 +41,24 @@ class ScheduleTrigger(PubSubTrigger):
 
 
 @dataclasses.dataclass(frozen=True)
+class HttpTrigger:
+    """An HTTP function: called at its URL, routes under ``path``."""
+
+    path: str = "/"
+    public: bool = False
+    """Whether unauthenticated invocations are allowed (``--allow-unauthenticated``): true
+    where the function checks its callers itself (the REST API's keys)."""
+
+
+Trigger = FirestoreTrigger | PubSubTrigger | HttpTrigger
+
+
+@dataclasses.dataclass(frozen=True)
 class FunctionSpec:
     name: str
-    trigger: FirestoreTrigger | PubSubTrigger
+    trigger: Trigger
     handler: str
-    """``module:function`` called with the decoded event."""
+    """``module:function`` called with the decoded event (an HTTP function: the request)."""
     description: str
     timeout_s: int = 300
     memory: str = "1GiB"
@@ -62,6 +75,8 @@ class FunctionSpec:
     def __post_init__(self) -> None:
         if self.concurrency > 1 and (self.cpu is None or float(self.cpu) < 1):
             raise ValueError(f"{self.name}: concurrency {self.concurrency} needs cpu >= 1")
+        if self.retry and isinstance(self.trigger, HttpTrigger):
+            raise ValueError(f"{self.name}: an HTTP function is not retried (its caller is)")
 
 
 AGENT_WAKE_TOPIC = "agent-wake"
@@ -308,6 +323,17 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         description="Re-drives conductor steps whose invocation died (pending too long).",
         timeout_s=120,
     ),
+    FunctionSpec(
+        name="api",
+        trigger=HttpTrigger("/v1", public=True),
+        handler="functions.api.routes:handle",
+        description=(
+            "Deliberate Lab's REST API v1 (docs/API.md): experiments, cohorts, the export and "
+            "the model logs, for callers with an API key (the key is the auth)."
+        ),
+        timeout_s=540,
+        memory="2GiB",
+    ),
 )
 
 
@@ -326,17 +352,20 @@ def markdown_table() -> str:
     """The README's function table."""
     rows = ["| function | trigger | timeout | retry | what it does |", "|---|---|---|---|---|"]
     for spec in REGISTRY:
-        t = spec.trigger
-        trigger = (
-            f"{t.event} `{t.document}`"
-            if isinstance(t, FirestoreTrigger)
-            else f"Pub/Sub `{t.topic}`"
-        )
+        trigger = _describe(spec.trigger)
         retry = "yes" if spec.retry else "no"
         rows.append(
             f"| `{spec.name}` | {trigger} | {spec.timeout_s} s | {retry} | {spec.description} |"
         )
     return "\n".join(rows)
+
+
+def _describe(trigger: Trigger) -> str:
+    if isinstance(trigger, FirestoreTrigger):
+        return f"{trigger.event} `{trigger.document}`"
+    if isinstance(trigger, HttpTrigger):
+        return f"HTTP `{trigger.path}`" + (", unauthenticated" if trigger.public else "")
+    return f"Pub/Sub `{trigger.topic}`"
 
 
 if __name__ == "__main__":

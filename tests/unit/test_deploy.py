@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from functions.registry import REGISTRY, FunctionSpec, PubSubTrigger
+from functions.registry import REGISTRY, FunctionSpec, HttpTrigger, PubSubTrigger
 from tools.deploy import googleapis, plan, rules, rules_merge, rulesets, run, source
 from tools.deploy.__main__ import main
 
@@ -103,7 +103,8 @@ def test_every_function_is_deployed_with_its_registry_settings() -> None:
         assert flag(argv, "--entry-point") == [spec.name]
         assert flag(argv, "--timeout") == [f"{spec.timeout_s}s"]
         assert flag(argv, "--memory") == [spec.memory]
-        assert ("--retry" in argv) == spec.retry and ("--no-retry" in argv) != spec.retry
+        http = isinstance(spec.trigger, HttpTrigger)
+        assert ("--retry" in argv) == spec.retry and ("--no-retry" in argv) != (spec.retry or http)
         assert flag(argv, "--update-env-vars") == [f"GOOGLE_CLOUD_PROJECT={PROJECT}"]
         if spec.max_instances is None:
             assert "--clear-max-instances" in argv
@@ -120,6 +121,8 @@ def test_every_function_is_deployed_with_its_registry_settings() -> None:
             assert flag(argv, "--trigger-event-filters-path-pattern") == [f"document={document}"]
             assert flag(argv, "--trigger-location") == ["nam5"]
             assert not flag(argv, "--trigger-topic")
+        elif http:
+            assert "--trigger-http" in argv and not flag(argv, "--trigger-topic")
         else:
             assert flag(argv, "--trigger-topic") == [plan.topic_of(spec)]
             assert not flag(argv, "--trigger-event-filters")
@@ -214,7 +217,30 @@ def test_service_account_applies_to_runtime_and_event_triggers() -> None:
     for argv in commands(steps):
         if argv[1:3] == ("functions", "deploy"):
             assert flag(argv, "--service-account") == ["fn@p.iam.gserviceaccount.com"]
-            assert flag(argv, "--trigger-service-account") == ["fn@p.iam.gserviceaccount.com"]
+            events = "--trigger-http" not in argv  # an HTTP function has no event trigger
+            assert flag(argv, "--trigger-service-account") == (
+                ["fn@p.iam.gserviceaccount.com"] if events else []
+            )
+
+
+def test_an_http_function_is_deployed_with_its_trigger_and_access() -> None:
+    """The registry's HTTP kind: --trigger-http, and --allow-unauthenticated only where the
+    function checks its callers itself (the REST API's keys); no retry flag (events only)."""
+    registry = (
+        spec("api", HttpTrigger("/v1", public=True)),
+        spec("internal", HttpTrigger("/")),
+    )
+    deploys = {a[3]: a for a in commands(plan.build(options(), registry)) if a[1] == "functions"}
+    assert "--trigger-http" in deploys["api"] and "--allow-unauthenticated" in deploys["api"]
+    assert "--no-allow-unauthenticated" in deploys["internal"]
+    for argv in deploys.values():
+        assert not {"--retry", "--no-retry"} & set(argv) and not flag(argv, "--trigger-topic")
+    assert (
+        "--trigger-http"
+        in dict((a[3], a) for a in commands(plan.build(options())) if a[1] == "functions")["api"]
+    )
+    with pytest.raises(ValueError, match="not retried"):
+        spec("api", HttpTrigger(), retry=True)
 
 
 # --- the source tree --------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from functions.registry import REGISTRY, FunctionSpec
+from functions.registry import REGISTRY, FunctionSpec, HttpTrigger
 
 RUNTIME = "python312"
 DATABASE = "(default)"
@@ -195,6 +195,11 @@ def topics(registry: Iterable[FunctionSpec]) -> list[str]:
 
 def _trigger_flags(spec: FunctionSpec, options: Options) -> list[str]:
     trigger: Any = spec.trigger
+    if isinstance(trigger, HttpTrigger):
+        # public: the function checks its callers itself (the REST API's keys), so Cloud Run
+        # lets everyone invoke it; otherwise only callers with the run.invoker role
+        access = "--allow-unauthenticated" if trigger.public else "--no-allow-unauthenticated"
+        return ["--trigger-http", access]
     document = getattr(trigger, "document", None)
     if isinstance(document, str):
         return [
@@ -227,7 +232,11 @@ def deploy_function(spec: FunctionSpec, options: Options) -> Gcloud:
         *_trigger_flags(spec, options),
         f"--timeout={spec.timeout_s}s",
         f"--memory={spec.memory}",
-        "--retry" if spec.retry else "--no-retry",
+    ]
+    http = isinstance(spec.trigger, HttpTrigger)
+    if not http:  # an HTTP caller retries itself; gcloud takes --retry for events only
+        argv.append("--retry" if spec.retry else "--no-retry")
+    argv += [
         f"--update-env-vars={PROJECT_ENV}={options.project}",
     ]
     if spec.max_instances is None:
@@ -237,9 +246,10 @@ def deploy_function(spec: FunctionSpec, options: Options) -> Gcloud:
     argv.append(f"--concurrency={spec.concurrency}")  # the registry's, also on re-deploys
     if spec.cpu is not None:
         argv.append(f"--cpu={spec.cpu}")
-    if options.service_account:  # every function here is event-driven (Eventarc delivers)
+    if options.service_account:
         argv.append(f"--service-account={options.service_account}")
-        argv.append(f"--trigger-service-account={options.service_account}")
+        if not http:  # Eventarc delivers events as this account
+            argv.append(f"--trigger-service-account={options.service_account}")
     argv.append("--quiet")
     return Gcloud(tuple(argv))
 

@@ -1,0 +1,197 @@
+"""``/v1/experiments``: list, create, get, update, delete, fork, export and the model logs, with
+Deliberate Lab's bodies, statuses and error messages (its experiments.dl_api.ts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flask
+from google.cloud.firestore_v1.base_query import FieldFilter
+
+from functions import download, store
+from functions.api import access
+from functions.api.http import ApiError, Call, answer
+from shared import paths
+from shared.models import DocumentError, Experiment, now
+from shared.templates import TemplateError, new_id, template_stages, validate_template
+
+Json = dict[str, Any]
+AGENT_FIELDS = {"agentMediators": "agentMediators", "agentParticipants": "agentParticipants"}
+
+
+def list_experiments(call: Call) -> flask.Response:
+    call.require("read")
+    query = (
+        store.db()
+        .collection("experiments")
+        .where(filter=FieldFilter("metadata.creator", "==", call.experimenter))
+    )
+    experiments = [{"id": snap.id, **(snap.to_dict() or {})} for snap in query.stream()]
+    return answer({"experiments": experiments, "total": len(experiments)})
+
+
+def _checked(template: Json) -> Json:
+    """The template if Deliberate Lab's schema and our stage models take it: a 400 for the
+    schema, a 422 for a stage it cannot run (Deliberate Lab's 'Invalid stage configuration')."""
+    stage_ids = [s.get("id") for s in template.get("stageConfigs") or [] if isinstance(s, dict)]
+    experiment = template.get("experiment")
+    if isinstance(experiment, dict):
+        template = {**template, "experiment": {**experiment, "stageIds": stage_ids}}
+    try:
+        validate_template(download.plain(template))
+    except TemplateError as error:
+        raise ApiError(400, f"Invalid request body: {error}") from None
+    try:
+        template_stages(template)
+    except DocumentError as error:
+        raise ApiError(422, f"Invalid stage configuration: {error}") from None
+    return template
+
+
+def _simple_template(body: Json, experiment: Json) -> Json:
+    """Deliberate Lab's simple creation (or partial update): the experiment's fields and lists
+    given in the body over ``experiment``'s."""
+    metadata = dict(experiment.get("metadata") or {})
+    for field in ("name", "description"):
+        if body.get(field) is not None:
+            metadata[field] = body[field]
+    fields = {"metadata": metadata}
+    if body.get("prolificConfig") is not None:
+        fields["prolificConfig"] = body["prolificConfig"]
+    template: Json = {"experiment": {**experiment, **fields}}
+    for field in ("stages", *AGENT_FIELDS):
+        if not isinstance(body.get(field, []), list):
+            raise ApiError(400, f"Invalid request body: /{field}: Expected array")
+    template["stageConfigs"] = body.get("stages") or []
+    for field in AGENT_FIELDS:
+        template[field] = body.get(field) or []
+    return template
+
+
+def _created(experiment_id: str) -> Json:
+    experiment = download.experiment_document(experiment_id) or {}
+    return {**experiment, "id": experiment_id}
+
+
+def create_experiment(call: Call) -> flask.Response:
+    call.require("write")
+    body = call.body()
+    if body.get("template") is not None:
+        if not isinstance(body["template"], dict):
+            raise ApiError(400, "Invalid request body: /template: Expected object")
+        template = _checked(body["template"])
+        experiment_id = str(template["experiment"].get("id") or new_id())
+    else:
+        if not body.get("name"):
+            raise ApiError(400, "Invalid request body: name is required (or provide template)")
+        experiment_id = new_id()
+        blank = Experiment(id=experiment_id).to_firestore()
+        template = _checked(_simple_template(body, blank))
+    if download.experiment_document(experiment_id) is not None:
+        raise ApiError(409, "Experiment with this ID already exists")
+    access.write(template, experiment_id, call.experimenter)
+    return answer({"experiment": _created(experiment_id)}, 201)
+
+
+def get_experiment(call: Call) -> flask.Response:
+    call.require("read")
+    experiment_id = call.params["id"]
+    access.readable(call, experiment_id)
+    config = download.configuration(experiment_id)
+    if config is None:
+        raise ApiError(500, "Failed to load experiment data")
+    config["experiment"] = {**config["experiment"], "id": experiment_id}
+    return answer(config)
+
+
+def _clear_configuration(experiment_id: str) -> None:
+    """The experiment's stages and agents (with their prompts), before a replacement."""
+    base = paths.build(paths.EXPERIMENT, experimentId=experiment_id)
+    for collection in ("stages", *AGENT_FIELDS):
+        for ref in store.db().collection(f"{base}/{collection}").list_documents():
+            store.db().recursive_delete(ref)
+
+
+def update_experiment(call: Call) -> flask.Response:
+    call.require("write")
+    experiment_id = call.params["id"]
+    body = call.body()
+    if body.get("template") is not None:
+        template = body["template"]
+        if not isinstance(template, dict) or not isinstance(template.get("experiment"), dict):
+            raise ApiError(400, "Invalid request body: /template: Expected object")
+        given = template["experiment"].get("id")
+        if given and given != experiment_id:
+            raise ApiError(400, "Template experiment ID does not match URL parameter")
+        access.owned(call, experiment_id, "Only the creator can update the experiment")
+        template = {**template, "experiment": {**template["experiment"], "id": experiment_id}}
+    else:
+        access.owned(call, experiment_id, "Only the creator can update the experiment")
+        current = access.template_of(experiment_id)
+        given_lists = {"stages": "stageConfigs", **AGENT_FIELDS}
+        kept = {k: current[v] for k, v in given_lists.items() if body.get(k) is None}
+        template = _simple_template({**body, **kept}, current["experiment"])
+    stored = download.experiment_document(experiment_id, raw=True) or {}
+    metadata = {**(template["experiment"].get("metadata") or {})}
+    metadata["dateCreated"] = (stored.get("metadata") or {}).get("dateCreated") or now()
+    template["experiment"] = {**template["experiment"], "metadata": metadata}
+    template = _checked(template)
+    _clear_configuration(experiment_id)
+    access.write(template, experiment_id, call.experimenter)
+    return answer({"updated": True, "id": experiment_id})
+
+
+def delete_experiment(call: Call) -> flask.Response:
+    call.require("write")
+    experiment_id = call.params["id"]
+    access.owned(call, experiment_id, "Only the experiment creator can delete")
+    store.db().recursive_delete(
+        store.ref(paths.build(paths.EXPERIMENT, experimentId=experiment_id))
+    )
+    return answer({"id": experiment_id, "deleted": True})
+
+
+def export_experiment(call: Call) -> flask.Response:
+    call.require("read")
+    experiment_id = call.params["id"]
+    access.readable(call, experiment_id)
+    data = download.experiment_download(experiment_id)
+    if data is None:
+        raise ApiError(500, "Failed to load experiment data")
+    if call.request.args.get("format", "json") != "json":
+        raise ApiError(400, "Unsupported format. Use format=json")
+    return answer(data)
+
+
+def export_logs(call: Call) -> flask.Response:
+    call.require("read")
+    experiment_id = call.params["id"]
+    access.readable(call, experiment_id)
+    logs = download.experiment_logs(experiment_id)
+    if logs is None:
+        raise ApiError(500, "Failed to load experiment logs")
+    return answer(logs)
+
+
+def fork_experiment(call: Call) -> flask.Response:
+    call.require("write")
+    source_id = call.params["id"]
+    body = call.body()
+    source = download.experiment_document(source_id, raw=True)
+    if source is None:
+        raise ApiError(404, "Experiment not found")
+    public = (source.get("permissions") or {}).get("visibility") == "public"
+    if not public and (source.get("metadata") or {}).get("creator") != call.experimenter:
+        raise ApiError(
+            403,
+            "Cannot fork this experiment. Only public experiments or your own experiments "
+            "can be forked.",
+        )
+    template = access.template_of(source_id)
+    metadata = dict(template["experiment"].get("metadata") or {})
+    metadata["name"] = body.get("name") or f"Copy of {metadata.get('name') or 'Experiment'}"
+    metadata["dateCreated"] = None
+    fork_id = new_id()
+    template["experiment"] = {**template["experiment"], "metadata": metadata}
+    access.write(template, fork_id, call.experimenter)
+    return answer({"experiment": _created(fork_id), "sourceExperimentId": source_id}, 201)

@@ -1,0 +1,78 @@
+"""The REST API's entry: Deliberate Lab's middleware in its order (browser refusal, the API key),
+then its routes; anything else is its 404 ``Cannot METHOD PATH``.
+
+Deployed as the ``api`` HTTP function, so its routes sit under the function's URL:
+``https://REGION-PROJECT.cloudfunctions.net/api/v1/...`` as in Deliberate Lab.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import re
+from collections.abc import Callable
+
+import flask
+
+from functions.api import cohorts, experiments
+from functions.api.http import ApiError, Call, answer, authenticate, browser_refusal, error
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Call], flask.Response]
+_E = "/v1/experiments/(?P<id>[^/]+)"
+_C = "/v1/experiments/(?P<experimentId>[^/]+)/cohorts"
+ROUTES: tuple[tuple[str, str, Handler], ...] = (
+    ("GET", "/v1/experiments", experiments.list_experiments),
+    ("POST", "/v1/experiments", experiments.create_experiment),
+    ("GET", _E, experiments.get_experiment),
+    ("PUT", _E, experiments.update_experiment),
+    ("DELETE", _E, experiments.delete_experiment),
+    ("GET", _E + "/export", experiments.export_experiment),
+    ("GET", _E + "/export/logs", experiments.export_logs),
+    ("POST", _E + "/fork", experiments.fork_experiment),
+    ("GET", _C, cohorts.list_cohorts),
+    ("POST", _C, cohorts.create_cohort),
+    ("GET", _C + "/(?P<cohortId>[^/]+)", cohorts.get_cohort),
+    ("PUT", _C + "/(?P<cohortId>[^/]+)", cohorts.update_cohort),
+    ("DELETE", _C + "/(?P<cohortId>[^/]+)", cohorts.delete_cohort),
+)
+_COMPILED = tuple((method, re.compile(pattern + "/?"), h) for method, pattern, h in ROUTES)
+VERSION = "1.0.0"
+
+
+def _health(_: Call) -> flask.Response:
+    stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+    return answer(
+        {"status": "healthy", "version": VERSION, "timestamp": stamp.replace("+00:00", "Z")}
+    )
+
+
+def _route(method: str, path: str) -> tuple[Handler, dict[str, str]] | None:
+    if method == "GET" and path.rstrip("/") == "/v1/health":
+        return _health, {}
+    for wanted, pattern, handler in _COMPILED:
+        match = pattern.fullmatch(path)
+        if match and wanted == method:
+            return handler, match.groupdict()
+    return None
+
+
+def handle(request: flask.Request) -> flask.Response:
+    refused = browser_refusal(request)
+    if refused is not None:
+        return refused
+    key = authenticate(request)
+    if isinstance(key, flask.Response):
+        return key
+    found = _route(request.method, request.path)
+    if found is None:
+        return error(404, f"Cannot {request.method} {request.path}")
+    handler, params = found
+    try:
+        return handler(Call(key, params, request))
+    except ApiError as failure:
+        return error(failure.status, failure.message)
+    except Exception as failure:  # Deliberate Lab's error handler: logged, its message sent
+        log.exception("API error: %s %s", request.method, request.path)
+        return error(500, str(failure) or "Internal server error")
