@@ -18,7 +18,7 @@ from google.cloud import firestore
 from bench import election
 from bench.fake_model import scripted_model
 from bench.stack import Stack, dist, say
-from functions.chat.conducted import MAX_PICKS_ENV, max_picks
+from functions.chat.settings import chat_settings
 from shared.conductor.documents import ACTIVE
 from tools.load_workflow import load
 
@@ -96,8 +96,8 @@ def run(
         )
         runs.append({key: out[key] for key in _KEPT if key in out} | _extra(out))
     return {
-        "maxPicks": max_picks(),
-        "maxPicksSetting": MAX_PICKS_ENV,
+        "maxPicks": chat_settings().chat_conductor_max_picks,
+        "maxPicksSetting": "DLAB_CHAT_CONDUCTOR_MAX_PICKS",
         "chat": runs,
         "workflows": _workflows(stack, conversations, workers),
     }

@@ -16,7 +16,6 @@ import random
 from collections.abc import Iterator
 
 from bench.stack import env
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.llm.scripted import generate_value
 from tests.fakes import Recorded, Step, slow
 from tests.fakes import fake_openai as openai
@@ -56,7 +55,7 @@ def fake_model(
         fake.responder = _Responder(latency_s, seed, always_respond)
         with env(
             **{
-                MODEL_OVERRIDE_ENV: None,
+                "DLAB_MODEL_OVERRIDE": None,
                 "OPENAI_BASE_URL": fake.base_url,
                 "OPENAI_API_KEY": "bench-key",
             }
@@ -67,5 +66,5 @@ def fake_model(
 @contextlib.contextmanager
 def scripted_model() -> Iterator[None]:
     """Every agent on the offline scripted model (no model latency)."""
-    with env(**{MODEL_OVERRIDE_ENV: "SCRIPTED"}):
+    with env(**{"DLAB_MODEL_OVERRIDE": "SCRIPTED"}):
         yield

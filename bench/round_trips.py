@@ -39,7 +39,6 @@ from typing import Any
 from bench import reply_path, society, transitions
 from bench.stack import env, machine, say
 from emulator.config import default_processes
-from functions.usage import USAGE_LOG_ENV
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "round_trips_results.json"
 PATHS = ("claim", "race", "transitions", "society")
@@ -130,7 +129,7 @@ def _measure(
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="dlab-rt-") as folder:
         log = Path(folder) / "usage.jsonl"
-        with env(**{USAGE_LOG_ENV: str(log)}):  # a usage line per invocation
+        with env(**{"DLAB_USAGE_LOG": str(log)}):  # a usage line per invocation
             if path in ("claim", "race"):
                 got = _reply(stack, path, args)
             elif path == "transitions":

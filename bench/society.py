@@ -30,7 +30,6 @@ from bench.stack import Stack, add_rtt_argument
 from emulator.chaos import ChaosSettings
 from emulator.config import add_processes_argument
 from emulator.runtime import LocalRuntime
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from tools.society import client
 
 OUT = Path(__file__).resolve().parent / "society_results.json"
@@ -76,7 +75,7 @@ def _where_time_goes(runtime: LocalRuntime, since: float) -> dict[str, dict[str,
 
 def run(args: argparse.Namespace, stack: Stack | None = None) -> dict[str, Any]:
     """One society; on ``stack``'s emulators (and its RTT proxy) if given."""
-    os.environ.setdefault(MODEL_OVERRIDE_ENV, "SCRIPTED")
+    os.environ.setdefault("DLAB_MODEL_OVERRIDE", "SCRIPTED")
     settings = {"agents": args.agents, "days": args.days, "seed": args.seed, "dayDeadlineS": 600}
     chaos = ChaosSettings.from_env() if args.mode == "chaos" else None
     options: dict[str, Any] = {

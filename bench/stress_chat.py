@@ -56,7 +56,6 @@ from emulator.chaos import ChaosSettings
 from emulator.delivery import DeliveryRecord
 from emulator.runtime import LocalRuntime
 from functions.chat.messages import LEFT_CHAT_FIELD
-from functions.chat.watchdog import IDLE_ENV
 
 # The chat tests write a threaded chat with a mediator as raw documents; reuse them as they are.
 # They import each other as top-level modules (pytest puts their folder on the path), so do the
@@ -334,7 +333,7 @@ def _one(stack: Stack, index: int, chaotic: bool, opts: Options) -> dict[str, An
     with (
         stack.runtime(f"stress-{index + 1}", workers=opts.workers) as rt,
         fake_model(LATENCY_S, run_seed),
-        env(**{IDLE_ENV: str(opts.idle_s)}),
+        env(**{"DLAB_IDLE_AGENT_SECONDS": str(opts.idle_s)}),
     ):
         db = firestore.Client(project=rt.project)
         with rt.chaos(settings) if settings else contextlib.nullcontext() as chaos_run:

@@ -11,7 +11,6 @@ from google.cloud import firestore
 from pydantic import BaseModel
 
 from emulator import model_choice
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 
 
 class AgentRow(BaseModel):
@@ -112,7 +111,7 @@ def _model(data: dict[str, Any]) -> tuple[str, str]:
     """The model the agent is configured with, and what it runs on here."""
     settings = (data.get("agentConfig") or {}).get("modelSettings") or {}
     api = str(settings.get("apiType") or "")
-    runs_on = model_choice.runs_on(api, os.environ.get(MODEL_OVERRIDE_ENV)) if api else ""
+    runs_on = model_choice.runs_on(api, os.environ.get("DLAB_MODEL_OVERRIDE")) if api else ""
     return f"{api} {settings.get('modelName') or ''}".strip(), runs_on
 
 

@@ -12,9 +12,7 @@ from google.cloud import firestore
 
 from emulator.chaos import ChaosSettings
 from emulator.runtime import LocalRuntime
-from functions.chat.watchdog import IDLE_ENV
 from functions.registry import REGISTRY
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.models import ErrorRecord, ModelLogEntry, ParticipantProfile, ParticipantStatus
 from shared.stages import ANSWER_SPECS
 from tools.load_template import load
@@ -186,8 +184,8 @@ def model_from_env(env: dict[str, str] | None = None) -> tuple[str, str | None]:
 
 def _demo_environment(api_type: str) -> None:
     if api_type == "SCRIPTED":  # mediators too (their personas name a real model)
-        os.environ.setdefault(MODEL_OVERRIDE_ENV, "SCRIPTED")
-    os.environ.setdefault(IDLE_ENV, "5")  # the watchdog nudges quiet chat agents after 5 s
+        os.environ.setdefault("DLAB_MODEL_OVERRIDE", "SCRIPTED")
+    os.environ.setdefault("DLAB_IDLE_AGENT_SECONDS", "5")  # nudges quiet chat agents after 5 s
 
 
 def run(

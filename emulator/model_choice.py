@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from shared.llm.providers import MODEL_OVERRIDE_ENV, effective_api_type, registered
+from shared.llm.providers import effective_api_type, registered
 from shared.models import ApiType
 
 SCRIPTED = ApiType.SCRIPTED.value
@@ -37,15 +37,15 @@ def override(requested: str | None, env: Mapping[str, str]) -> str | None:
     """
     if requested:
         return None if requested.lower() == "none" else requested
-    if env.get(MODEL_OVERRIDE_ENV):
-        return env[MODEL_OVERRIDE_ENV]
+    if env.get("DLAB_MODEL_OVERRIDE"):
+        return env["DLAB_MODEL_OVERRIDE"]
     replaced = sorted(str(api) for api in KEY_VARS if api not in keyed(env))
     return ",".join(f"{api}={SCRIPTED}" for api in replaced) or None
 
 
 def runs_on(api_type: str, override_value: str | None) -> str:
     """The apiType an agent configured with ``api_type`` runs on under ``override_value``."""
-    return effective_api_type(api_type, {MODEL_OVERRIDE_ENV: override_value or ""})
+    return effective_api_type(api_type, {"DLAB_MODEL_OVERRIDE": override_value or ""})
 
 
 def describe(override_value: str | None) -> str:

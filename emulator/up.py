@@ -23,10 +23,7 @@ from google.cloud import firestore
 from emulator import config, livelog, model_choice, persistence, processes
 from emulator.chaos import ChaosSettings
 from emulator.runtime import LocalRuntime
-from functions import usage
-from functions.chat.watchdog import IDLE_ENV
 from functions.registry import REGISTRY, ScheduleTrigger
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from tools.deploy import rulesets
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -126,7 +123,7 @@ def banner(
     env = " ".join(f"{k}={v}" for k, v in runtime.env.items())
     services = runtime.running_services
     ticks = f"every {args.tick:g} s" if args.tick else "off (--tick 0)"
-    ticks += f", quiet chat agents nudged after {os.environ.get(IDLE_ENV)} s"
+    ticks += f", quiet chat agents nudged after {os.environ.get('DLAB_IDLE_AGENT_SECONDS')} s"
     logs = services.log_dir / "deliveries.log"
     kept = "kept" if args.keep_logs or not services.temporary_logs else "removed on exit"
     lines = [
@@ -148,7 +145,7 @@ def banner(
         "              .venv/bin/python -m tools.load_template "
         "templates/demo_all_stages.json --agents 3",
         f"  full log    {logs} ({kept})",
-        f"  cost        Firestore usage per invocation in {os.environ.get(usage.USAGE_LOG_ENV)}: "
+        f"  cost        Firestore usage per invocation in {os.environ.get('DLAB_USAGE_LOG')}: "
         ".venv/bin/python -m tools.usage_report FILE",
     ]
     if args.import_dir:
@@ -201,8 +198,8 @@ def run(args: argparse.Namespace, chaos: ChaosSettings | None = None) -> int:
     options, notes = emulator_options(args)
     override = model_choice.override(args.model_override, os.environ)
     if override:
-        os.environ[MODEL_OVERRIDE_ENV] = override
-    os.environ.setdefault(IDLE_ENV, f"{args.idle_agent_seconds:g}")
+        os.environ["DLAB_MODEL_OVERRIDE"] = override
+    os.environ.setdefault("DLAB_IDLE_AGENT_SECONDS", f"{args.idle_agent_seconds:g}")
     rules = None if args.attach else rulesets.path(args.ruleset)
     print("Starting the emulators and the runtime ...", flush=True)
     runtime = LocalRuntime(
@@ -216,7 +213,7 @@ def run(args: argparse.Namespace, chaos: ChaosSettings | None = None) -> int:
     )
     with runtime, contextlib.ExitStack() as stack:
         usage_log = runtime.running_services.log_dir / "usage.log"
-        os.environ.setdefault(usage.USAGE_LOG_ENV, str(usage_log))
+        os.environ.setdefault("DLAB_USAGE_LOG", str(usage_log))
         console_url = _start_console(stack, runtime, options.ports.console)
         db = firestore.Client(project=runtime.project)
         agents = _agents(db, override)

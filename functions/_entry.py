@@ -72,7 +72,7 @@ def _retry_again(spec: FunctionSpec, event: Any, where: DocumentError | None) ->
     no event is retried, and its model called, without bound."""
     if not spec.retry:
         return True
-    settings = work.work_settings()
+    settings = work.backbone_settings()
     failures = work.bounded_delivery(spec.name, event.id, settings)
     if failures < settings.delivery_max_failures:
         return True

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any, TypeVar
 
+from functions.settings import backbone_settings
+
 T = TypeVar("T")
 
-CACHE_ENV = "DLAB_CONFIG_CACHE_SECONDS"
 _scope: contextvars.ContextVar[dict[Hashable, Any] | None] = contextvars.ContextVar(
     "invocation_memo", default=None
 )
@@ -90,10 +90,7 @@ def forget(key: Hashable) -> None:
 
 
 def ttl_s() -> float:
-    try:
-        return max(0.0, float(os.environ.get(CACHE_ENV, "0") or 0))
-    except ValueError:
-        return 0.0
+    return backbone_settings().config_cache_seconds
 
 
 def shared(key: Hashable, path: str, load: Callable[[], T]) -> T:

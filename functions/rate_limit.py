@@ -21,18 +21,14 @@ from datetime import UTC, datetime, timedelta
 from google.cloud import firestore
 
 from functions import store
+from functions.settings import BackboneSettings, RateLimit, backbone_settings
 from shared.llm.base import ModelError, ModelRequest, estimate_tokens
-from shared.llm.policy import RateLimit, RateLimitSettings
 from shared.llm.retry import MIN_ATTEMPT_S
 
 COLLECTION = "rateLimits"
 KEEP = timedelta(hours=1)
 """A window's shards carry ``expireAt`` this long after it: a Firestore TTL policy on that field
 deletes them (docs/COST.md)."""
-
-
-def settings() -> RateLimitSettings:
-    return RateLimitSettings()
 
 
 def request_tokens(request: ModelRequest) -> int:
@@ -80,7 +76,7 @@ def _try_shard(path: str, tokens: int, caps: tuple[int, int], expires: datetime)
     return fits
 
 
-def _take(provider: str, limit: RateLimit, tokens: int, config: RateLimitSettings) -> float | None:
+def _take(provider: str, limit: RateLimit, tokens: int, config: BackboneSettings) -> float | None:
     """A slot in the current window (None), or the time the next window starts."""
     window_s = config.rate_window_seconds
     clock = time.time()
@@ -106,7 +102,7 @@ def _take(provider: str, limit: RateLimit, tokens: int, config: RateLimitSetting
 def acquire(provider: str, request: ModelRequest, deadline: float | None) -> None:
     """Wait for a slot of ``provider``'s shared quota (at once when none is configured); a
     retryable QUOTA_ERROR when the deadline (``time.monotonic()``) comes first."""
-    config = settings()
+    config = backbone_settings()
     limit = config.rate_limits.get(provider)
     if limit is None or not (limit.requests_per_minute or limit.tokens_per_minute):
         return

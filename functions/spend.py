@@ -25,7 +25,7 @@ from google.cloud import firestore
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from functions import errors, memo, store
-from shared.llm.policy import SpendSettings
+from functions.settings import backbone_settings
 from shared.models import DocumentError, now
 
 SPEND = "spend"
@@ -80,13 +80,9 @@ class BudgetReached(Exception):
         self.totals = totals
 
 
-def settings() -> SpendSettings:
-    return SpendSettings()
-
-
 def counts(model_name: str, prompt_tokens: int, completion_tokens: int) -> dict[str, float]:
     """One attempt's increments of the run's totals."""
-    cost = settings().cost_usd(model_name, prompt_tokens, completion_tokens)
+    cost = backbone_settings().cost_usd(model_name, prompt_tokens, completion_tokens)
     return {
         "calls": 1,
         "promptTokens": prompt_tokens,
@@ -96,7 +92,7 @@ def counts(model_name: str, prompt_tokens: int, completion_tokens: int) -> dict[
 
 
 def _shard(run: str) -> str:
-    return f"{run}/{SPEND}/{random.randrange(settings().spend_shards)}"
+    return f"{run}/{SPEND}/{random.randrange(backbone_settings().spend_shards)}"
 
 
 def record(
@@ -152,7 +148,7 @@ def _run_budget(run: str) -> _RunBudget:
     """The run's budget as this instance read it in the last few seconds, else read now (a
     field mask: nothing else is sent)."""
     seen = _known.get(run)
-    if seen is not None and time.monotonic() - seen[0] < settings().budget_refresh_seconds:
+    if seen is not None and time.monotonic() - seen[0] < backbone_settings().budget_refresh_seconds:
         return seen[1]
 
     def load() -> _RunBudget:

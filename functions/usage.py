@@ -31,15 +31,15 @@ import contextlib
 import contextvars
 import dataclasses
 import json
-import os
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import grpc
 
+from functions.settings import backbone_settings
+
 LOG_PREFIX = "firestore usage:"
-USAGE_LOG_ENV = "DLAB_USAGE_LOG"
 _FIRESTORE = "google.firestore.v1.Firestore/"
 _STREAMED_READS = {"BatchGetDocuments", "RunQuery", "RunAggregationQuery"}
 
@@ -91,7 +91,7 @@ _emit_lock = threading.Lock()
 
 def destination() -> str | None:
     """Where ``emit`` writes: 'stdout', a file path, or None (off)."""
-    value = (os.environ.get(USAGE_LOG_ENV) or "").strip()
+    value = backbone_settings().usage_log.strip()
     if value.lower() in ("", "0", "off", "false", "no"):
         return None
     return "stdout" if value.lower() in ("1", "on", "true", "yes", "stdout") else value

@@ -28,7 +28,7 @@ from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from functions import errors, leases, store, transactions
-from functions.settings import WorkSettings, work_settings
+from functions.settings import BackboneSettings, backbone_settings
 from functions.spend import BudgetReached
 from shared.models import DocumentError, now
 
@@ -117,11 +117,11 @@ class Outcome(Generic[T]):
     result: T | None = None
 
 
-def run(unit: Unit[T], settings: WorkSettings | None = None) -> Outcome[T]:
+def run(unit: Unit[T], settings: BackboneSettings | None = None) -> Outcome[T]:
     """Run ``unit`` under its lease, again for each batch of requests that came while it ran.
     A failed attempt is re-raised (the platform retries it) until the budget is spent; the last
     one ends the unit and returns ENDED (so nothing retries it)."""
-    settings = settings or work_settings()
+    settings = settings or backbone_settings()
     ttl = timedelta(seconds=settings.lease_seconds)
     got = leases.acquire(unit.lease, uuid.uuid4().hex, ttl)
     if got is None:
@@ -160,7 +160,7 @@ def _ending(document: str, field: str, attempts: int, cause: str) -> Failure:
     return Failure(document, field, attempts, reason, cause)
 
 
-def _failed(unit: Unit[T], held: leases.Held, error: Exception, settings: WorkSettings) -> Any:
+def _failed(unit: Unit[T], held: leases.Held, error: Exception, settings: BackboneSettings) -> Any:
     """An attempt raised: the unit ends (user code, or the budget spent) or the error goes up
     to be retried, recorded under the unit's document, its count and text kept in the lease.
     A DocumentError keeps its own document and field: the entry point records it and does not
@@ -204,11 +204,11 @@ DELIVERIES = "deliveryFailures"
 """Failed deliveries of retrying functions' events, one document per event (backend-only)."""
 
 
-def bounded_delivery(function: str, event_id: str, settings: WorkSettings | None = None) -> int:
+def bounded_delivery(function: str, event_id: str, settings: BackboneSettings | None = None) -> int:
     """Count one more failed delivery of ``event_id`` to ``function``; the count so far. The
     entry point acknowledges the event (with a record) once the count reaches
     ``DLAB_DELIVERY_MAX_FAILURES``, so no event is retried without bound."""
-    settings = settings or work_settings()
+    settings = settings or backbone_settings()
     key = hashlib.sha1(f"{function}\x1f{event_id}".encode()).hexdigest()[:24]
     path = f"{DELIVERIES}/{key}"
 

@@ -89,14 +89,26 @@ def experiment_document(
     return experiment.to_firestore()
 
 
+ENTRY_FIELDS = ("promptContext", "generation")
+"""Fields of ours on a template's persona entry, beside ``persona`` (whose schema admits no
+others), kept on the persona document: a generated persona's sketch and what it was drawn from
+(shared/personas)."""
+
+
 def persona_documents(template: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """(collection, persona id, document) for each persona, with DL's defaults for the fields the
     schema leaves out (mediators join cohorts by default, participants do not)."""
     out = []
     for collection, kind in (("agentParticipants", "participant"), ("agentMediators", "mediator")):
         for entry in template.get(collection, []):
+            ours = {k: entry[k] for k in ENTRY_FIELDS if k in entry}
             persona = AgentPersona.model_validate(
-                {"type": kind, "isDefaultAddToCohort": kind == "mediator", **entry["persona"]}
+                {
+                    "type": kind,
+                    "isDefaultAddToCohort": kind == "mediator",
+                    **entry["persona"],
+                    **ours,
+                }
             )
             out.append((collection, persona.id, persona.to_firestore()))
     return out
@@ -200,7 +212,8 @@ def agent_participant_document(
         connected=True,
         agent_config=ProfileAgentConfig(
             agent_id=(persona or {}).get("id", ""),
-            prompt_context=prompt_context,
+            # DL copies a persona's promptContext into each agent made from it
+            prompt_context=prompt_context or str((persona or {}).get("promptContext") or ""),
             model_settings=AgentModelSettings.model_validate(model_settings),
         ),
     ).to_firestore()

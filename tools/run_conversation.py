@@ -120,9 +120,8 @@ def transcript(conv: Conversation, out: Any = None) -> None:
 def _local() -> Iterator[firestore.Client]:
     from emulator.config import default_processes
     from emulator.runtime import LocalRuntime
-    from shared.llm.providers import MODEL_OVERRIDE_ENV
 
-    os.environ.setdefault(MODEL_OVERRIDE_ENV, "SCRIPTED")
+    os.environ.setdefault("DLAB_MODEL_OVERRIDE", "SCRIPTED")
     with LocalRuntime(mode="concurrent", processes=default_processes()) as rt:
         rt.reset()
         yield firestore.Client(project=rt.project)

@@ -28,7 +28,7 @@ from shared.llm import Message, ModelError, ModelReply, ModelRequest, client_for
 from shared.llm.base import ProviderFailing
 from shared.llm.credentials import credentials_for
 from shared.llm.json_output import check_schema, parse_json_reply
-from shared.llm.policy import CallPolicy
+from shared.llm.policy import call_policy
 from shared.llm.protocol import check_prompt_size, check_reply
 from shared.llm.retry import remaining, retrying
 from shared.models import (
@@ -96,14 +96,6 @@ class AnswerFailed(Exception):
         self.last_error = last_error
 
 
-def _policy() -> CallPolicy:
-    """The deployment's call policy; a mistyped setting is a recorded CONFIG_ERROR, not a crash."""
-    try:
-        return CallPolicy.from_env()
-    except ValueError as error:
-        raise ModelError("CONFIG_ERROR", f"deployment setting: {error}") from None
-
-
 def conversation_text(request: ModelRequest) -> str:
     """The prompt as logged: the text alone, or ``ROLE: text`` turns (as DL logs messages)."""
     if not request.history:
@@ -121,7 +113,7 @@ class _Call:
         self.client = client_for(settings.api_type)
         self.credentials = credentials_for(settings.api_type, api_keys)
         self.attempts = 0
-        self.policy = _policy()
+        self.policy = call_policy()  # a mistyped setting: a recorded CONFIG_ERROR
         self.stats = CallStats()
 
     def log(self, request: ModelRequest, started: float, **outcome: Any) -> None:

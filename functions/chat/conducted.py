@@ -14,7 +14,6 @@ message like the claim policy, so at most one agent answers it.
 
 from __future__ import annotations
 
-import os
 import random
 from typing import Any
 
@@ -23,6 +22,7 @@ from functions.agents.model_call import AnswerFailed, CallSite, ask
 from functions.agents.prompting import creator_api_keys
 from functions.chat import agents, gates, messages, quiet
 from functions.chat.agents import ChatAgent
+from functions.chat.settings import chat_settings
 from functions.errors import current_function, record_error
 from functions.pubsub import publish
 from functions.registry import CHAT_CONDUCTOR_TOPIC
@@ -41,8 +41,6 @@ from shared.models import (
 from shared.prompts import render_template
 from shared.stages import AnswerValidationError
 
-MAX_PICKS_ENV = "DLAB_CHAT_CONDUCTOR_MAX_PICKS"
-DEFAULT_MAX_PICKS = 2
 HISTORY = 12
 """The last messages the conductor sees."""
 CONDUCTOR_ID = "conductor"
@@ -80,10 +78,6 @@ class ConductorPick(WireMessage):
     @property
     def room(self) -> Room:
         return Room(self.experiment_id, self.cohort_id, self.stage_id)
-
-
-def max_picks() -> int:
-    return max(1, int(os.environ.get(MAX_PICKS_ENV, DEFAULT_MAX_PICKS)))
 
 
 def seat(agent_type: str, private_id: str) -> str:
@@ -142,7 +136,7 @@ def _pick(request: ConductorPick) -> str:
     message = next((m for m in history if m.id == request.trigger_chat_id), None)
     if history and history[-1].id != request.trigger_chat_id:
         return "the chat has moved on"  # a newer message gets its own pick
-    if round_ >= max_picks():
+    if round_ >= chat_settings().chat_conductor_max_picks:
         return "picks used up"  # they all declined: as under race, the idle watchdog nudges
     members = _members(room, stage, history, message, request)
     if not members:  # nobody may answer: those present say whether they are ready instead

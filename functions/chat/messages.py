@@ -15,7 +15,7 @@ from google.cloud import firestore
 
 from functions import leases, store, transactions
 from functions.rooms import Room
-from functions.settings import work_settings
+from functions.settings import backbone_settings
 from functions.shared_reads import SharedReads
 from shared.models import ChatMessage, ProfileBase, UserType, now
 
@@ -188,7 +188,7 @@ def quota_id(responder: dict[str, Any], slot: int) -> str:
 
 
 def lock_ttl() -> timedelta:
-    return timedelta(seconds=work_settings().lease_seconds)
+    return timedelta(seconds=backbone_settings().lease_seconds)
 
 
 def take_lock(room: Room, log_id: str, owner: dict[str, Any]) -> leases.Held | None:

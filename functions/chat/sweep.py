@@ -17,25 +17,13 @@ from typing import Any
 
 from google.cloud import firestore
 from pydantic import BaseModel, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from functions import store
+from functions.chat.settings import chat_settings
 from shared.models import ParticipantStatus
 
 CURSOR_PATH = "watchdogs/agents"
 """Where the tick's cursors are kept between ticks (one small document)."""
-
-
-class SweepSettings(BaseSettings):
-    """How much one watchdog tick reads (environment, ``DLAB_`` prefix).
-
-    - ``DLAB_WATCHDOG_MAX_READS`` (1000): participants (and experiment queries, one each)
-      a tick reads; the agents it wakes are among them.
-    """
-
-    model_config = SettingsConfigDict(env_prefix="DLAB_", extra="ignore")
-
-    watchdog_max_reads: int = Field(default=1000, ge=2, le=100_000)
 
 
 class Cursor(BaseModel):
@@ -55,8 +43,9 @@ class Read:
 
 
 def in_progress() -> list[Read]:
-    """The participants in progress this tick looks at (``SweepSettings``); moves the cursor."""
-    budget = SweepSettings().watchdog_max_reads
+    """The participants in progress this tick looks at (``DLAB_WATCHDOG_MAX_READS``); moves the
+    cursor."""
+    budget = chat_settings().watchdog_max_reads
     cursor = Cursor.model_validate(store.snapshot_data(CURSOR_PATH) or {})
     experiments = _experiments_from(cursor.experiment, budget // 2)
     budget -= len(experiments)

@@ -9,11 +9,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from google.cloud import firestore
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from functions import documents, errors, rooms, store, transactions
 from functions.chat import active, agents, fanout, messages, nudges, readiness, sweep
+from functions.chat.settings import chat_settings
 from functions.rooms import Room
 from functions.wire import AgentTurn, publish_turns, publish_wakes
 from shared import paths
@@ -32,39 +31,15 @@ from shared.models import (
 StageCache = dict[tuple[str, str], ConversationStage | None]
 T = TypeVar("T")
 
-IDLE_ENV = "DLAB_IDLE_AGENT_SECONDS"
-STALLED_ENV = "DLAB_STALLED_SECONDS"
-NUDGES_ENV = "DLAB_IDLE_NUDGES"
 TIMER_ENDED = "The timer for this stage has ended; you can no longer respond."
 
 
-class WatchdogSettings(BaseSettings):
-    """When the watchdog acts (environment, ``DLAB_`` prefix).
-
-    - ``DLAB_IDLE_AGENT_SECONDS`` (120): a chat quiet this long gets its agents nudged (asked,
-      readiness only, whether they are ready to end).
-    - ``DLAB_IDLE_NUDGES`` (3): nudges per agent and chat until the chat gets a new message; each
-      is a model call, and an agent that said no three times will not say yes to a fourth.
-    - ``DLAB_STALLED_SECONDS`` (30, one lease): an agent at an open non-chat stage, with no live
-      move lease, this long after it arrived lost its move (its event, or its holder, died).
-
-    A claim on a message (and any chat lock) is not timed here: it expires one lease
-    (``DLAB_LEASE_SECONDS``) after its holder stopped renewing it (``messages.lock``).
-    """
-
-    model_config = SettingsConfigDict(env_prefix="DLAB_", extra="ignore")
-
-    idle_agent_seconds: float = Field(default=120.0, ge=0)
-    idle_nudges: int = Field(default=3, ge=0, le=1000)
-    stalled_seconds: float = Field(default=30.0, ge=0)
-
-
 def idle_after() -> timedelta:
-    return timedelta(seconds=WatchdogSettings().idle_agent_seconds)
+    return chat_settings().idle_after
 
 
 def stalled_after() -> timedelta:
-    return timedelta(seconds=WatchdogSettings().stalled_seconds)
+    return chat_settings().stalled_after
 
 
 def tick() -> dict[str, int]:
@@ -247,7 +222,7 @@ def _nudge(
     """Nudge the idle agents within their allowance (one turn each); those whose allowance is
     spent count as ready, with no model call (``nudges``). Returns how many were nudged."""
     nonce = uuid.uuid4().hex[:12]
-    asked, spent = nudges.allowed(idle, WatchdogSettings().idle_nudges)
+    asked, spent = nudges.allowed(idle, chat_settings().idle_nudges)
     for c in spent:
         stage, profile = where[(c.room, c.agent_id)]
         readiness.participant_ready(c.room, stage, profile)
@@ -376,7 +351,7 @@ def _redrive_expired_leases() -> int:
         store.db()
         .collection_group("moveLeases")
         .where(filter=firestore.FieldFilter("expiresAt", "<", now()))
-        .limit(sweep.SweepSettings().watchdog_max_reads)
+        .limit(chat_settings().watchdog_max_reads)
     )
     woken: dict[str, list[str]] = {}
     for snap in expired.get():

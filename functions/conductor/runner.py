@@ -160,7 +160,7 @@ def redrive(limit: int = 200) -> int:
     event was lost, publish again the pending step of a RUNNING one whose invocation died or
     whose message was lost, each once it is ``DLAB_CONDUCTOR_STALLED_SECONDS`` old. Returns how
     many were started or published."""
-    before = now() - timedelta(seconds=conductor_settings().stalled_seconds)
+    before = now() - timedelta(seconds=conductor_settings().conductor_stalled_seconds)
     query = (
         store.db()
         .collection("conversations")

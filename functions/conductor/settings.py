@@ -1,13 +1,14 @@
-"""The conductor's deployment settings (``DLAB_CONDUCTOR_`` prefix), read when asked for so a
-test or an operator changes them without a redeploy of code."""
+"""The conductor's deployment settings (functions/conductor/), read from the environment each
+time they are asked for (``shared.settings``; every one is listed in docs/SETTINGS.md)."""
 
 from __future__ import annotations
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared.settings import DlabSettings
 
 
-class ConductorSettings(BaseSettings):
+class ConductorSettings(DlabSettings):
     """How soon the watchdog re-drives a conversation that does not move.
 
     - ``DLAB_CONDUCTOR_STALLED_SECONDS`` (30, one ``DLAB_LEASE_SECONDS``): a conversation still
@@ -17,9 +18,7 @@ class ConductorSettings(BaseSettings):
       a duplicate delivery is harmless anyway (it coalesces on the lease, or finds the step done).
     """
 
-    model_config = SettingsConfigDict(env_prefix="DLAB_CONDUCTOR_", extra="ignore")
-
-    stalled_seconds: float = Field(default=30.0, ge=0, le=86_400)
+    conductor_stalled_seconds: float = Field(default=30.0, ge=0, le=86_400)
 
 
 def conductor_settings() -> ConductorSettings:

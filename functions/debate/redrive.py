@@ -22,8 +22,6 @@ from shared.debate import naming
 from shared.debate.models import TERMINAL, Layer, Round
 from shared.models import now
 
-STALE_ENV = "DLAB_DEBATE_STALE_SECONDS"
-
 
 def redrive(d: str, *, touched: bool) -> int:
     """Turns published again; ``touched``: a user's write (failed and blocked work too, no

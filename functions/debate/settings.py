@@ -1,14 +1,16 @@
-"""The debate's deployment settings (``DLAB_`` prefix), read each time they are asked for."""
+"""The debate's deployment settings (functions/debate/), read from the environment each time
+they are asked for (``shared.settings``; every one is listed in docs/SETTINGS.md)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared.settings import DlabSettings
 
 
-class DebateSettings(BaseSettings):
+class DebateSettings(DlabSettings):
     """How soon the watchdog re-drives a debate.
 
     - ``DLAB_DEBATE_STALE_SECONDS`` (5): a start or a round older than this whose unit has no
@@ -16,8 +18,6 @@ class DebateSettings(BaseSettings):
       at the next tick. Short, because a live unit renews its lease (``DLAB_LEASE_SECONDS``):
       the age only spares the events still on their way.
     """
-
-    model_config = SettingsConfigDict(env_prefix="DLAB_", extra="ignore")
 
     debate_stale_seconds: float = Field(default=5.0, ge=0, le=3600)
 

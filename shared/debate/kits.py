@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from shared.debate.models import UserFunctions
+from shared.debate.settings import KitSettings
 from shared.models import DocumentError
 
-USER_MODULES_ENV = "DLAB_DEBATE_USER_MODULES"
 BUILTIN_MODULES = ("shared.debate.generic", "shared.debate.stock_trading")
 
 Formatter = Callable[[Any], dict[str, Any]]
@@ -70,10 +69,8 @@ def prompts(name: str) -> Callable[[F], F]:
     return add
 
 
-def load_user_modules(env: dict[str, str] | None = None) -> None:
-    env = dict(os.environ) if env is None else env
-    extra = [m.strip() for m in env.get(USER_MODULES_ENV, "").split(",") if m.strip()]
-    for module in (*BUILTIN_MODULES, *extra):
+def load_user_modules() -> None:
+    for module in (*BUILTIN_MODULES, *KitSettings().user_modules):
         importlib.import_module(module)
 
 

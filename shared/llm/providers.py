@@ -6,19 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 from collections.abc import Callable, Iterator, Mapping
 
 from shared.llm.base import ModelClient, ModelError
 from shared.llm.gemini import GeminiClient
 from shared.llm.openai_compat import OpenAICompatClient
+from shared.llm.policy import call_policy
 from shared.llm.scripted import ScriptedModel
 from shared.models import ApiType
-
-MODEL_OVERRIDE_ENV = "DLAB_MODEL_OVERRIDE"
-"""Set by the local runtime to run agents on another provider than their own: one apiType for
-every agent (``SCRIPTED``), or per provider (``GEMINI=SCRIPTED,OPENAI=SCRIPTED``) so that only the
-providers without credentials are replaced."""
 
 ClientWrapper = Callable[[ModelClient], ModelClient]
 
@@ -35,20 +30,10 @@ _WRAPPER: contextvars.ContextVar[ClientWrapper | None] = contextvars.ContextVar(
 )
 
 
-def parse_override(value: str | None) -> dict[str, str] | str | None:
-    """``"X"`` (every provider becomes X), ``"A=X,B=Y"`` (per provider), or None."""
-    value = (value or "").strip()
-    if not value:
-        return None
-    if "=" not in value:
-        return value
-    pairs = (item.split("=", 1) for item in value.split(",") if item.strip())
-    return {source.strip(): target.strip() for source, target in pairs}
-
-
-def effective_api_type(api_type: str, env: Mapping[str, str] = os.environ) -> str:
-    """The apiType an agent configured with ``api_type`` really runs on (after the override)."""
-    override = parse_override(env.get(MODEL_OVERRIDE_ENV))
+def effective_api_type(api_type: str, env: Mapping[str, str] | None = None) -> str:
+    """The apiType an agent configured with ``api_type`` really runs on (after the override
+    ``DLAB_MODEL_OVERRIDE`` of the environment, or of ``env`` when given)."""
+    override = call_policy(env).overridden()
     if isinstance(override, dict):
         return override.get(api_type) or api_type
     return override or api_type

@@ -19,7 +19,6 @@ from experiment_state import ANSWER_MODELS, doc, errors, participants, settle, t
 
 from emulator.chaos import ChaosSettings
 from functions._events import decode_document_event_data
-from functions.chat.watchdog import IDLE_ENV
 from shared import paths
 from shared.models import ParticipantStatus, UserType
 from shared.templates import template_stages
@@ -90,7 +89,7 @@ def run_demo_under_chaos(runtime, db, monkeypatch):
     """The demo template's agents under chaos (``DLAB_CHAOS_*``, default 50% duplicates and 15%
     model faults): every stage moved once, every answer written once, no chat message twice,
     failures only from injected faults. Returns what was injected."""
-    monkeypatch.setenv(IDLE_ENV, "0")  # each watchdog tick stands for time passing
+    monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "0")  # each watchdog tick stands for time passing
     settings = ChaosSettings.from_env(duplicate_rate=0.5, fault_rate=0.15, seed=11)
     tpl = template("demo_all_stages.json")
     audit = WriteAudit()

@@ -8,14 +8,13 @@ import pytest
 from google.cloud import firestore
 
 from emulator import metering
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 
 
 @pytest.fixture
 def db(runtime: Any, clean: Any, monkeypatch: pytest.MonkeyPatch) -> firestore.Client:
     """A client on a freshly reset emulator, metered like the functions' (``usage.counting``);
     agents run on the offline scripted model."""
-    monkeypatch.setenv(MODEL_OVERRIDE_ENV, "SCRIPTED")
+    monkeypatch.setenv("DLAB_MODEL_OVERRIDE", "SCRIPTED")
     client = firestore.Client(project=runtime.project)
     metering.meter(client)
     return client

@@ -15,12 +15,10 @@ from pathlib import Path
 import pytest
 
 from emulator import config, processes
-from functions.chat.watchdog import IDLE_ENV
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 
 RUNTIME = Path(__file__).with_name("crash_runtime.py")
 PROJECT = "demo-dlab"  # the runtime's default project
-QUICK = {IDLE_ENV: "2", MODEL_OVERRIDE_ENV: "SCRIPTED"}
+QUICK = {"DLAB_IDLE_AGENT_SECONDS": "2", "DLAB_MODEL_OVERRIDE": "SCRIPTED"}
 """Chats nudged after 2 s of quiet (fast models here). The lease (``DLAB_LEASE_SECONDS``) and the
 watchdog's stalled threshold are the production defaults: the lease's renewal, not a test
 setting, is what makes recovery prompt."""

@@ -13,8 +13,6 @@ from chat_docs import add_mediator, chat_experiment, persona_prompt
 from experiment_state import errors, participant
 from raw_docs import agent, human, stage, write_experiment
 
-from functions.chat.watchdog import IDLE_ENV, NUDGES_ENV
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.models import ParticipantStatus
 from tests.fakes import fake_openai as openai
 
@@ -31,7 +29,7 @@ DELIVERIES = 5
 @pytest.fixture
 def fake(db, monkeypatch):
     """A fake OpenAI server that answers 503 until told otherwise, with quick provider retries."""
-    monkeypatch.delenv(MODEL_OVERRIDE_ENV)
+    monkeypatch.delenv("DLAB_MODEL_OVERRIDE")
     monkeypatch.setenv("DLAB_MODEL_MAX_ATTEMPTS", str(MODEL_ATTEMPTS))
     monkeypatch.setenv("DLAB_MODEL_BACKOFF_S", "0.05")
     monkeypatch.setenv("DLAB_MODEL_BACKOFF_MAX_S", "0.1")
@@ -127,8 +125,8 @@ def test_idle_nudges_stop_at_the_bound_and_a_new_message_reopens_it(runtime, db,
     """Two agents in a chat nobody writes in (they decline to speak and say they are not ready):
     the watchdog asks each DLAB_IDLE_NUDGES times per message, then counts it as ready, with no
     model call, so the chat ends instead of waiting for ever."""
-    monkeypatch.setenv(IDLE_ENV, "0")  # each tick stands for the idle time passing
-    monkeypatch.setenv(NUDGES_ENV, "3")
+    monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "0")  # each tick stands for the idle time passing
+    monkeypatch.setenv("DLAB_IDLE_NUDGES", "3")
     fake.default = openai.text(json.dumps(NOT_READY))
     e = chat_experiment(db, mediator=False)
     config = persona_prompt(db, e, max_responses=5, structured=True, api_type="OPENAI")

@@ -7,7 +7,6 @@ from chat_docs import add_mediator, chat_experiment
 from experiment_state import doc, errors, participant
 from raw_docs import agent, stage, write_experiment
 
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.models import ParticipantStatus
 
 QUESTION = {"id": "q", "kind": "check", "questionTitle": "OK?", "isRequired": False}
@@ -99,7 +98,7 @@ def test_stage_not_in_the_experiment(runtime, db):
     ("api_type", "reason"), [("CLAUDE", "no provider"), ("BANANA", "'BANANA'")]
 )
 def test_model_without_a_provider(runtime, db, monkeypatch, api_type, reason):
-    monkeypatch.delenv(MODEL_OVERRIDE_ENV)
+    monkeypatch.delenv("DLAB_MODEL_OVERRIDE")
     e = write_experiment(db, [stage("survey", "survey", questions=[QUESTION])])
     pid = agent(db, e, "survey", api_type=api_type)
     runtime.wait_until_idle(timeout=60)

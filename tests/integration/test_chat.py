@@ -27,7 +27,6 @@ from raw_docs import agent
 
 from functions import store, transactions, usage
 from functions.chat import messages, readiness, turn
-from functions.chat.watchdog import IDLE_ENV, STALLED_ENV
 from functions.rooms import Room
 from functions.wire import AgentTurn
 from shared.llm import providers
@@ -45,8 +44,8 @@ def _idle_now(monkeypatch):
     """Every watchdog tick counts every chat agent as idle (ticks stand for time passing), and
     a chat still empty a second after its agents arrived as stalled: when every agent chose
     silence for its opening (1 in 12 runs of two agents), it is opened again."""
-    monkeypatch.setenv(IDLE_ENV, "0")
-    monkeypatch.setenv(STALLED_ENV, "1")
+    monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "0")
+    monkeypatch.setenv("DLAB_STALLED_SECONDS", "1")
 
 
 def test_agents_only_chat_starts_runs_and_everyone_moves_on(runtime, db):
@@ -182,7 +181,7 @@ def test_a_chat_whose_openings_all_chose_silence_is_opened_again(runtime, db, mo
     for pid in ids:
         lock = {"privateId": pid, "timestamp": silent, "done": True}
         db.document(f"{logs}/initial-participant-{pid}").set(lock)
-    monkeypatch.setenv(STALLED_ENV, "0")
+    monkeypatch.setenv("DLAB_STALLED_SECONDS", "0")
     runtime.tick()
     runtime.wait_until_idle(timeout=60)
     again = trigger_logs(db, e)
@@ -331,7 +330,7 @@ def test_claim_policy_costs_about_one_call_per_message(runtime, db):
 
 
 def test_time_limit_ends_the_chat_and_moves_agents_on(runtime, db, monkeypatch):
-    monkeypatch.setenv(IDLE_ENV, "3600")  # only the timer may end this chat
+    monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "3600")  # only the timer may end this chat
     e = chat_experiment(db, mediator=False, timeLimitInMinutes=1)
     config = persona_prompt(db, e, max_responses=100, ready_field=False, min_messages=10**6)
     ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(2)]

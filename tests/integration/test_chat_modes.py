@@ -26,10 +26,8 @@ from functions import store
 from functions.chat import turn_order
 from functions.chat.turn import DECLINED
 from functions.chat.turn import run as run_turn
-from functions.chat.watchdog import IDLE_ENV
 from functions.rooms import Room
 from functions.wire import AgentTurn
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.models import ParticipantStatus
 from shared.prompts.shuffle import shuffle_with_seed
 from tests.fakes import Recorded, Step
@@ -41,7 +39,7 @@ DECLINE_MARK = DECLINED.format(name="Host")
 
 @pytest.fixture(autouse=True)
 def _idle_now(monkeypatch):
-    monkeypatch.setenv(IDLE_ENV, "0")
+    monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "0")
 
 
 def private_experiment(db, mediator=True, **stage_fields):
@@ -99,7 +97,7 @@ def _declining_mediator(request: Recorded) -> Step:
 
 @pytest.fixture
 def fake_openai(db, monkeypatch):
-    monkeypatch.delenv(MODEL_OVERRIDE_ENV)
+    monkeypatch.delenv("DLAB_MODEL_OVERRIDE")
     with openai.FakeOpenAI(api_key="sk-test") as fake:
         db.document("experimenterData/x@y.z").set(
             {"apiKeys": {"openAIApiKey": {"apiKey": "sk-test", "baseUrl": fake.base_url}}}

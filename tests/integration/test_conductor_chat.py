@@ -12,8 +12,7 @@ from experiment_state import model_logs, settle
 from raw_docs import agent
 
 from emulator.chaos import ChaosSettings
-from functions.chat.conducted import CONDUCTOR_ID, MAX_PICKS_ENV
-from functions.chat.watchdog import IDLE_ENV
+from functions.chat.conducted import CONDUCTOR_ID
 
 pytestmark = pytest.mark.usefixtures("clean")
 
@@ -21,8 +20,8 @@ NOT_ELECTIONS = ("initial-", "ready-", "quota-", "left-", "turn-", "conductor-")
 
 
 def test_conductor_policy_asks_one_agent_per_message(runtime, db, monkeypatch):
-    monkeypatch.setenv(MAX_PICKS_ENV, "2")
-    monkeypatch.setenv(IDLE_ENV, "0")  # each watchdog tick stands for time passing
+    monkeypatch.setenv("DLAB_CHAT_CONDUCTOR_MAX_PICKS", "2")
+    monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "0")  # each watchdog tick stands for time passing
     doubled = ChaosSettings(seed=3, duplicate_rate=0.5, max_delay_s=0.05, fault_rate=0.0)
     with runtime.chaos(doubled) as run:  # half the events delivered twice, reordered
         e = chat_experiment(db, electionPolicy="conductor")

@@ -31,8 +31,7 @@ from crashing import (  # noqa: F401 (emulators: a fixture)
 from google.cloud import firestore
 
 from shared.conductor.documents import Status, StepStatus
-from shared.llm.policy import CallPolicy
-from shared.llm.providers import MODEL_OVERRIDE_ENV
+from shared.llm.policy import call_policy
 from shared.llm.scripted import generate_value
 from tests.fakes import Recorded, Step, slow
 from tests.fakes import fake_openai as openai
@@ -79,7 +78,7 @@ def test_a_step_killed_in_flight_moves_again_and_the_conversation_answers(
 ):
     monkeypatch.delenv("DLAB_LEASE_SECONDS", raising=False)
     monkeypatch.delenv("DLAB_CONDUCTOR_STALLED_SECONDS", raising=False)
-    monkeypatch.setitem(QUICK, MODEL_OVERRIDE_ENV, "")  # the workflow's own provider: the fake
+    monkeypatch.setitem(QUICK, "DLAB_MODEL_OVERRIDE", "")  # the workflow's own provider: the fake
     arrived = threading.Event()
     with openai.FakeOpenAI(api_key="sk-test") as fake:
         fake.responder = _holding_the_first(arrived)
@@ -121,5 +120,5 @@ def test_a_step_killed_in_flight_moves_again_and_the_conversation_answers(
     )
     assert conv.status == Status.DONE, conv.error
     assert conv.answer
-    per_attempt = CallPolicy.from_env().max_attempts * TURNS
+    per_attempt = call_policy().max_attempts * TURNS
     assert len(AGENTS) + 1 <= calls <= len(AGENTS) + per_attempt  # the lost call, redone once

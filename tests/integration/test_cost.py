@@ -198,7 +198,7 @@ def test_watchdog_reads_as_much_with_finished_experiments_as_without(
     assert _tick_reads(runtime) == before
     # and each invocation logs what it cost, for the cost report
     log = tmp_path / "usage.log"
-    monkeypatch.setenv(usage.USAGE_LOG_ENV, str(log))
+    monkeypatch.setenv("DLAB_USAGE_LOG", str(log))
     runtime.tick()
     runtime.wait_until_idle(timeout=60)
     entries = [json.loads(line)["firestoreUsage"] for line in log.read_text().splitlines()]

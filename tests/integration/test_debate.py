@@ -188,7 +188,6 @@ def test_lost_turns_and_completion_checks_are_redriven_by_the_watchdog(
 
     from delivery_policies import Losing
 
-    from functions.debate.redrive import STALE_ENV
     from shared.models import now
 
     lose = Counter()
@@ -212,11 +211,11 @@ def test_lost_turns_and_completion_checks_are_redriven_by_the_watchdog(
         "onDebateTurn",
     ]
     assert not debate_state.read(db, "w").done
-    monkeypatch.setenv(STALE_ENV, "600")
+    monkeypatch.setenv("DLAB_DEBATE_STALE_SECONDS", "600")
     runtime.tick()  # rounds open for less than DLAB_DEBATE_STALE_SECONDS: left alone
     runtime.wait_until_idle(timeout=60)
     assert not debate_state.read(db, "w").done
-    monkeypatch.setenv(STALE_ENV, "0")
+    monkeypatch.setenv("DLAB_DEBATE_STALE_SECONDS", "0")
     settle(runtime, lambda: debate_state.read(db, "w").done, rounds=20)
     s = debate_state.read(db, "w")
     assert s.errors == [] and all(r.complete for r in s.rounds)
@@ -227,11 +226,10 @@ def test_lost_turns_and_completion_checks_are_redriven_by_the_watchdog(
 def test_a_malformed_debate_document_is_an_error_record_naming_the_field(
     runtime, db, monkeypatch
 ) -> None:
-    from functions.debate.redrive import STALE_ENV
 
     db.document("debates/bad").set({"name": "has spaces", "data": [{"data": "x"}]})
     runtime.wait_until_idle(timeout=60)
-    monkeypatch.setenv(STALE_ENV, "0")
+    monkeypatch.setenv("DLAB_DEBATE_STALE_SECONDS", "0")
     runtime.tick()  # a recorded failure waits for a fix: the watchdog does not retry it
     runtime.wait_until_idle(timeout=60)
     [record] = debate_state.read_errors(db, "bad")

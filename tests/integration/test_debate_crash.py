@@ -32,7 +32,6 @@ from crashing import (  # noqa: F401 (emulators: a fixture)
 from google.cloud import firestore
 
 from shared.debate import naming
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from tests.fakes import Recorded, Step, slow
 from tests.fakes import fake_openai as openai
 from tools.debate import state as debate_state
@@ -118,7 +117,7 @@ def test_statements_killed_in_flight_are_made_again_and_the_debate_finishes(
     gap = float(os.environ.get("DLAB_CRASH_GAP", "0"))
     monkeypatch.delenv("DLAB_LEASE_SECONDS", raising=False)
     monkeypatch.delenv("DLAB_DEBATE_STALE_SECONDS", raising=False)
-    monkeypatch.setitem(QUICK, MODEL_OVERRIDE_ENV, "GEMINI=SCRIPTED")  # OPENAI: the fake
+    monkeypatch.setitem(QUICK, "DLAB_MODEL_OVERRIDE", "GEMINI=SCRIPTED")  # OPENAI: the fake
     killed = threading.Event()
     with openai.FakeOpenAI(api_key="sk-test") as fake:
         fake.responder = _holding_until(killed)

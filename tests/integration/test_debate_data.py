@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from experiment_state import settle
 
-from functions.debate.redrive import STALE_ENV
 from shared.debate import packing
 from tools.debate import state as debate_state
 
@@ -31,7 +30,7 @@ def _refused(runtime, db, d: str, field: str, monkeypatch) -> debate_state.Debat
     """FAILED with one record naming ``debates/{d}`` and ``field``, nothing called or made;
     watchdog ticks leave it so (no second record)."""
     runtime.wait_until_idle(timeout=60)
-    monkeypatch.setenv(STALE_ENV, "0")
+    monkeypatch.setenv("DLAB_DEBATE_STALE_SECONDS", "0")
     runtime.tick()
     runtime.wait_until_idle(timeout=60)
     s = debate_state.read(db, d)

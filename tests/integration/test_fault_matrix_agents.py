@@ -26,7 +26,6 @@ from delivery_policies import Losing
 from experiment_state import errors, participant
 from raw_docs import agent, stage, write_experiment
 
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.models import ParticipantStatus
 from tests.fakes import Recorded, Step
 from tests.fakes import fake_openai as openai
@@ -45,7 +44,7 @@ STALLED_S = 30.0
 
 @pytest.fixture
 def fake(db, monkeypatch):
-    monkeypatch.delenv(MODEL_OVERRIDE_ENV)
+    monkeypatch.delenv("DLAB_MODEL_OVERRIDE")
     monkeypatch.setenv("DLAB_MODEL_BACKOFF_S", "0.05")  # a provider retry, if any, is quick
     monkeypatch.setenv("DLAB_MODEL_BACKOFF_MAX_S", "0.2")
     with openai.FakeOpenAI(api_key="sk-test", default=ANSWER) as server:

@@ -24,10 +24,9 @@ from delivery_policies import Losing
 from google.cloud import firestore
 
 from functions import spend
-from functions.settings import work_settings
+from functions.settings import backbone_settings
 from shared.conductor.documents import Conversation, Status
-from shared.llm.policy import CallPolicy
-from shared.llm.providers import MODEL_OVERRIDE_ENV
+from shared.llm.policy import call_policy
 from shared.llm.scripted import generate_value
 from tests.fakes import Recorded, Step
 from tests.fakes import fake_openai as openai
@@ -55,17 +54,17 @@ def _valid(request: Recorded) -> Step:
 
 def _per_attempt() -> int:
     """Model calls one attempt of a step may make: provider retries of each reply."""
-    return CallPolicy.from_env().max_attempts * TURNS
+    return call_policy().max_attempts * TURNS
 
 
 def _budget(units: int) -> int:
-    return work_settings().work_max_attempts * _per_attempt() * units
+    return backbone_settings().work_max_attempts * _per_attempt() * units
 
 
 @pytest.fixture
 def fake(db: firestore.Client, monkeypatch: pytest.MonkeyPatch) -> Iterator[openai.FakeOpenAI]:
     """The example workflow on the fake OpenAI server (valid replies unless a cell says)."""
-    monkeypatch.delenv(MODEL_OVERRIDE_ENV)
+    monkeypatch.delenv("DLAB_MODEL_OVERRIDE")
     for name, value in FAST_BACKOFF.items():
         monkeypatch.setenv(name, value)
     with openai.FakeOpenAI(api_key="sk-test") as server:

@@ -25,17 +25,15 @@ from typing import Any
 import pytest
 from delivery_policies import Losing
 
-from functions.debate.redrive import STALE_ENV
-from functions.settings import WorkSettings
+from functions.settings import BackboneSettings
 from shared.debate import kits
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from tests.fakes import Recorded, Step
 from tests.fakes import fake_openai as openai
 from tools.debate import state as debate_state
 
 pytestmark = pytest.mark.usefixtures("clean")
 
-ATTEMPTS = WorkSettings().work_max_attempts
+ATTEMPTS = BackboneSettings().work_max_attempts
 """The unit's attempt budget (DLAB_WORK_MAX_ATTEMPTS, 3)."""
 PROVIDER_ATTEMPTS = 2
 """DLAB_MODEL_MAX_ATTEMPTS here: provider attempts per turn."""
@@ -88,13 +86,13 @@ def fake() -> Iterator[openai.FakeOpenAI]:
 @pytest.fixture
 def provider(db, fake, monkeypatch) -> Provider:
     """The debate's OPENAI model goes to the fake (only Gemini stays scripted)."""
-    monkeypatch.setenv(MODEL_OVERRIDE_ENV, "GEMINI=SCRIPTED")
+    monkeypatch.setenv("DLAB_MODEL_OVERRIDE", "GEMINI=SCRIPTED")
     monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("DLAB_MODEL_MAX_ATTEMPTS", str(PROVIDER_ATTEMPTS))
     monkeypatch.setenv("DLAB_MODEL_BACKOFF_S", "0.05")
     monkeypatch.setenv("DLAB_MODEL_BACKOFF_MAX_S", "0.1")
-    monkeypatch.setenv(STALE_ENV, "1")
+    monkeypatch.setenv("DLAB_DEBATE_STALE_SECONDS", "1")
     behaviour = Provider()
     fake.responder = behaviour
     with fake._lock:

@@ -18,7 +18,6 @@ import pytest
 from delivery_policies import Losing
 from google.cloud import firestore
 
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.society.models import DaySummary
 from tests.fakes import Recorded, Step
 from tests.fakes import fake_openai as openai
@@ -53,7 +52,7 @@ PROSE = "I think we should all farm together and share the harvest with whoever 
 
 @pytest.fixture
 def fake(db: firestore.Client, monkeypatch: pytest.MonkeyPatch) -> Iterator[openai.FakeOpenAI]:
-    monkeypatch.delenv(MODEL_OVERRIDE_ENV)
+    monkeypatch.delenv("DLAB_MODEL_OVERRIDE")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("DLAB_LEASE_SECONDS", "3")
     monkeypatch.setenv("DLAB_WORK_MAX_ATTEMPTS", str(WORK_ATTEMPTS))

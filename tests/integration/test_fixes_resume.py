@@ -9,7 +9,6 @@ from experiment_state import errors, participant, settle
 from google.cloud import firestore
 from raw_docs import PROGRESS_OPEN, agent, stage, write_experiment
 
-from functions.chat.watchdog import IDLE_ENV
 from shared.models import ParticipantStatus
 
 pytestmark = pytest.mark.usefixtures("clean")
@@ -43,7 +42,7 @@ def test_a_fixed_persona_prompt_wakes_its_agents_and_resolves_the_record(runtime
 
 
 def test_a_broken_mediator_silences_only_itself(runtime, db, monkeypatch):
-    monkeypatch.setenv(IDLE_ENV, "0")  # each settle tick stands for time passing
+    monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "0")  # each settle tick stands for time passing
     e = chat_experiment(db, mediator=False)
     add_mediator(db, e)
     prompt = f"experiments/{e}/agentMediators/host/prompts/chat"

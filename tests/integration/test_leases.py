@@ -15,8 +15,7 @@ from experiment_state import model_logs, participant
 from raw_docs import PROGRESS_OPEN, agent, stage, write_experiment
 
 from functions import leases, work
-from functions.settings import WorkSettings
-from shared.llm.providers import MODEL_OVERRIDE_ENV
+from functions.settings import BackboneSettings
 from shared.models import ParticipantStatus, now
 from tests.fakes import fake_openai as openai
 from tests.fakes import slow
@@ -81,7 +80,7 @@ def test_runs_past_the_limit_are_handed_on(runtime, db):
 @pytest.fixture
 def slow_openai(db, monkeypatch):
     """A provider that takes a while: the window in which two deliveries overlap."""
-    monkeypatch.delenv(MODEL_OVERRIDE_ENV)
+    monkeypatch.delenv("DLAB_MODEL_OVERRIDE")
     step = slow(openai.text(json.dumps({"q": True})), 0.4)
     with openai.FakeOpenAI(api_key="sk-test") as fake:
         fake.responder = lambda _request: step
@@ -161,11 +160,11 @@ def test_a_failing_unit_is_attempted_at_most_its_budget_and_ends_with_one_record
     unit = work.Unit(path, "experiments/e-budget/participants/p5", fails, ended=ended.append)
     for _ in range(2):  # the platform retries a raised attempt
         with pytest.raises(work.AttemptFailed):
-            work.run(unit, WorkSettings(work_max_attempts=3))
+            work.run(unit, BackboneSettings(work_max_attempts=3))
     assert db.document(path).get().to_dict()["attempts"] == 2
-    assert work.run(unit, WorkSettings(work_max_attempts=3)).state == work.State.ENDED
+    assert work.run(unit, BackboneSettings(work_max_attempts=3)).state == work.State.ENDED
     for _ in range(5):  # redeliveries, the watchdog: nothing runs again
-        assert work.run(unit, WorkSettings(work_max_attempts=3)).state == work.State.ENDED
+        assert work.run(unit, BackboneSettings(work_max_attempts=3)).state == work.State.ENDED
     assert len(calls) == 3
     assert [f.attempts for f in ended] == [3]
     assert "RuntimeError: the model's reply broke our parser" in ended[0].reason
@@ -208,7 +207,7 @@ def test_a_holder_that_died_is_a_counted_attempt_and_a_live_one_is_renewed(runti
     )
     ended: list[work.Failure] = []
     unit = work.Unit(path, "experiments/e-renew/participants/p7", lambda: "x", ended=ended.append)
-    assert work.run(unit, WorkSettings(work_max_attempts=2)).state == work.State.ENDED
+    assert work.run(unit, BackboneSettings(work_max_attempts=2)).state == work.State.ENDED
     assert "gave up after 2 attempt(s)" in ended[0].reason
     assert "killed runtime" in ended[0].reason
 
@@ -225,11 +224,11 @@ def test_a_holder_that_died_is_a_counted_attempt_and_a_live_one_is_renewed(runti
     def rival() -> None:
         time.sleep(1.5)
         rival_unit = work.Unit(renewed, "x", lambda: None)
-        taken_over.append(work.run(rival_unit, WorkSettings(lease_seconds=0.9)).state)
+        taken_over.append(work.run(rival_unit, BackboneSettings(lease_seconds=0.9)).state)
 
     thread = threading.Thread(target=rival)
     thread.start()
-    work.run(work.Unit(renewed, "x", slow), WorkSettings(lease_seconds=0.9))
+    work.run(work.Unit(renewed, "x", slow), BackboneSettings(lease_seconds=0.9))
     thread.join(timeout=30)
     assert expiries == sorted(expiries) and len(set(expiries)) == len(expiries)  # renewed
     assert len(expiries) == 6  # run again for the rival that asked meanwhile

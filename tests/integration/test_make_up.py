@@ -18,7 +18,6 @@ from google.cloud import firestore
 from raw_docs import human, move_human
 
 from functions.registry import REGISTRY, ScheduleTrigger
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.models import ParticipantProfile, ParticipantStatus
 from tools.load_template import load
 
@@ -36,7 +35,7 @@ class Up:
 
     def __init__(self, *args: str) -> None:
         env = {k: v for k, v in os.environ.items() if not k.endswith("_EMULATOR_HOST")}
-        env[MODEL_OVERRIDE_ENV] = "SCRIPTED"
+        env["DLAB_MODEL_OVERRIDE"] = "SCRIPTED"
         command = [sys.executable, "-m", "emulator", "up", "--free-ports", "--console-port", "0"]
         self.proc = subprocess.Popen(
             [*command, "--project", PROJECT, "--tick", "0.5", *args],

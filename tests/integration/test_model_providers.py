@@ -18,7 +18,6 @@ from experiment_state import doc, errors, model_logs, participant
 from raw_docs import agent, stage, write_experiment
 
 from functions import spend
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.llm.scripted import generate_value
 from shared.models import (
     ParticipantStatus,
@@ -68,7 +67,7 @@ def _valid_openai(request: Recorded) -> Step:
 
 @pytest.fixture
 def fake_gemini(db, monkeypatch) -> Iterator[gemini.FakeGemini]:
-    monkeypatch.delenv(MODEL_OVERRIDE_ENV)
+    monkeypatch.delenv("DLAB_MODEL_OVERRIDE")
     with gemini.FakeGemini(api_key=KEY) as fake:
         fake.responder = _valid_gemini
         monkeypatch.setenv("GEMINI_BASE_URL", fake.url)
@@ -250,7 +249,7 @@ def test_undefined_template_variable_is_a_clear_error(runtime, db, fake_gemini):
 
 
 def test_openai_compatible_server(runtime, db, monkeypatch):
-    monkeypatch.delenv(MODEL_OVERRIDE_ENV)
+    monkeypatch.delenv("DLAB_MODEL_OVERRIDE")
     with openai.FakeOpenAI(api_key="sk-test") as fake:
         fake.responder = _valid_openai
         fake.push(openai.error(503, "overloaded"))

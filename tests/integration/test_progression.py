@@ -19,7 +19,6 @@ from experiment_state import (
 from raw_docs import PROGRESS_OPEN, agent, human, move_human, stage, write_experiment
 
 from functions.agents.progression import advance_agent
-from functions.chat.watchdog import IDLE_ENV
 from shared.models import ParticipantStatus
 from shared.stages.ranking_results import winner
 from shared.templates import template_stages
@@ -27,7 +26,7 @@ from tools.load_template import load
 
 
 def test_demo_template_every_agent_reaches_success_with_valid_answers(runtime, db, monkeypatch):
-    monkeypatch.setenv(IDLE_ENV, "0")  # each watchdog tick stands for time passing
+    monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "0")  # each watchdog tick stands for time passing
     tpl = template("demo_all_stages.json")
     result = load(db, tpl, agents=3, api_type="SCRIPTED", seed=1)
     e = result.experiment_id

@@ -21,8 +21,6 @@ from delivery_policies import Losing
 from experiment_state import participant, settle
 from raw_docs import agent, human, stage, write_experiment
 
-from functions.chat.watchdog import IDLE_ENV, STALLED_ENV
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.models import ParticipantStatus, now
 from tests.fakes import Recorded, Step, slow
 from tests.fakes import fake_openai as openai
@@ -42,7 +40,7 @@ def test_an_agent_whose_update_event_was_lost_is_moved_on_by_the_watchdog(runtim
     runtime.tick()  # not stalled yet: nothing happens
     runtime.wait_until_idle(timeout=60)
     assert participant(db, e, pid).current_stage_id == stuck.current_stage_id
-    monkeypatch.setenv(STALLED_ENV, "0")
+    monkeypatch.setenv("DLAB_STALLED_SECONDS", "0")
     settle(runtime, lambda: participant(db, e, pid).current_status == ParticipantStatus.SUCCESS)
     done = participant(db, e, pid).timestamps
     assert sorted(done.completed_stages) == ["a", "b", "c"]
@@ -63,7 +61,7 @@ def test_a_lease_left_by_a_dead_invocation_is_taken_over(runtime, db):
 def test_a_chat_whose_openings_died_is_opened_again(runtime, db, monkeypatch):
     """Killed just as everyone entered the chat: the opening locks were taken, no opening was
     posted, and the idle watchdog skipped the empty chat."""
-    monkeypatch.setenv(IDLE_ENV, "0")  # each settle tick stands for time passing
+    monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "0")  # each settle tick stands for time passing
     e = chat_experiment(db)
     losing = Losing(lambda d: d.function == "onAgentTurn")
     with runtime.delivery_policy(losing):
@@ -74,7 +72,7 @@ def test_a_chat_whose_openings_died_is_opened_again(runtime, db, monkeypatch):
     for lost in ("initial-mediator-med-1", f"initial-participant-{ids[0]}"):
         db.document(f"{logs}/{lost}").set({"timestamp": now() - timedelta(minutes=5)})
     with monkeypatch.context() as later:  # one tick long after everyone arrived
-        later.setenv(STALLED_ENV, "0")
+        later.setenv("DLAB_STALLED_SECONDS", "0")
         runtime.tick()
         runtime.wait_until_idle(timeout=60)
     settle(runtime, all_done(db, e, ids))
@@ -186,7 +184,7 @@ def test_a_live_claim_outlasts_its_lease_while_the_model_is_slow(runtime, db, mo
     watchdog ticking meanwhile takes nothing over: one model call for the message, one
     reply."""
     monkeypatch.setenv("DLAB_LEASE_SECONDS", "3")
-    monkeypatch.delenv(MODEL_OVERRIDE_ENV)
+    monkeypatch.delenv("DLAB_MODEL_OVERRIDE")
     slow_s = 10.0
 
     def answer(request: Recorded) -> Step:
@@ -221,7 +219,7 @@ def test_an_agent_whose_leaving_died_leaves_after_all(runtime, db, monkeypatch):
     """An invocation died holding the agent's leaving lock (before it completed the stage):
     every later leave found the lock and did nothing. The watchdog releases the lock of an
     agent still in the chat once it is older than any invocation, and the agent leaves."""
-    monkeypatch.setenv(IDLE_ENV, "0")
+    monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "0")
     e = chat_experiment(db)
     losing = Losing(lambda d: d.function == "onParticipantCreated")
     with runtime.delivery_policy(losing):

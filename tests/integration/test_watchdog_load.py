@@ -14,7 +14,6 @@ from experiment_state import participant
 from raw_docs import stage, write_experiment
 
 from emulator.delivery import Delivery
-from functions.chat.watchdog import STALLED_ENV
 from shared.models import ParticipantStatus
 
 pytestmark = pytest.mark.usefixtures("clean")
@@ -64,7 +63,7 @@ def test_a_tick_reads_a_bounded_share_and_a_small_experiment_moves_on_every_tick
     small experiment moves one stage on every tick, and every big experiment's agent is woken
     within the ticks its share needs. Before: every tick read and woke all 600 (reading each
     one's lease in turn: 9-12 s a tick at 10,000)."""
-    monkeypatch.setenv(STALLED_ENV, "0")
+    monkeypatch.setenv("DLAB_STALLED_SECONDS", "0")
     monkeypatch.setenv("DLAB_WATCHDOG_MAX_READS", str(READS))
     big = write_experiment(db, [stage("wait", "info"), stage("end", "info")])
     small = write_experiment(db, [stage(f"s{i}", "info") for i in range(1, STAGES + 1)])

@@ -23,8 +23,6 @@ from experiment_state import errors, participants, settle, template
 from google.cloud import firestore
 
 from emulator.runtime import LocalRuntime
-from functions.chat.watchdog import IDLE_ENV
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 from shared.models import ParticipantStatus
 from shared.templates import template_stages
 from tools.load_template import load
@@ -42,8 +40,8 @@ def procs() -> Iterator[LocalRuntime]:
 def db(procs: LocalRuntime, monkeypatch: pytest.MonkeyPatch) -> Iterator[firestore.Client]:
     """A reset database; the scripted model, set after the workers started (forwarded)."""
     procs.reset()
-    monkeypatch.setenv(MODEL_OVERRIDE_ENV, "SCRIPTED")
-    monkeypatch.setenv(IDLE_ENV, "0")  # each watchdog tick stands for time passing
+    monkeypatch.setenv("DLAB_MODEL_OVERRIDE", "SCRIPTED")
+    monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "0")  # each watchdog tick stands for time passing
     client = firestore.Client(project=procs.project)
     yield client
     client.close()

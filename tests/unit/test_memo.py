@@ -43,7 +43,7 @@ def test_an_exception_is_not_kept():
 
 
 def test_the_instance_cache_is_off_by_default(monkeypatch):
-    monkeypatch.delenv(memo.CACHE_ENV, raising=False)
+    monkeypatch.delenv("DLAB_CONFIG_CACHE_SECONDS", raising=False)
     load = _loader()
     values = []
     for _ in range(2):
@@ -55,7 +55,7 @@ def test_the_instance_cache_is_off_by_default(monkeypatch):
 def test_the_instance_cache_keeps_until_the_document_is_written_or_reads_must_be_fresh(
     monkeypatch,
 ):
-    monkeypatch.setenv(memo.CACHE_ENV, "60")
+    monkeypatch.setenv("DLAB_CONFIG_CACHE_SECONDS", "60")
     load = _loader()
     path = "experiments/e-memo/stages/s1"
     memo.drop_shared(path)
@@ -86,14 +86,14 @@ def test_a_document_read_ahead_answers_one_read_only():
 
 def test_kept_says_whether_shared_would_read(monkeypatch):
     path = "experiments/e-kept/stages/s1"
-    monkeypatch.setenv(memo.CACHE_ENV, "0")
+    monkeypatch.setenv("DLAB_CONFIG_CACHE_SECONDS", "0")
     with memo.invocation():
         assert not memo.kept("stage", path)
         memo.shared("stage", path, lambda: 1)
         assert memo.kept("stage", path)  # within the invocation
     with memo.invocation():
         assert not memo.kept("stage", path)  # the instance cache is off
-    monkeypatch.setenv(memo.CACHE_ENV, "60")
+    monkeypatch.setenv("DLAB_CONFIG_CACHE_SECONDS", "60")
     memo.drop_shared(path)
     with memo.invocation():
         memo.shared("stage", path, lambda: 1)

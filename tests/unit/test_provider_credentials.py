@@ -9,7 +9,6 @@ import pytest
 
 from shared.llm.base import Credentials, ModelError
 from shared.llm.credentials import credentials_for
-from shared.llm.providers import MODEL_OVERRIDE_ENV
 
 ENV = {
     "GEMINI_API_KEY": "env-gemini",
@@ -133,12 +132,12 @@ def test_ollama_defaults_to_localhost() -> None:
 
 
 def test_the_local_override_needs_no_keys() -> None:
-    env = {MODEL_OVERRIDE_ENV: "SCRIPTED"}
+    env = {"DLAB_MODEL_OVERRIDE": "SCRIPTED"}
     assert credentials_for("GEMINI", None, env) == Credentials()
 
 
 def test_the_local_override_picks_the_provider() -> None:
-    env = {MODEL_OVERRIDE_ENV: "OLLAMA", "OLLAMA_BASE_URL": "http://box:11434"}
+    env = {"DLAB_MODEL_OVERRIDE": "OLLAMA", "OLLAMA_BASE_URL": "http://box:11434"}
     assert credentials_for("GEMINI", API_KEYS | {"ollamaApiKey": {}}, env).base_url == (
         "http://box:11434"
     )

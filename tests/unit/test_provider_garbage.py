@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
+from functions.settings import BackboneSettings
 from shared.llm import gemini, openai_compat
 from shared.llm.base import ModelError
 from shared.llm.json_output import parse_json_reply
-from shared.llm.policy import CallPolicy, RateLimitSettings, SpendSettings
+from shared.llm.policy import CallPolicy, call_policy
 from shared.llm.protocol import MAX_REPLY_CHARS, check_reply
 from shared.stages import AnswerValidationError
 
@@ -86,21 +88,32 @@ def test_openai_error_body_with_200_is_a_provider_fault() -> None:
     assert caught.value.retryable and "upstream timeout" in str(caught.value)
 
 
-def test_call_policy_from_env() -> None:
-    assert CallPolicy.from_env({}) == CallPolicy()
-    policy = CallPolicy.from_env(
-        {"DLAB_MODEL_MAX_ATTEMPTS": "2", "DLAB_MOVE_ON_WITHOUT_ANSWER": "false"}
-    )
+def test_call_policy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert call_policy() == CallPolicy()
+    monkeypatch.setenv("DLAB_MODEL_MAX_ATTEMPTS", "2")
+    monkeypatch.setenv("DLAB_MOVE_ON_WITHOUT_ANSWER", "false")
+    monkeypatch.setenv("DLAB_MODEL_BACKOFF_MAX_S", "")  # empty: unset
+    policy = call_policy()
     assert policy.max_attempts == 2 and not policy.move_on_without_answer
-    with pytest.raises(ValueError, match="DLAB_MODEL_BACKOFF_S='-1'"):
-        CallPolicy.from_env({"DLAB_MODEL_BACKOFF_S": "-1"})
+    assert policy.backoff_max_s == 20.0
+
+
+def test_a_mistyped_call_setting_is_a_config_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DLAB_MODEL_BACKOFF_S", "-1")
+    with pytest.raises(ValidationError, match="DLAB_MODEL_BACKOFF_S"):
+        CallPolicy()
+    with pytest.raises(ModelError, match="DLAB_MODEL_BACKOFF_S='-1'") as caught:
+        call_policy()  # what a model call asks for: recorded like any CONFIG_ERROR
+    assert caught.value.status == "CONFIG_ERROR" and not caught.value.retryable
 
 
 def test_spend_and_rate_limit_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert SpendSettings().model_prices == {} and RateLimitSettings().rate_limits == {}
+    assert BackboneSettings().model_prices == {} and BackboneSettings().rate_limits == {}
     monkeypatch.setenv("DLAB_MODEL_PRICES", '{"m": {"inputPerMTok": 1, "outputPerMTok": 4}}')
     monkeypatch.setenv("DLAB_RATE_LIMITS", '{"OPENAI": {"requestsPerMinute": 1000}}')
-    assert SpendSettings().cost_usd("m", 1_000_000, 500_000) == pytest.approx(3.0)
-    assert SpendSettings().cost_usd("unpriced", 1_000_000, 0) == 0.0
-    limit = RateLimitSettings().rate_limits["OPENAI"]
+    assert BackboneSettings().cost_usd("m", 1_000_000, 500_000) == pytest.approx(3.0)
+    assert BackboneSettings().cost_usd("unpriced", 1_000_000, 0) == 0.0
+    limit = BackboneSettings().rate_limits["OPENAI"]
     assert (limit.requests_per_minute, limit.tokens_per_minute) == (1000, 0)

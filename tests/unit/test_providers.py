@@ -9,7 +9,7 @@ from shared.llm.base import ModelError, ModelRequest
 from shared.llm.credentials import credentials_for
 from shared.llm.gemini import GeminiClient
 from shared.llm.openai_compat import OpenAICompatClient
-from shared.llm.providers import MODEL_OVERRIDE_ENV, client_for, registered
+from shared.llm.providers import client_for, registered
 from shared.llm.scripted import ScriptedModel
 from tests.fakes import fake_gemini as g
 from tests.fakes import fake_openai as o
@@ -21,7 +21,7 @@ SCHEMA = {"type": "object", "properties": {"vote": {"type": "string"}}, "require
 
 @pytest.fixture(autouse=True)
 def _no_override(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(MODEL_OVERRIDE_ENV, raising=False)
+    monkeypatch.delenv("DLAB_MODEL_OVERRIDE", raising=False)
 
 
 def test_real_providers_are_registered() -> None:
@@ -58,7 +58,7 @@ def test_unknown_api_type() -> None:
 
 
 def test_override_still_wins(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(MODEL_OVERRIDE_ENV, "SCRIPTED")
+    monkeypatch.setenv("DLAB_MODEL_OVERRIDE", "SCRIPTED")
     assert isinstance(client_for("GEMINI"), ScriptedModel)
 
 
@@ -89,7 +89,9 @@ def test_openai_compatible_end_to_end(api_type: str) -> None:
 
 
 def test_the_override_can_replace_only_some_providers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(MODEL_OVERRIDE_ENV, "GEMINI=SCRIPTED, VERTEX_AI=SCRIPTED")
+    monkeypatch.setenv("DLAB_MODEL_OVERRIDE", "GEMINI=SCRIPTED, VERTEX_AI=SCRIPTED")
     assert isinstance(client_for("GEMINI"), ScriptedModel)
     assert isinstance(client_for("OPENAI"), OpenAICompatClient)
-    assert credentials_for("GEMINI", None, {MODEL_OVERRIDE_ENV: "GEMINI=SCRIPTED"}).api_key is None
+    assert (
+        credentials_for("GEMINI", None, {"DLAB_MODEL_OVERRIDE": "GEMINI=SCRIPTED"}).api_key is None
+    )

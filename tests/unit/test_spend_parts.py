@@ -7,8 +7,8 @@ import pytest
 
 from functions import rate_limit, spend
 from functions.agents.model_call import CallSite
+from functions.settings import RateLimit
 from shared.llm.base import Message, ModelRequest
-from shared.llm.policy import RateLimit
 from shared.models import ParticipantProfile
 
 

@@ -115,9 +115,8 @@ def _progress(db: firestore.Client, sid: str, day: int) -> str:
 def _demo(args: argparse.Namespace) -> int:
     from emulator.chaos import ChaosSettings
     from emulator.runtime import LocalRuntime
-    from shared.llm.providers import MODEL_OVERRIDE_ENV
 
-    os.environ.setdefault(MODEL_OVERRIDE_ENV, "SCRIPTED")
+    os.environ.setdefault("DLAB_MODEL_OVERRIDE", "SCRIPTED")
     chaos = ChaosSettings.from_env() if args.mode == "chaos" else None
     settings = {"agents": args.agents, "days": args.days, "seed": args.seed}
     runtime = LocalRuntime(mode=args.mode, tick_s=1.0, chaos=chaos, processes=args.processes)
