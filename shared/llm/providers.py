@@ -1,6 +1,6 @@
 """Which client serves a model setting: GEMINI and VERTEX_AI through google-genai, OPENAI and
-OLLAMA through the OpenAI-compatible Chat Completions API, SCRIPTED offline. CLAUDE is not
-supported yet."""
+OLLAMA through the openai SDK (Chat Completions), CLAUDE through the anthropic SDK, SCRIPTED
+offline (docs/MODELS.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import contextvars
 from collections.abc import Callable, Iterator, Mapping
 
 from shared.llm.base import ModelClient, ModelError
+from shared.llm.claude import ClaudeClient
 from shared.llm.gemini import GeminiClient
 from shared.llm.openai_compat import OpenAICompatClient
 from shared.llm.policy import call_policy
@@ -22,6 +23,7 @@ _CLIENTS: Mapping[str, ModelClient] = {
     ApiType.VERTEX_AI: GeminiClient(vertex=True),
     ApiType.OPENAI: OpenAICompatClient("openai"),
     ApiType.OLLAMA: OpenAICompatClient("ollama"),
+    ApiType.CLAUDE: ClaudeClient(),
     ApiType.SCRIPTED: ScriptedModel(),
 }
 
