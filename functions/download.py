@@ -40,12 +40,10 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _documents(collection: str, order_by: str | None = None, *, raw: bool = False) -> list[Json]:
-    """The collection's documents, each with its ``_id``; ``raw``: as Firestore gives them
-    (to write back), else as JSON."""
-    query: Any = store.db().collection(collection)
-    if order_by:
-        query = query.order_by(order_by)
+def _documents(collection: str | Any, *, raw: bool = False) -> list[Json]:
+    """The documents of a collection (its path) or query, each with its ``_id``; ``raw``: as
+    Firestore gives them (to write back), else as JSON."""
+    query: Any = store.db().collection(collection) if isinstance(collection, str) else collection
     convert = (lambda d: d) if raw else plain
     return [convert(snap.to_dict() or {}) | {"_id": snap.id} for snap in query.stream()]
 
@@ -106,7 +104,12 @@ def _cohorts(base: str) -> dict[str, Json]:
         where = f"{base}/cohorts/{cohort['_id']}/publicStageData"
         data = {d.get("id") or d["_id"]: _without_id(d) for d in _documents(where)}
         chats = {
-            stage_id: [_without_id(m) for m in _documents(f"{where}/{stage_id}/chats", "timestamp")]
+            stage_id: [
+                _without_id(m)
+                for m in _documents(
+                    store.db().collection(f"{where}/{stage_id}/chats").order_by("timestamp")
+                )
+            ]
             for stage_id, public in data.items()
             if public.get("kind") == "chat"
         }
@@ -120,7 +123,7 @@ def _cohorts(base: str) -> dict[str, Json]:
 
 def _alerts(base: str) -> dict[str, list[Json]]:
     out: dict[str, list[Json]] = {}
-    for alert in _documents(f"{base}/alerts", "timestamp"):
+    for alert in _documents(store.db().collection(f"{base}/alerts").order_by("timestamp")):
         out.setdefault(str(alert.get("participantId", "")), []).append(_without_id(alert))
     return out
 
@@ -170,7 +173,10 @@ def experiment_logs(experiment_id: str) -> list[Json] | None:
     if experiment_document(experiment_id) is None:
         return None
     base = paths.build(paths.EXPERIMENT, experimentId=experiment_id)
-    logs = [_without_id(e) for e in _documents(f"{base}/logs", "createdTimestamp")]
+    logs = [
+        _without_id(e)
+        for e in _documents(store.db().collection(f"{base}/logs").order_by("createdTimestamp"))
+    ]
     return [
         entry | {"costUsd": _cost(entry)} if entry.get("type") == "model" else entry
         for entry in logs

@@ -4,6 +4,7 @@
     python -m tools.auth experimenter EMAIL [--admin] [--project P]
     python -m tools.auth player SOCIETY_ID MEMBER_ID [--project P]
     python -m tools.auth owner PATH CREATOR [--project P]
+    python -m tools.auth api-key EMAIL [--name NAME] [--read-only] [--project P]
 
 The rules know a human participant by its Firebase Auth uid being its participant document id
 (firestore.rules); Deliberate Lab has no such link and nothing else creates those users. The
@@ -19,6 +20,8 @@ rules read) and prints its custom token.
 The fourth gives a society, debate, conversation or workflow (``societies/s1``) to an
 experimenter (its email or uid): the rules let only its creator (and its readers, and admins)
 read it, so one written before documents had a creator, or by someone else, is handed over.
+The fifth makes a key for the REST API (docs/API.md) owned by that experimenter and prints it
+once: only its hash is stored (``experimenters/{email}/apiKeys/{keyId}``, functions/api_keys.py).
 
 Under the strict ruleset (firestore.strict.rules, docs/SECURITY.md) a participant must sign in
 with the first command's token: nothing of an experiment is readable without signing in.
@@ -39,6 +42,7 @@ import firebase_admin
 from firebase_admin import auth
 from google.cloud import firestore
 
+from functions import api_keys
 from shared import paths
 from shared.models import DocumentError, ParticipantProfile, parse_document
 from shared.society import paths as society_paths
@@ -138,7 +142,27 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     owned = commands.add_parser("owner", help="give a society, debate, ... to an experimenter")
     owned.add_argument("path", help="e.g. societies/s1")
     owned.add_argument("creator", help="the experimenter's email or uid")
+    key = commands.add_parser("api-key", help="make a REST API key for an experimenter")
+    key.add_argument("email", help="the experimenter's email (Deliberate Lab's experimenter id)")
+    key.add_argument("--name", default="python -m tools.auth", help="the key's name")
+    key.add_argument("--read-only", action="store_true", help="read permission only")
     return parser.parse_args(argv)
+
+
+def _api_key(args: argparse.Namespace) -> int:
+    """Needs no Firebase Auth: the key is the caller's credential."""
+    os.environ["GOOGLE_CLOUD_PROJECT"] = args.project  # the functions' client reads it
+    permissions: tuple[api_keys.Permission, ...] = (
+        ("read",) if args.read_only else api_keys.PERMISSIONS
+    )
+    key, key_id = api_keys.create(args.email, args.name, permissions)
+    print(key)
+    print(
+        f"key {key_id} for {args.email.strip().lower()} ({', '.join(permissions)}): save it, "
+        "it is not shown again",
+        file=sys.stderr,
+    )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.project:
         print("--project or GOOGLE_CLOUD_PROJECT is needed", file=sys.stderr)
         return 2
+    if args.command == "api-key":
+        return _api_key(args)
     options = {"projectId": args.project}
     if args.service_account:
         options["serviceAccountId"] = args.service_account

@@ -51,6 +51,7 @@ def template_of(experiment_id: str) -> Json:
     stage_map = config["stageMap"]
     stage_ids = config["experiment"].get("stageIds") or []
     return {
+        "id": experiment_id,
         "experiment": config["experiment"],
         "stageConfigs": [stage_map[s] for s in stage_ids if s in stage_map],
         "agentMediators": list(config["agentMediatorMap"].values()),

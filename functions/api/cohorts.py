@@ -134,9 +134,13 @@ def delete_cohort(call: Call) -> flask.Response:
     _existing(path)
     batch = store.db().batch()
     participants = store.participants(experiment_id)
-    for field, extra in (("currentCohortId", {}), ("transferCohortId", {"transferCohortId": None})):
-        for snap in participants.where(filter=FieldFilter(field, "==", cohort_id)).stream():
-            batch.update(snap.reference, {"currentStatus": ParticipantStatus.DELETED, **extra})
+    deleted = {"currentStatus": ParticipantStatus.DELETED}
+    members = participants.where(filter=FieldFilter("currentCohortId", "==", cohort_id))
+    for snap in members.stream():
+        batch.update(snap.reference, deleted)
+    joining = participants.where(filter=FieldFilter("transferCohortId", "==", cohort_id))
+    for snap in joining.stream():
+        batch.update(snap.reference, {**deleted, "transferCohortId": None})
     batch.commit()
     store.db().recursive_delete(store.ref(path))
     return answer({"id": cohort_id, "deleted": True})

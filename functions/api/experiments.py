@@ -17,6 +17,17 @@ from shared.templates import TemplateError, new_id, template_stages, validate_te
 
 Json = dict[str, Any]
 AGENT_FIELDS = {"agentMediators": "agentMediators", "agentParticipants": "agentParticipants"}
+NEW_EXPERIMENT: Json = {
+    "prolificConfig": {
+        "enableProlificIntegration": False,
+        "defaultRedirectCode": "",
+        "attentionFailRedirectCode": "",
+        "bootedRedirectCode": "",
+    },
+    "defaultCohortConfig": {"includeAllParticipantsInCohortCount": False, "botProtection": False},
+}
+"""What Deliberate Lab's createExperimentConfig gives a new experiment beyond our model's
+defaults (its schema requires them)."""
 
 
 def list_experiments(call: Call) -> flask.Response:
@@ -41,11 +52,20 @@ def _checked(template: Json) -> Json:
         validate_template(download.plain(template))
     except TemplateError as error:
         raise ApiError(400, f"Invalid request body: {error}") from None
+    _stages(template)
+    return template
+
+
+def _stages(template: Json) -> None:
+    """A stage our models cannot run: Deliberate Lab's 422 'Invalid stage configuration'."""
     try:
         template_stages(template)
     except DocumentError as error:
         raise ApiError(422, f"Invalid stage configuration: {error}") from None
-    return template
+
+
+def _blank(experiment_id: str) -> Json:
+    return Experiment(id=experiment_id).to_firestore() | NEW_EXPERIMENT
 
 
 def _simple_template(body: Json, experiment: Json) -> Json:
@@ -85,8 +105,7 @@ def create_experiment(call: Call) -> flask.Response:
         if not body.get("name"):
             raise ApiError(400, "Invalid request body: name is required (or provide template)")
         experiment_id = new_id()
-        blank = Experiment(id=experiment_id).to_firestore()
-        template = _checked(_simple_template(body, blank))
+        template = _checked({"id": experiment_id, **_simple_template(body, _blank(experiment_id))})
     if download.experiment_document(experiment_id) is not None:
         raise ApiError(409, "Experiment with this ID already exists")
     access.write(template, experiment_id, call.experimenter)
@@ -127,18 +146,26 @@ def update_experiment(call: Call) -> flask.Response:
         template = {**template, "experiment": {**template["experiment"], "id": experiment_id}}
     else:
         access.owned(call, experiment_id, "Only the creator can update the experiment")
+        _checked({"id": experiment_id, **_simple_template(body, _blank(experiment_id))})
         current = access.template_of(experiment_id)
         given_lists = {"stages": "stageConfigs", **AGENT_FIELDS}
         kept = {k: current[v] for k, v in given_lists.items() if body.get(k) is None}
         template = _simple_template({**body, **kept}, current["experiment"])
+        _stages(template)  # what is stored already passed the schema when it was written
+        _write_over(experiment_id, template, call.experimenter)
+        return answer({"updated": True, "id": experiment_id})
+    _write_over(experiment_id, _checked(template), call.experimenter)
+    return answer({"updated": True, "id": experiment_id})
+
+
+def _write_over(experiment_id: str, template: Json, creator: str) -> None:
+    """Replace the experiment's configuration by ``template``, its creation date kept."""
     stored = download.experiment_document(experiment_id, raw=True) or {}
     metadata = {**(template["experiment"].get("metadata") or {})}
     metadata["dateCreated"] = (stored.get("metadata") or {}).get("dateCreated") or now()
     template["experiment"] = {**template["experiment"], "metadata": metadata}
-    template = _checked(template)
     _clear_configuration(experiment_id)
-    access.write(template, experiment_id, call.experimenter)
-    return answer({"updated": True, "id": experiment_id})
+    access.write(template, experiment_id, creator)
 
 
 def delete_experiment(call: Call) -> flask.Response:

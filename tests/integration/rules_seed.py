@@ -365,4 +365,5 @@ def documents() -> dict[str, dict[str, Any]]:
             "permissions": {"visibility": "private", "readers": []},
         },
         "experimenters/alice@lab.org": {"id": "alice@lab.org", "name": "Alice"},
+        "experimenters/alice@lab.org/apiKeys/k1": {"keyId": "k1", "hash": "ab", "salt": "cd"},
     }

@@ -580,6 +580,11 @@ CASES = [
     Case("carol", "get", "experimenters/alice@lab.org", ALLOW),
     Case("alice", "update", "experimenters/alice@lab.org", ALLOW, {"name": "Al"}),
     Case("bob", "update", "experimenters/alice@lab.org", DENY, {"name": "Al"}),
+    # REST API key hashes: the api function's alone, not even their owner's
+    Case("alice", "get", "experimenters/alice@lab.org/apiKeys/k1", DENY),
+    Case("alice", "list", "experimenters/alice@lab.org/apiKeys", DENY),
+    Case("anonymous", "get", "experimenters/alice@lab.org/apiKeys/k1", DENY),
+    Case("alice", "create", "experimenters/alice@lab.org/apiKeys/k2", DENY, {"keyId": "k2"}),
     Case("alice", "update", f"{s.E1}/roles/r1", ALLOW, {"name": "Chair"}),
     Case("pat", "update", f"{s.E1}/roles/r1", DENY, {"name": "Chair"}),
     Case("anonymous", "get", f"{s.E1}/participantPublicData/pub-pat", ALLOW, strict=DENY),
