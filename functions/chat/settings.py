@@ -19,8 +19,8 @@ class ChatSettings(DlabSettings):
       is a model call, and an agent that said no three times will not say yes to a fourth.
     - ``DLAB_STALLED_SECONDS`` (30, one lease): an agent at an open non-chat stage, with no live
       move lease, this long after it arrived lost its move (its event, or its holder, died).
-    - ``DLAB_WATCHDOG_MAX_READS`` (1000): participants (and experiment queries, one each) one
-      watchdog tick reads; the agents it wakes are among them.
+    - ``DLAB_WATCHDOG_MAX_READS`` (1000): documents one watchdog tick reads to find the agents
+      in progress (one per experiment that has some, then the agents); it wakes among them.
     - ``DLAB_CHAT_CONDUCTOR_MAX_PICKS`` (2): picks of a chat conductor per message; when every
       agent it picked declined, the idle watchdog nudges them instead.
 

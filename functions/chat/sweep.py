@@ -3,11 +3,13 @@
 A tick that read every participant in progress in the project, and then each one's move lease
 one read after another, took 9-12 s with 10,000 participants written at once, and an unrelated
 2-agent experiment crawled meanwhile (issue 28 row 14). A tick now reads at most
-``DLAB_WATCHDOG_MAX_READS`` documents and queries: the experiments are visited in turn,
-starting after the one the last tick stopped at, each given an even share of what is left of
-the tick's reads; within an experiment a cursor (the last participant read) carries the next
-tick on from where this one stopped, so every agent is reached over successive ticks, and a
-small experiment is served whole on every tick.
+``DLAB_WATCHDOG_MAX_READS`` documents. It first finds the experiments with agents in progress,
+one read each: a collection-group query for one participant in progress, then for the next
+one after that experiment's participants, and so on (a finished experiment costs nothing, as
+before). Each is then given an even share of the reads left; within an experiment a cursor
+(the last participant read) carries the next tick on from where this one stopped, so every
+agent is reached over successive ticks, and a small experiment is served whole on every tick.
+When there are more experiments than a tick may find, the next tick finds the ones after.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from functions import store
 from functions.chat.settings import chat_settings
+from shared import paths
 from shared.models import ParticipantStatus
 
 CURSOR_PATH = "watchdogs/agents"
@@ -27,10 +30,11 @@ CURSOR_PATH = "watchdogs/agents"
 
 
 class Cursor(BaseModel):
-    """Where the last tick stopped: the last experiment it served, and in each experiment the
-    last participant it read (none: start from the first)."""
+    """Where the last tick stopped: the participant path after which it stopped finding
+    experiments (none: start from the first), and in each experiment the last participant it
+    read (none: start from the first)."""
 
-    experiment: str = ""
+    found_after: str = ""
     after: dict[str, str] = Field(default_factory=dict)
 
 
@@ -47,40 +51,64 @@ def in_progress() -> list[Read]:
     cursor."""
     budget = chat_settings().watchdog_max_reads
     cursor = Cursor.model_validate(store.snapshot_data(CURSOR_PATH) or {})
-    experiments = _experiments_from(cursor.experiment, budget // 2)
-    budget -= len(experiments)
+    experiments, cursor.found_after = _experiments(cursor.found_after, budget // 2)
+    budget -= len(experiments) + 1
     reads: list[Read] = []
-    after = dict(cursor.after)
+    after = {e: a for e, a in cursor.after.items() if e in experiments}
     for served, experiment_id in enumerate(experiments):
         share = max(1, budget // (len(experiments) - served))
         page = _page(experiment_id, after.get(experiment_id, ""), share)
         reads += [Read(experiment_id, snap) for snap in page]
         after[experiment_id] = page[-1].id if len(page) == share else ""  # at the end: over
-        cursor.experiment = experiment_id
         budget -= max(1, len(page))
-        if budget <= 0:
-            break
     cursor.after = {e: a for e, a in after.items() if a}
     store.ref(CURSOR_PATH).set(cursor.model_dump())
     return reads
 
 
-def _experiments_from(last: str, limit: int) -> list[str]:
-    """Up to ``limit`` experiment ids, in order, starting after ``last`` and going round."""
-    first = _experiment_ids(after=last, limit=limit)
-    if len(first) < limit and last:
-        first += _experiment_ids(after="", limit=limit - len(first))
-    return list(dict.fromkeys(first))
+def _experiments(found_after: str, limit: int) -> tuple[list[str], str]:
+    """Up to ``limit`` experiments with a participant in progress, found after the participant
+    path ``found_after`` and going round once; and where the next tick goes on ('' when all
+    were found)."""
+    found: list[str] = []
+    start, wrapped = found_after, not found_after
+    while len(found) < limit:
+        snap = _first_in_progress(after=start)
+        params = paths.match(paths.PARTICIPANT, snap.reference.path) if snap else None
+        if snap is None or (params and params["experimentId"] in found):
+            if wrapped:
+                return found, ""
+            start, wrapped = "", True
+            continue
+        if params is None:  # a "participants" collection of something else: step over it
+            start = snap.reference.path
+            continue
+        found.append(params["experimentId"])
+        start = _after_all_of(params["experimentId"])
+    return found, start
 
 
-def _experiment_ids(after: str, limit: int) -> list[str]:
-    experiments = store.db().collection("experiments")
-    query: Any = experiments
-    if after:
-        query = query.where(
-            filter=firestore.FieldFilter("__name__", ">", experiments.document(after))
+def _after_all_of(experiment_id: str) -> str:
+    """A participant path after every participant of the experiment (and before the next)."""
+    return paths.build(paths.PARTICIPANT, experimentId=experiment_id, participantId=_LAST)
+
+
+_LAST = "\U0010ffff"
+"""The highest code point: a document id after every other."""
+
+
+def _first_in_progress(after: str) -> Any | None:
+    """The first participant in progress (of any experiment) whose path comes after ``after``."""
+    query: Any = (
+        store.db()
+        .collection_group("participants")
+        .where(
+            filter=firestore.FieldFilter("currentStatus", "==", ParticipantStatus.IN_PROGRESS.value)
         )
-    return [snap.id for snap in query.select([]).limit(limit).get()]
+    )
+    if after:  # document-name order, which the single-field index keeps
+        query = query.where(filter=firestore.FieldFilter("__name__", ">", store.ref(after)))
+    return next(iter(query.select([]).limit(1).get()), None)
 
 
 def _page(experiment_id: str, after: str, limit: int) -> list[Any]:
