@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from google.api_core.exceptions import GoogleAPIError
+from google.auth.exceptions import GoogleAuthError
 from google.cloud import firestore
 
 from emulator import model_choice
@@ -242,13 +244,13 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _generate(db: firestore.Client, args: argparse.Namespace) -> None:
-    if args.n < 1 or args.start < 1:
-        raise PersonaError("--n and --start must be at least 1")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
     params = sample_params(args.n, seed, start=args.start)
     settings = AgentModelSettings(api_type=args.api_type, model_name=args.model)
     if args.experiment:
         refuse_existing(db, args.experiment, [persona_id(p.seed, p.index) for p in params])
+    elif not args.out.parent.is_dir():  # found out before the model calls, not after
+        raise PersonaError(f"no directory {args.out.parent} for {args.out}")
     target = Target(db, args.experiment)
     print(f"seed {seed}, personas {args.start}..{args.start + args.n - 1}, logs in {target.run}")
     if target.batch:
@@ -271,16 +273,27 @@ def main(argv: list[str] | None = None) -> int:
     if not args.project:
         print("error: no project: pass --project or set GOOGLE_CLOUD_PROJECT", file=sys.stderr)
         return 2
+    if args.command == "generate" and (args.n < 1 or args.start < 1):
+        print("error: --n and --start must be at least 1", file=sys.stderr)
+        return 2
     os.environ["GOOGLE_CLOUD_PROJECT"] = args.project  # the model call's logs go there too
     local_model_default()
-    db = firestore.Client(project=args.project)
     try:
+        db = firestore.Client(project=args.project)
         if args.command == "generate":
             _generate(db, args)
         else:
             for pid in add_agents(db, args.experiment, args.cohort, args.persona):
                 print(f"agent       experiments/{args.experiment}/participants/{pid}")
-    except (PersonaError, ModelError, AnswerFailed, spend.BudgetReached, OSError) as error:
+    except (
+        PersonaError,
+        ModelError,
+        AnswerFailed,
+        spend.BudgetReached,
+        GoogleAuthError,
+        GoogleAPIError,
+        OSError,
+    ) as error:
         print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
     return 0
