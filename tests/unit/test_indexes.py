@@ -45,6 +45,11 @@ class Query:
     def fields(self) -> set[str]:
         return {f for f, _ in self.filters} | {f for f, _ in self.orders}
 
+    @property
+    def indexed_fields(self) -> set[str]:
+        """The fields an index is kept for: document names are ordered within every index."""
+        return self.fields - {"__name__"}
+
 
 @dataclasses.dataclass(frozen=True)
 class _Disjunction:
@@ -456,7 +461,7 @@ def project_sources() -> dict[str, str]:
 def needs_composite(query: Query) -> bool:
     """More than one field; a range or order on ``__name__`` after equality filters is served
     by the single-field index (its entries are kept in document-name order per value)."""
-    fields = query.fields - {"__name__"}
+    fields = query.indexed_fields
     equality_only = all(op in EQUALITY_OPS for f, op in query.filters if f != "__name__")
     if "__name__" in query.fields and not (equality_only and len(fields) <= 1):
         return True
@@ -466,15 +471,17 @@ def needs_composite(query: Query) -> bool:
 def needs_group_field_index(query: Query) -> bool:
     """Firestore keeps single-field indexes for collection scope only: a collection-group query
     on one field needs a fieldOverrides entry with a COLLECTION_GROUP index."""
-    return query.group and len(query.fields) == 1
+    return query.group and len(query.indexed_fields) == 1 and not needs_composite(query)
 
 
 def serves_field(override: dict, query: Query) -> bool:
-    (field,) = query.fields
+    if len(query.indexed_fields) != 1:
+        return False
+    (field,) = query.indexed_fields
     if override.get("collectionGroup") != query.collection or override.get("fieldPath") != field:
         return False
     group = [i for i in override.get("indexes", []) if i.get("queryScope") == "COLLECTION_GROUP"]
-    ops = {op for f, op in query.filters}
+    ops = {op for f, op in query.filters if f != "__name__"}
     if any(op.startswith("array") for op in ops):
         return any(i.get("arrayConfig") == "CONTAINS" for i in group)
     wanted = {d for _, d in query.orders} or (
@@ -563,7 +570,7 @@ def test_every_multi_field_query_has_a_composite_index(query: Query) -> None:
 
 @pytest.mark.parametrize("query", GROUP_SINGLE, ids=[q.site for q in GROUP_SINGLE])
 def test_every_collection_group_query_on_one_field_has_a_field_index(query: Query) -> None:
-    (field,) = query.fields
+    (field,) = query.indexed_fields
     entry = {
         "collectionGroup": query.collection,
         "fieldPath": field,
