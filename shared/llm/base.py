@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import urllib.parse
 from typing import Any, Literal, Protocol
 
 Role = Literal["user", "assistant"]
@@ -136,6 +137,15 @@ MAX_RAW_CHARS = 32_000
 def cut_raw(text: str) -> str:
     """A raw response as logged: at most MAX_RAW_CHARS, marked when cut."""
     return text if len(text) <= MAX_RAW_CHARS else text[:MAX_RAW_CHARS] + "…[truncated]"
+
+
+def check_base_url(url: str) -> str:
+    """``url`` if it is an http(s) URL with a host; CONFIG_ERROR naming it otherwise (the SDK
+    would report a connection failure, which would be retried for ever)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ModelError("CONFIG_ERROR", f"invalid base URL {url!r}: expected http(s)://host/...")
+    return url
 
 
 def estimate_tokens(text: str) -> int:

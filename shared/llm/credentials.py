@@ -1,15 +1,16 @@
 """Who pays for a model call: the experiment creator's ``experimenterData.apiKeys`` (Deliberate
 Lab's APIKeyConfig), else environment variables for local runs.
 
-OpenAI's and Ollama's key and URL are taken as a unit from one source, so an experimenter's key is
-never sent to a base URL that came from the environment. GEMINI_BASE_URL is the exception: a
-deployment-wide endpoint override (local fakes, proxies).
+OpenAI's (or Azure OpenAI's), Claude's and Ollama's key and URL are taken as a unit from one
+source, so an experimenter's key is never sent to a base URL that came from the environment.
+GEMINI_BASE_URL is the exception: a deployment-wide endpoint override (local fakes, proxies).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,6 +20,9 @@ from shared.models import ApiType
 
 DEFAULT_VERTEX_LOCATION = "us-central1"
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
+DEFAULT_AZURE_API_VERSION = "2024-10-21"
+"""Azure OpenAI's GA api-version with structured outputs, when none is given."""
+_AZURE_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
 _FIELD = "experimenterData.apiKeys"
 
 
@@ -89,15 +93,43 @@ def _vertex(api_keys: Mapping[str, Any] | None, env: Mapping[str, str]) -> Crede
     )
 
 
+def _azure_endpoint(url: str | None) -> bool:
+    """An Azure OpenAI resource endpoint that wants ``api-version`` (its ``/openai/v1`` API is
+    plain OpenAI and goes without)."""
+    if not url:
+        return False
+    parts = urllib.parse.urlsplit(url)
+    host = (parts.hostname or "").lower()
+    return host.endswith(_AZURE_HOSTS) and "/openai/v1" not in parts.path
+
+
+def _openai_env(env: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
+    """Key, base URL and Azure api-version from the environment, under the names the SDK
+    documents: AZURE_OPENAI_ENDPOINT (with AZURE_OPENAI_API_KEY, OPENAI_API_VERSION) or
+    OPENAI_API_KEY and OPENAI_BASE_URL."""
+    if endpoint := _env(env, "AZURE_OPENAI_ENDPOINT"):
+        version = _env(env, "OPENAI_API_VERSION", "AZURE_OPENAI_API_VERSION")
+        return _env(env, "AZURE_OPENAI_API_KEY"), endpoint, version or DEFAULT_AZURE_API_VERSION
+    return _env(env, "OPENAI_API_KEY"), _env(env, "OPENAI_BASE_URL"), None
+
+
 def _openai(api_keys: Mapping[str, Any] | None, env: Mapping[str, str]) -> Credentials:
-    """A key is required for api.openai.com; a custom base URL (a local server) may go without."""
+    """A key is required for api.openai.com and Azure; a custom base URL (a local server) may go
+    without. An Azure endpoint (or an ``apiVersion`` beside DL's fields) makes it Azure OpenAI."""
     cfg = _section(api_keys, "openAIApiKey")
     key, base = _str(cfg.get("apiKey")), _str(cfg.get("baseUrl"))
+    version = _str(cfg.get("apiVersion"))
     if not (key or base):
-        key, base = _env(env, "OPENAI_API_KEY"), _env(env, "OPENAI_BASE_URL")
-    if not key and not base:
-        raise _missing("OpenAI API key", f"{_FIELD}.openAIApiKey.apiKey", "OPENAI_API_KEY")
-    return Credentials(api_key=key, base_url=base)
+        key, base, version = _openai_env(env)
+    if not version and _azure_endpoint(base):
+        version = DEFAULT_AZURE_API_VERSION
+    if not key and (not base or version):
+        raise _missing(
+            "OpenAI API key",
+            f"{_FIELD}.openAIApiKey.apiKey",
+            "OPENAI_API_KEY (AZURE_OPENAI_API_KEY for Azure)",
+        )
+    return Credentials(api_key=key, base_url=base, api_version=version)
 
 
 def _ollama(api_keys: Mapping[str, Any] | None, env: Mapping[str, str]) -> Credentials:

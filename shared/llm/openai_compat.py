@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import json
-import urllib.parse
 from typing import Any, Literal
 
 import openai
@@ -27,6 +26,7 @@ from shared.llm.base import (
     ModelReply,
     ModelRequest,
     Usage,
+    check_base_url,
     cut_raw,
     protocol_fault,
 )
@@ -168,15 +168,6 @@ def parse_response(body: str) -> ModelReply:
     if finish == "length" and not text.strip():
         raise ModelError("LENGTH_ERROR", "generation stopped at maxTokens with no text", raw=raw)
     return ModelReply(text=text, usage=usage, raw=raw)
-
-
-def check_base_url(url: str) -> str:
-    """``url`` if it is an http(s) URL with a host; CONFIG_ERROR naming it otherwise (the SDK
-    would report a connection failure, which would be retried for ever)."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ModelError("CONFIG_ERROR", f"invalid base URL {url!r}: expected http(s)://host/...")
-    return url
 
 
 @functools.lru_cache(maxsize=32)

@@ -123,7 +123,8 @@ class _WaitWithinDeadline(wait_base):
 
 
 class _StopAtDeadline(stop_base):
-    """Stop when no time for a useful attempt would be left after the coming sleep."""
+    """Stop when no time for a useful attempt would be left after the coming sleep, or after
+    the wait the provider asked for (a retry then is handed to a later invocation)."""
 
     def __init__(
         self, deadline: float | None, min_attempt_s: float, clock: Callable[[], float]
@@ -133,7 +134,7 @@ class _StopAtDeadline(stop_base):
     def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
         if self.deadline is None:
             return False
-        sleep = retry_state.upcoming_sleep or 0.0
+        sleep = max(retry_state.upcoming_sleep or 0.0, _asked_wait(retry_state))
         return self.clock() + sleep + self.min_attempt_s > self.deadline
 
 

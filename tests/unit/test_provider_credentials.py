@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from shared.llm.base import Credentials, ModelError
-from shared.llm.credentials import credentials_for
+from shared.llm.credentials import DEFAULT_AZURE_API_VERSION, credentials_for
 
 ENV = {
     "GEMINI_API_KEY": "env-gemini",
@@ -147,3 +147,58 @@ def test_unknown_api_type() -> None:
     with pytest.raises(ModelError) as info:
         credentials_for("BANANA", None, {})
     assert info.value.status == "CONFIG_ERROR" and "BANANA" in str(info.value)
+
+
+AZURE = "https://my-resource.openai.azure.com"
+
+
+@pytest.mark.parametrize(
+    ("keys", "env", "expected"),
+    [
+        (  # an Azure endpoint in DL's openAIApiKey: Azure, with the default api-version
+            {"openAIApiKey": {"apiKey": "az", "baseUrl": AZURE}},
+            {},
+            Credentials(api_key="az", base_url=AZURE, api_version=DEFAULT_AZURE_API_VERSION),
+        ),
+        (  # an apiVersion beside DL's fields
+            {
+                "openAIApiKey": {
+                    "apiKey": "az",
+                    "baseUrl": "http://proxy",
+                    "apiVersion": "2025-01-01",
+                }
+            },
+            {},
+            Credentials(api_key="az", base_url="http://proxy", api_version="2025-01-01"),
+        ),
+        (  # Azure's /openai/v1 API is plain OpenAI
+            {"openAIApiKey": {"apiKey": "az", "baseUrl": f"{AZURE}/openai/v1/"}},
+            {},
+            Credentials(api_key="az", base_url=f"{AZURE}/openai/v1/"),
+        ),
+        (  # the SDK's environment names
+            None,
+            {"AZURE_OPENAI_ENDPOINT": AZURE, "AZURE_OPENAI_API_KEY": "env-az", **ENV},
+            Credentials(api_key="env-az", base_url=AZURE, api_version=DEFAULT_AZURE_API_VERSION),
+        ),
+        (
+            None,
+            {
+                "AZURE_OPENAI_ENDPOINT": AZURE,
+                "AZURE_OPENAI_API_KEY": "k",
+                "OPENAI_API_VERSION": "v",
+            },
+            Credentials(api_key="k", base_url=AZURE, api_version="v"),
+        ),
+    ],
+)
+def test_azure_openai(
+    keys: dict[str, Any] | None, env: dict[str, str], expected: Credentials
+) -> None:
+    assert credentials_for("OPENAI", keys, env) == expected
+
+
+def test_azure_needs_a_key() -> None:
+    with pytest.raises(ModelError) as info:
+        credentials_for("OPENAI", None, {"AZURE_OPENAI_ENDPOINT": AZURE})
+    assert "AZURE_OPENAI_API_KEY" in str(info.value)

@@ -257,3 +257,81 @@ def test_base_url_without_scheme_is_a_config_error() -> None:
     with pytest.raises(ModelError) as info:
         OpenAICompatClient().generate(req)
     assert (info.value.status, info.value.retryable) == ("CONFIG_ERROR", False)
+
+
+# --- the SDK: options, Azure, the environment -------------------------------------------------
+
+
+def test_system_prompt_goes_first(fake: FakeOpenAI) -> None:
+    OpenAICompatClient().generate(request(fake, system="Answer tersely."))
+    assert sent(fake)["messages"][:2] == [
+        {"role": "system", "content": "Answer tersely."},
+        {"role": "user", "content": "Pick a or b."},
+    ]
+
+
+def test_provider_options_override_the_mapped_reasoning_effort(fake: FakeOpenAI) -> None:
+    cfg = {"reasoningLevel": "low", "providerOptions": {"openai": {"reasoningEffort": "high"}}}
+    OpenAICompatClient().generate(request(fake, generation_config=cfg))
+    assert sent(fake)["reasoning_effort"] == "high"
+
+
+def test_ollama_num_predict_is_max_tokens_when_max_tokens_is_unset() -> None:
+    with FakeOpenAI() as fake:
+        options = {"providerOptions": {"ollama": {"numPredict": 77, "numCtx": 8192}}}
+        creds = Credentials(base_url=fake.url)
+        OpenAICompatClient("ollama").generate(
+            request(fake, credentials=creds, generation_config=options)
+        )
+        assert fake.requests[-1].body["max_tokens"] == 77
+        both = {**options, "maxTokens": 5}
+        OpenAICompatClient("ollama").generate(
+            request(fake, credentials=creds, generation_config=both)
+        )
+        assert fake.requests[-1].body["max_tokens"] == 5
+
+
+def test_the_sdk_does_not_retry_on_its_own(fake: FakeOpenAI) -> None:
+    fake.push(o.error(503), o.text("never asked"))
+    with pytest.raises(ModelError):
+        OpenAICompatClient().generate(request(fake))
+    assert len(fake.requests) == 1
+    assert fake.requests[0].headers["x-stainless-retry-count"] == "0"
+
+
+def test_the_sdk_takes_nothing_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A keyless compatible server gets no Authorization (not the deployment's OPENAI_API_KEY),
+    and no request carries the deployment's organization or project."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-deployment")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-deployment")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-deployment")
+    with FakeOpenAI() as fake:
+        OpenAICompatClient().generate(
+            request(fake, credentials=Credentials(base_url=fake.base_url))
+        )
+        headers = fake.requests[-1].headers
+    assert not {"authorization", "openai-organization", "openai-project"} & set(headers)
+
+
+AZURE_KEY = "azure-key"
+
+
+def test_azure_openai_through_its_deployment_route() -> None:
+    with FakeOpenAI(api_key=AZURE_KEY, azure=True) as fake:
+        fake.push(o.text('{"answer": "a"}'))
+        creds = Credentials(api_key=AZURE_KEY, base_url=fake.url, api_version="2024-10-21")
+        reply = OpenAICompatClient().generate(request(fake, credentials=creds))
+        rec = fake.requests[-1]
+    assert reply.text == '{"answer": "a"}'
+    assert rec.path == "/openai/deployments/gpt-5-mini/chat/completions?api-version=2024-10-21"
+    assert rec.headers["api-key"] == AZURE_KEY and "authorization" not in rec.headers
+    assert rec.body["response_format"]["type"] == "json_schema"
+
+
+def test_azure_errors_map_like_openai_errors() -> None:
+    with FakeOpenAI(api_key=AZURE_KEY, azure=True) as fake:
+        creds = Credentials(api_key="wrong", base_url=fake.url, api_version="2024-10-21")
+        with pytest.raises(ModelError) as info:
+            OpenAICompatClient().generate(request(fake, credentials=creds))
+    assert info.value.status == "AUTHENTICATION_ERROR"

@@ -12,7 +12,7 @@ import tenacity
 from shared.llm.base import Credentials, ModelError, ModelReply, ModelRequest
 from shared.llm.gemini import GeminiClient
 from shared.llm.openai_compat import OpenAICompatClient
-from shared.llm.retry import error_for_status, remaining, retrying
+from shared.llm.retry import MAX_RETRY_AFTER_S, error_for_status, remaining, retry_after, retrying
 from tests.fakes import fake_gemini as g
 from tests.fakes import fake_openai as o
 from tests.fakes import slow
@@ -212,3 +212,52 @@ def test_remaining() -> None:
 def test_error_for_status(http_status: int, status: str, retryable: bool) -> None:
     error = error_for_status(http_status, "boom")
     assert (error.status, error.retryable, error.http_status) == (status, retryable, http_status)
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after": "7"}, 7.0),
+        ({"retry-after-ms": "250", "retry-after": "7"}, 0.25),  # OpenAI's, the finer one
+        ({"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"}, None),  # a date: the backoff decides
+        ({"retry-after": "soon"}, None),
+        ({}, None),
+    ],
+)
+def test_retry_after_header(headers: dict[str, str], seconds: float | None) -> None:
+    assert retry_after(headers) == seconds
+
+
+def test_a_429_retry_after_is_honoured_within_the_deadline() -> None:
+    """The provider's wait, not the backoff's: trying earlier only earns another 429. Capped
+    at MAX_RETRY_AFTER_S, and never past the deadline (less one useful attempt)."""
+    with FakeOpenAI() as fake:
+        fake.push(
+            dataclasses.replace(o.error(429), headers=(("retry-after", "5"),)),
+            dataclasses.replace(o.error(429), headers=(("retry-after", "3600"),)),
+            o.text("ok"),
+        )
+        req = ModelRequest("hi", None, "m", "s", credentials=Credentials("k", fake.base_url))
+        slept: list[float] = []
+        deadline = time.monotonic() + 100  # the sleeps are recorded, not slept
+        reply, log = call_with_retries(
+            OpenAICompatClient(), req, deadline=deadline, wait=FAST, sleep=slept.append
+        )
+    assert reply.text == "ok" and log == ["1:QUOTA_ERROR", "2:QUOTA_ERROR", "3:OK"]
+    assert slept == [5.0, MAX_RETRY_AFTER_S]
+
+
+def test_a_retry_after_past_the_deadline_stops_the_loop_at_once() -> None:
+    """No sleep that the provider said would be too short: the 429 is raised now (the caller
+    hands the call to a later invocation)."""
+    with FakeOpenAI() as fake:
+        fake.push(dataclasses.replace(o.error(429), headers=(("retry-after", "50"),)), o.text("ok"))
+        req = ModelRequest("hi", None, "m", "s", credentials=Credentials("k", fake.base_url))
+        slept: list[float] = []
+        deadline = time.monotonic() + 10
+        with pytest.raises(ModelError) as info:
+            call_with_retries(
+                OpenAICompatClient(), req, deadline=deadline, wait=FAST, sleep=slept.append
+            )
+        assert info.value.status == "QUOTA_ERROR" and len(fake.requests) == 1
+    assert slept == []

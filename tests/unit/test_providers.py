@@ -6,13 +6,17 @@ from __future__ import annotations
 import pytest
 
 from shared.llm.base import ModelError, ModelRequest
+from shared.llm.claude import ClaudeClient
 from shared.llm.credentials import credentials_for
 from shared.llm.gemini import GeminiClient
 from shared.llm.openai_compat import OpenAICompatClient
 from shared.llm.providers import client_for, registered
 from shared.llm.scripted import ScriptedModel
+from shared.models import ApiType
+from tests.fakes import fake_anthropic as a
 from tests.fakes import fake_gemini as g
 from tests.fakes import fake_openai as o
+from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.fakes.fake_gemini import FakeGemini
 from tests.fakes.fake_openai import FakeOpenAI
 
@@ -24,9 +28,8 @@ def _no_override(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DLAB_MODEL_OVERRIDE", raising=False)
 
 
-def test_real_providers_are_registered() -> None:
-    assert {"GEMINI", "VERTEX_AI", "OPENAI", "OLLAMA", "SCRIPTED"} <= registered()
-    assert "CLAUDE" not in registered()
+def test_every_provider_is_registered() -> None:
+    assert {t.value for t in ApiType} == registered()
 
 
 @pytest.mark.parametrize(
@@ -36,19 +39,13 @@ def test_real_providers_are_registered() -> None:
         ("VERTEX_AI", GeminiClient, True),
         ("OPENAI", OpenAICompatClient, "openai"),
         ("OLLAMA", OpenAICompatClient, "ollama"),
+        ("CLAUDE", ClaudeClient, None),
     ],
 )
 def test_client_for_each_api_type(api_type: str, kind: type, detail: object) -> None:
     client = client_for(api_type)
     assert isinstance(client, kind)
     assert getattr(client, "vertex", getattr(client, "flavour", None)) == detail
-
-
-def test_claude_is_not_supported_yet() -> None:
-    with pytest.raises(ModelError) as info:
-        client_for("CLAUDE")
-    assert info.value.status == "CONFIG_ERROR"
-    assert "no provider" in str(info.value) and "not supported yet" in str(info.value)
 
 
 def test_unknown_api_type() -> None:
@@ -86,6 +83,18 @@ def test_openai_compatible_end_to_end(api_type: str) -> None:
     assert reply.text == '{"vote": "no"}' and reply.usage.total_tokens == 11
     assert sent.body["response_format"]["json_schema"]["schema"] == SCHEMA
     assert ("authorization" in sent.headers) == (api_type == "OPENAI")
+
+
+def test_claude_end_to_end() -> None:
+    with FakeAnthropic(api_key="sk-ant-x") as fake:
+        fake.push(a.tool_use({"vote": "maybe"}, input_tokens=9, output_tokens=4))
+        keys = {"claudeApiKey": {"apiKey": "sk-ant-x", "baseUrl": fake.base_url}}
+        creds = credentials_for("CLAUDE", keys, {})
+        request = ModelRequest("Vote.", SCHEMA, "claude-haiku-4-5", "s", credentials=creds)
+        reply = client_for("CLAUDE").generate(request)
+        sent = fake.requests[-1]
+    assert reply.text == '{"vote": "maybe"}' and reply.usage.total_tokens == 13
+    assert sent.body["tools"][0]["input_schema"] == SCHEMA
 
 
 def test_the_override_can_replace_only_some_providers(monkeypatch: pytest.MonkeyPatch) -> None:
