@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from functions.registry import REGISTRY, FunctionSpec, PubSubTrigger
+from functions.registry import REGISTRY, FunctionSpec, HttpTrigger, PubSubTrigger
 from tools.deploy import plan, source
 
 PROJECT = "fresh-project-1"
@@ -221,6 +221,9 @@ def check_function_body(spec: FunctionSpec, body: dict[str, Any]) -> None:
     assert service["environmentVariables"] == {plan.PROJECT_ENV: PROJECT}
     assert service.get("maxInstanceCount") == spec.max_instances
     assert service["serviceAccountEmail"] == SERVICE_ACCOUNT
+    if isinstance(spec.trigger, HttpTrigger):  # called at its URL: no event trigger
+        assert "eventTrigger" not in body
+        return
     assert body["eventTrigger"]["serviceAccountEmail"] == SERVICE_ACCOUNT
     trigger = body["eventTrigger"]
     retry = "RETRY_POLICY_RETRY" if spec.retry else "RETRY_POLICY_DO_NOT_RETRY"
