@@ -86,18 +86,41 @@ def thinking_config(config: dict[str, Any], model_name: str) -> types.ThinkingCo
     return None
 
 
-def generate_config(request: ModelRequest, timeout_s: float) -> types.GenerateContentConfig:
-    """DL's ModelGenerationConfig as google-genai options; unset keys are not sent."""
-    cfg = request.generation_config
+def _safety(cfg: dict[str, Any]) -> list[types.SafetySetting]:
     threshold = (
         types.HarmBlockThreshold.BLOCK_NONE
         if cfg.get("disableSafetyFilters")
         else types.HarmBlockThreshold.BLOCK_ONLY_HIGH
     )
+    return [types.SafetySetting(category=c, threshold=threshold) for c in _SAFETY_CATEGORIES]
+
+
+def google_overrides(cfg: dict[str, Any]) -> dict[str, Any]:
+    """DL's ``providerOptions.google`` over the mapped options (a shallow merge, as DL's
+    getProviderOptions does): ``thinkingConfig`` and ``safetySettings`` replace ours whole.
+    A malformed override is a CONFIG_ERROR naming it, not a silent default."""
+    options = cfg.get("providerOptions")
+    google = options.get("google") if isinstance(options, dict) else None
+    if not isinstance(google, dict):
+        return {}
+    out: dict[str, Any] = {}
+    try:
+        if isinstance(google.get("thinkingConfig"), dict):
+            out["thinking_config"] = types.ThinkingConfig.model_validate(google["thinkingConfig"])
+        if isinstance(google.get("safetySettings"), list):
+            out["safety_settings"] = [
+                types.SafetySetting.model_validate(item) for item in google["safetySettings"]
+            ]
+    except ValueError as exc:
+        raise ModelError("CONFIG_ERROR", f"providerOptions.google: {exc}") from None
+    return out
+
+
+def generate_config(request: ModelRequest, timeout_s: float) -> types.GenerateContentConfig:
+    """DL's ModelGenerationConfig as google-genai options; unset keys are not sent."""
+    cfg = request.generation_config
     options: dict[str, Any] = {
-        "safety_settings": [
-            types.SafetySetting(category=c, threshold=threshold) for c in _SAFETY_CATEGORIES
-        ],
+        "safety_settings": _safety(cfg),
         "should_return_http_response": True,
         # No tools are sent; this also silences the SDK's per-call "AFC is enabled" log line.
         "automatic_function_calling": types.AutomaticFunctionCallingConfig(disable=True),
@@ -119,10 +142,13 @@ def generate_config(request: ModelRequest, timeout_s: float) -> types.GenerateCo
     thinking = thinking_config(cfg, request.model_name)
     if thinking is not None:
         options["thinking_config"] = thinking
+    if request.system:
+        options["system_instruction"] = request.system
     if request.response_schema is not None:
         # responseJsonSchema takes JSON Schema as is; responseSchema wants the OpenAPI subset.
         options["response_mime_type"] = "application/json"
         options["response_json_schema"] = request.response_schema
+    options.update(google_overrides(cfg))
     return types.GenerateContentConfig(**options)
 
 

@@ -162,6 +162,36 @@ def test_thinking_config_follows_deliberate_lab(
     assert dumped == expected
 
 
+def test_system_prompt_is_the_system_instruction(fake: FakeGemini) -> None:
+    GeminiClient().generate(request(fake, system="Answer tersely."))
+    assert sent(fake)["systemInstruction"]["parts"][0]["text"] == "Answer tersely."
+
+
+def test_provider_options_google_replace_the_mapped_options(fake: FakeGemini) -> None:
+    """DL's getProviderOptions: providerOptions.google spread over the mapped options."""
+    google = {
+        "thinkingConfig": {"thinkingBudget": 2048, "includeThoughts": False},
+        "safetySettings": [{"category": "HARM_CATEGORY_HATE_SPEECH", "threshold": "BLOCK_NONE"}],
+    }
+    cfg = {"reasoningLevel": "high", "providerOptions": {"google": google}}
+    GeminiClient().generate(request(fake, generation_config=cfg))
+    body = sent(fake)
+    # (google-genai writes this field's keys in snake case; the API takes both)
+    assert body["generationConfig"]["thinkingConfig"] == {
+        "include_thoughts": False,
+        "thinking_budget": 2048,
+    }
+    assert body["safetySettings"] == google["safetySettings"]
+
+
+def test_a_malformed_google_option_is_a_config_error(fake: FakeGemini) -> None:
+    cfg = {"providerOptions": {"google": {"thinkingConfig": {"thinkingBudget": "lots"}}}}
+    with pytest.raises(ModelError) as info:
+        GeminiClient().generate(request(fake, generation_config=cfg))
+    assert info.value.status == "CONFIG_ERROR" and "providerOptions.google" in str(info.value)
+    assert fake.requests == []
+
+
 def test_unknown_reasoning_level_is_a_config_error(fake: FakeGemini) -> None:
     with pytest.raises(ModelError) as info:
         GeminiClient().generate(request(fake, generation_config={"reasoningLevel": "extreme"}))
