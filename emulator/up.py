@@ -27,6 +27,9 @@ from functions.registry import REGISTRY, ScheduleTrigger
 from tools.deploy import rulesets
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+API_PORT = 5002
+"""Where the HTTP functions answer (the REST API at /api/v1), beside firebase-tools' 5001;
+a free one when it is taken (the banner prints the URL)."""
 POLL_S = 0.5
 
 
@@ -141,6 +144,8 @@ def banner(
         f"  models      {model_choice.describe(override)}",
         *agents,
         f"  console     {console_url or 'off'}",
+        f"  REST API    {runtime.http_url('api')}/v1 (a key: .venv/bin/python -m tools.auth "
+        "api-key EMAIL; docs/API.md)",
         f"  load        export {env}",
         "              .venv/bin/python -m tools.load_template "
         "templates/demo_all_stages.json --agents 3",
@@ -210,6 +215,7 @@ def run(args: argparse.Namespace, chaos: ChaosSettings | None = None) -> int:
         tick_s=args.tick or None,
         emulators=options,
         processes=args.processes,
+        http_port=API_PORT if config.port_is_free(API_PORT) else 0,
     )
     with runtime, contextlib.ExitStack() as stack:
         usage_log = runtime.running_services.log_dir / "usage.log"

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import requests
 from google.cloud import firestore
 from raw_docs import human, move_human
 
@@ -107,6 +108,9 @@ def test_restart_with_import_keeps_the_experiment_and_its_agents_carry_on(client
         scheduled = ", ".join(s.name for s in REGISTRY if isinstance(s.trigger, ScheduleTrigger))
         assert "watchdog" in scheduled.split(", ")
         assert f"scheduled ({scheduled}) ticked every 0.5 s" in first.banner
+        api = re.search(r"REST API\s+(\S+)", first.banner)
+        assert api, first.banner  # the API answers there, and asks for its key
+        assert requests.get(f"{api[1]}/health", timeout=30).json()["error"].startswith("Missing")
         db = client(first)
         result = load(db, json.loads(TEMPLATE.read_text()), agents=2)
         e = result.experiment_id
