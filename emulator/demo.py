@@ -163,13 +163,18 @@ def print_summary(s: dict[str, Any]) -> None:
         print(f"  error                {error}")
 
 
-DEFAULT_MODELS = {"GEMINI": "gemini-2.5-flash", "OPENAI": "gpt-5-mini", "OLLAMA": "llama3.2"}
+DEFAULT_MODELS = {
+    "GEMINI": "gemini-2.5-flash",
+    "OPENAI": "gpt-5-mini",
+    "OLLAMA": "llama3.2",
+    "CLAUDE": "claude-haiku-4-5-20251001",  # Deliberate Lab's default Claude model
+}
 
 
 def model_from_env(env: dict[str, str] | None = None) -> tuple[str, str | None]:
     """(apiType, modelName) for the demo: a real provider when its key or server is configured
-    (GEMINI_API_KEY; OPENAI_API_KEY or OPENAI_BASE_URL; OLLAMA_BASE_URL), else the offline
-    scripted model. DLAB_DEMO_MODEL overrides the model name."""
+    (GEMINI_API_KEY; OPENAI_API_KEY or OPENAI_BASE_URL; OLLAMA_BASE_URL; ANTHROPIC_API_KEY), else
+    the offline scripted model. DLAB_DEMO_MODEL overrides the model name."""
     env = dict(os.environ) if env is None else env
     if env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY"):
         api_type = "GEMINI"
@@ -177,6 +182,8 @@ def model_from_env(env: dict[str, str] | None = None) -> tuple[str, str | None]:
         api_type = "OPENAI"
     elif env.get("OLLAMA_BASE_URL"):
         api_type = "OLLAMA"
+    elif env.get("ANTHROPIC_API_KEY"):
+        api_type = "CLAUDE"
     else:
         return "SCRIPTED", None
     return api_type, env.get("DLAB_DEMO_MODEL") or DEFAULT_MODELS[api_type]
