@@ -3,17 +3,19 @@ Deliberate Lab's bodies, statuses and error messages (its experiments.dl_api.ts)
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import flask
 from google.cloud.firestore_v1.base_query import FieldFilter
+from pydantic import ValidationError
 
 from functions import download, store
 from functions.api import access
 from functions.api.http import ApiError, Call, answer
 from shared import paths
 from shared.models import DocumentError, Experiment, now
-from shared.templates import TemplateError, new_id, template_stages, validate_template
+from shared.templates import new_id, persona_documents, template_stages
 
 Json = dict[str, Any]
 AGENT_FIELDS = {"agentMediators": "agentMediators", "agentParticipants": "agentParticipants"}
@@ -41,18 +43,47 @@ def list_experiments(call: Call) -> flask.Response:
     return answer({"experiments": experiments, "total": len(experiments)})
 
 
+STAGE_FIELDS = {"id": str, "kind": str, "name": str, "descriptions": dict, "progress": dict}
+"""What every Deliberate Lab stage config has (its BaseStageConfig); the rest of a stage is
+checked by our stage models."""
+
+
+def _shape_errors(template: Json) -> Iterator[str]:
+    """Where the body is not shaped as Deliberate Lab's template (its typebox messages)."""
+    if not isinstance(template.get("experiment"), dict):
+        yield "/template/experiment: Expected object"
+    stages = template.get("stageConfigs", [])
+    if not isinstance(stages, list):
+        yield "/template/stageConfigs: Expected array"
+        return
+    for i, stage in enumerate(stages):
+        for field, kind in STAGE_FIELDS.items():
+            if not isinstance(stage, dict) or not isinstance(stage.get(field), kind):
+                yield f"/stageConfigs/{i}/{field}: Expected {_TYPE_NAMES[kind]}"
+    for field in AGENT_FIELDS:
+        agents = template.get(field, [])
+        if not isinstance(agents, list) or not all(
+            isinstance(a, dict) and isinstance(a.get("persona"), dict) for a in agents
+        ):
+            yield f"/{field}: Expected array of {{persona, promptMap}}"
+
+
+_TYPE_NAMES = {str: "string", dict: "object"}
+
+
 def _checked(template: Json) -> Json:
-    """The template if Deliberate Lab's schema and our stage models take it: a 400 for the
-    schema, a 422 for a stage it cannot run (Deliberate Lab's 'Invalid stage configuration')."""
-    stage_ids = [s.get("id") for s in template.get("stageConfigs") or [] if isinstance(s, dict)]
-    experiment = template.get("experiment")
-    if isinstance(experiment, dict):
-        template = {**template, "experiment": {**experiment, "stageIds": stage_ids}}
-    try:
-        validate_template(download.plain(template))
-    except TemplateError as error:
-        raise ApiError(400, f"Invalid request body: {error}") from None
+    """The template if it is shaped as Deliberate Lab's (a 400 'Invalid request body'
+    otherwise) and our models take its stages and personas (a 422, as Deliberate Lab's
+    'Invalid stage configuration'). Not Deliberate Lab's whole JSON schema: its client leaves
+    out fields that are null (``exclude_none``), which its schema file still lists as required."""
+    problems = list(_shape_errors(template))
+    if problems:
+        raise ApiError(400, "Invalid request body: " + "; ".join(problems[:10]))
     _stages(template)
+    try:
+        persona_documents(template)
+    except ValidationError as error:
+        raise ApiError(422, f"Invalid agent configuration: {error.errors()[0]['msg']}") from None
     return template
 
 

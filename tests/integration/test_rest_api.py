@@ -97,7 +97,16 @@ def test_keys_are_stored_hashed_and_their_errors_are_deliberate_labs(
         "Invalid request body: name is required (or provide template)"
     )
     bad_stage = {"name": "x", "stages": [{"id": "s", "kind": "survey"}]}
-    assert error(client.post("/experiments", bad_stage), 400).startswith("Invalid request body")
+    assert error(client.post("/experiments", bad_stage), 400) == (
+        "Invalid request body: /stageConfigs/0/name: Expected string; "
+        "/stageConfigs/0/descriptions: Expected object; /stageConfigs/0/progress: Expected object"
+    )
+    unknown = {"id": "q", "kind": "nope"}
+    survey = {"id": "s", "kind": "survey", "name": "S", "descriptions": {}, "progress": {}}
+    unrunnable = {"name": "x", "stages": [{**survey, "questions": [unknown]}]}
+    assert error(client.post("/experiments", unrunnable), 422).startswith(
+        "Invalid stage configuration: stageConfigs[0]: field 'questions[0]'"
+    )
 
     created = client.post("/experiments", {"name": "Mine", "description": "d"})
     assert created.status_code == 201, created.text
