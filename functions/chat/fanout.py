@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import random
 from collections.abc import Callable
 
 from functions import rooms, store, work
-from functions.chat import active, agents, conducted, messages, turn_order
+from functions.chat import active, agents, election, messages, turn_order
 from functions.rooms import Room
 from functions.side_by_side import three_at_once
 from functions.wire import AgentTurn, publish_turns
@@ -71,73 +70,22 @@ def fan_out(
     message: ChatMessage,
     members: Members | None = None,
 ) -> int:
-    """Race (DL's default): a turn for every eligible agent. Claim: one turn per agent type for
-    the first agent of a seeded order; it passes the message on if it declines. Turn-based:
-    only the agent holding the turn. ``members``: who is in the chat, read already."""
+    """The turns a new message gets, as the stage's election policy says (``election``).
+    ``members``: who is in the chat, read already."""
     if message.is_error:
         return 0
-    room = Room(experiment_id, cohort_id, stage.id)
-    plain = not stage.is_turn_based and stage.election_policy != "conductor"
+    policy = election.policy_for(stage)
     if len(_ASKS_EVERYONE) >= MEMORY_KEPT:
         _ASKS_EVERYONE.clear()
-    (_ASKS_EVERYONE.add if plain else _ASKS_EVERYONE.discard)((experiment_id, stage.id))
-    if stage.is_turn_based:
-        return _turn_based(room, stage, message)
-    if stage.election_policy == "conductor":
-        return conducted.request(room, message)  # the conductor picks the one agent to ask
-    if members is None:
-        members = read_members(experiment_id, cohort_id, stage.id)
-    mediators = agents.mediators_of(experiment_id, cohort_id, stage, members.mediators)
-    groups = {"participant": members.participants, "mediator": mediators}
-    turns = []
-    for agent_type, ids in groups.items():
-        turns += _turns_for(room, stage, message, agent_type, ids)
-    publish_turns(*turns)
-    return len(turns)
+    remember = _ASKS_EVERYONE.add if policy.asks_everyone else _ASKS_EVERYONE.discard
+    remember((experiment_id, stage.id))
 
+    def groups() -> dict[str, list[str]]:
+        present = members or read_members(experiment_id, cohort_id, stage.id)
+        mediators = agents.mediators_of(experiment_id, cohort_id, stage, present.mediators)
+        return {"participant": present.participants, "mediator": mediators}
 
-def _turns_for(
-    room: Room, stage: ChatStage, message: ChatMessage, agent_type: str, ids: list[str]
-) -> list[AgentTurn]:
-    """Race: every agent of the type; claim: the first of a seeded order, which carries the
-    order so a declining agent can hand the message on."""
-    if not ids:
-        return []
-    if stage.election_policy == "claim":
-        order = list(ids)
-        random.Random(message.id).shuffle(order)
-        targets, passing = order[:1], tuple(order)
-    else:
-        targets, passing = ids, ()
-    return [
-        AgentTurn.in_room(room, agent_type, i, trigger_chat_id=message.id, order=passing)
-        for i in targets
-    ]
-
-
-def _turn_based(room: Room, stage: ChatStage, message: ChatMessage) -> int:
-    """Move the turn if the message took it; then the holder, if an agent, answers. Agents
-    passed over with their responses used up are asked only whether they are ready to end."""
-    change = turn_order.on_message(room, stage, message)
-    holder = change.holder
-    # a notice (someone left, the timer ended) asks nothing of a holder that already has its
-    # turn; it gets one only if the turn just came to it
-    answers = holder is not None and holder.is_agent
-    if messages.is_notice(message) and not change.handed_over:
-        answers = False
-    turns = [
-        AgentTurn.in_room(room, holder.kind, holder.private_id, trigger_chat_id=message.id)
-        for holder in ([holder] if answers and holder is not None else [])
-    ]
-    turns += [
-        AgentTurn.in_room(
-            room, s.kind, s.private_id, trigger_chat_id=message.id, readiness_only=True
-        )
-        for s in change.passed
-        if s.kind == "participant"
-    ]
-    publish_turns(*turns)
-    return len(turns)
+    return policy.fan_out(Room(experiment_id, cohort_id, stage.id), message, groups)
 
 
 def fan_out_private(room: Room, stage: PrivateChatStage, message: ChatMessage) -> int:

@@ -3,9 +3,9 @@ responses (or waits for more messages), and its author may not follow itself. No
 asked again until the idle watchdog (two minutes), so the agents present are asked at once
 whether they are ready to end, and the thread advances (or they leave) when their answers allow.
 
-Checked in a group chat under the race policy in the author's own turn, which every agent
-message gets; under the claim policy when the last agent of the message's order may not answer
-either. It stops at the first agent that may answer, so a lively chat pays a read or two.
+Checked in a group chat in the one turn of the message its election policy names
+(``election``). It stops at the first agent that may answer, so a lively chat pays a read or
+two.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from functions.wire import AgentTurn, publish_turns
 from shared.models import (
     ChatMessage,
     ChatPublicData,
-    ChatStage,
     ConversationStage,
     ParticipantProfile,
 )
@@ -29,22 +28,12 @@ QUIET = "quiet-"
 
 
 def nobody_may_answer(
-    room: Room,
-    stage: ConversationStage,
-    history: list[ChatMessage],
-    turn: AgentTurn,
-    why_not: Refusal,
+    room: Room, stage: ConversationStage, history: list[ChatMessage], turn: AgentTurn
 ) -> list[str] | None:
     """The agent participants present (private ids) if no agent may answer the turn's
-    message, for ``ask_who_is_ready`` to ask without reading them again; None if one may, or
-    this turn is not the one that asks. ``why_not``: why the turn's own agent may not (so it
-    is not asked again). Race: asked in the author's turn. Claim: asked in the
-    turn of the last agent of the order, so one earlier in it that declined (it may speak, it
-    chose not to) leaves the question to the watchdog. A turn come too late (the chat moved on)
-    asks nothing. Turn-based chats pass the turn, a private chat has its own rules, and the
-    conductor picks again."""
-    if not _asked_here(room, stage, turn, why_not):
-        return None
+    message, for ``ask_who_is_ready`` to ask without reading them again; None if one may. The
+    turn's own agent may not (its caller knows why), and which turn of a message checks is the
+    election policy's to say (``ElectionPolicy.asks_who_is_ready``)."""
     present = agents.present_at(room.experiment_id, room.cohort_id, stage.id)
     if present.humans:
         return None  # a human may always answer
@@ -53,22 +42,11 @@ def nobody_may_answer(
     ]
     for kind, private_id in others:
         if (kind, private_id) == (turn.agent_type, turn.agent_id):
-            continue  # may not answer: why_not
+            continue  # may not answer
         agent = agents.load(room.experiment_id, kind, private_id, stage)
         if agent is not None and gates.refusal(agent, history) is None:
             return None
     return present.agents
-
-
-def _asked_here(room: Room, stage: ConversationStage, turn: AgentTurn, why_not: Refusal) -> bool:
-    """Whether this turn is the one that asks (see ``nobody_may_answer``)."""
-    if room.is_private or not isinstance(stage, ChatStage):
-        return False
-    if stage.is_turn_based or not turn.trigger_chat_id or why_not in gates.STALE:
-        return False
-    if stage.election_policy == "race":
-        return why_not == Refusal.OWN_MESSAGE
-    return stage.election_policy == "claim" and bool(turn.order) and turn.next_in_order() is None
 
 
 def ask_who_is_ready(

@@ -22,14 +22,24 @@ from functions import rooms, store, transactions
 from functions.agents import cohort_lock
 from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
 from functions.agents.prompting import build_context, creator_api_keys, creator_keys_path, render
-from functions.chat import agents, conducted, gates, messages, quiet, readiness, turn_order
+from functions.chat import (
+    agents,
+    conducted,
+    election,
+    gates,
+    messages,
+    quiet,
+    readiness,
+    turn_order,
+)
 from functions.chat.agents import ChatAgent
+from functions.chat.election import ElectionPolicy
 from functions.chat.gates import Refusal
 from functions.chat.readiness import Readiness
 from functions.errors import record_error
 from functions.rooms import Room
 from functions.side_by_side import side_by_side, three_at_once
-from functions.wire import AgentTurn, publish_turns
+from functions.wire import AgentTurn
 from shared.llm import ModelError
 from shared.llm.json_output import parse_json_reply
 from shared.models import (
@@ -43,6 +53,7 @@ from shared.models import (
     ParticipantProfile,
     ParticipantStatus,
     ProfileBase,
+    StageConfig,
     UserType,
     now,
 )
@@ -69,8 +80,6 @@ READINESS_SCHEMA = {
     "required": ["explanation", "readyToEndChat"],
 }
 DECLINED = "{name} has nothing to add right now."
-CLAIMING = ("claim", "conductor")
-"""Election policies under which only the asked agent answers, claiming the message first."""
 log = logging.getLogger(__name__)
 
 
@@ -138,14 +147,15 @@ class Scene:
     def turn_based(self) -> bool:
         return isinstance(self.stage, ChatStage) and self.stage.is_turn_based
 
+    @functools.cached_property
+    def policy(self) -> ElectionPolicy:
+        """How the stage elects who answers (``election``), chosen once per turn."""
+        return election.policy_for(self.stage)
+
     @property
     def claims(self) -> bool:
-        """Takes the message's election record before asking the model: an opening (once per
-        agent), a turn-based chat (the holder answers a message once), or the claim policy (one
-        model call per message, not one per agent)."""
-        if self.turn.is_opening or self.turn_based:
-            return True  # turn-based: an opening and a message's turn may reach the holder at once
-        return isinstance(self.stage, ChatStage) and self.stage.election_policy in CLAIMING
+        """Takes the message's election record before asking the model (the policy says)."""
+        return self.policy.claims(self.turn)
 
     def must_respond(self, history: list[ChatMessage]) -> bool:
         """No choosing silence: in a turn-based chat (DL), and for a participant who owes a
@@ -186,7 +196,7 @@ class Scene:
 
 
 def run(turn: AgentTurn) -> TurnResult:
-    """Take the turn; a turn that does not answer hands the message on (claim policy)."""
+    """Take the turn; a turn that does not answer hands the message on (as its policy says)."""
     if turn.conducted and not conducted.still_picked(turn):
         return TurnResult(TurnOutcome.NOT_ELECTED)  # the conductor has picked another since
     with store.prefetch(()), store.writing_later():  # logs: with the post
@@ -238,9 +248,11 @@ def _keys_path(experiment_id: str) -> str:
 
 
 def _run(turn: AgentTurn, history: list[ChatMessage]) -> TurnResult:
-    scene = _load(turn)
-    if isinstance(scene, TurnOutcome):
-        return _pass_on(turn, TurnResult(scene))  # e.g. it left since the fan-out
+    stage = store.read_stage(turn.experiment_id, turn.stage_id)
+    scene = _load(turn, stage)
+    if isinstance(scene, TurnOutcome):  # e.g. it left since the fan-out
+        election.policy_for(stage).hand_on(turn)
+        return TurnResult(scene)
     public = rooms.state(scene.room, history)
     if scene.turn_based and turn.is_opening and history:
         # the chat was opened meanwhile: the holder answers its last message, once (the same
@@ -256,8 +268,7 @@ def _run(turn: AgentTurn, history: list[ChatMessage]) -> TurnResult:
     )
 
 
-def _load(turn: AgentTurn) -> Scene | TurnOutcome:
-    stage = store.read_stage(turn.experiment_id, turn.stage_id)
+def _load(turn: AgentTurn, stage: StageConfig) -> Scene | TurnOutcome:
     if not isinstance(stage, ConversationStage):
         return TurnOutcome.NOT_A_CHAT
     keys = _keys_path(turn.experiment_id)
@@ -295,7 +306,7 @@ def _ended(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -> 
         return TurnResult(TurnOutcome.TIME_UP)
     if participant is not None and readiness.conversation_over(scene.stage, participant, history):
         ready = readiness.participant_ready(scene.room, scene.stage, participant)
-        return _pass_on(scene.turn, TurnResult(TurnOutcome.OVER, ready))
+        return _pass_on(scene, TurnResult(TurnOutcome.OVER, ready))
     return None
 
 
@@ -327,7 +338,7 @@ def _readiness_instead(
         return TurnResult(TurnOutcome.READINESS_ONLY, ready)
     if why_not and _nobody_may_answer(scene, history, public, why_not):
         return TurnResult(why_not, Readiness.ASKED_EVERYONE)
-    return _pass_on(turn, TurnResult(why_not or TurnOutcome.READINESS_ONLY, ready))
+    return _pass_on(scene, TurnResult(why_not or TurnOutcome.READINESS_ONLY, ready))
 
 
 def _not_now(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -> TurnResult | None:
@@ -342,15 +353,18 @@ def _not_now(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
         _skip_silently(scene, public)
     if _nobody_may_answer(scene, history, public, why_not):
         return TurnResult(why_not, Readiness.ASKED_EVERYONE)
-    return _pass_on(scene.turn, TurnResult(why_not))
+    return _pass_on(scene, TurnResult(why_not))
 
 
 def _nobody_may_answer(
     scene: Scene, history: list[ChatMessage], public: ChatPublicData, why_not: Refusal
 ) -> bool:
     """If nobody may answer the message (``quiet``), everyone present is asked at once whether
-    they are ready to end, instead of the chat waiting for the idle watchdog."""
-    present = quiet.nobody_may_answer(scene.room, scene.stage, history, scene.turn, why_not)
+    they are ready to end, instead of the chat waiting for the idle watchdog. The policy says
+    which one turn of the message checks."""
+    if not scene.policy.asks_who_is_ready(scene.turn, why_not):
+        return False
+    present = quiet.nobody_may_answer(scene.room, scene.stage, history, scene.turn)
     if present is None:
         return False
     message_id = scene.turn.trigger_chat_id
@@ -378,14 +392,14 @@ def _respond(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
                 # onAgentTurn, which is retried, runs the turn again
                 raise ProviderUnavailable(reason) from error
             _after_failure(scene, public)
-            return _pass_on(turn, TurnResult(TurnOutcome.MODEL_FAILED))
-        outcome = _speak(scene, decision, public, claimed=scene.claims)
+            return TurnResult(TurnOutcome.MODEL_FAILED)
+        outcome = _speak(scene, decision, public)
         if turn.is_opening:  # an agent opens a chat once, whatever it then does
             held.keep(mark_done=outcome != TurnOutcome.SPOKE)
         elif outcome == TurnOutcome.SPOKE:
             held.keep()
     if outcome == TurnOutcome.DECLINED:
-        _pass_on(turn, TurnResult(outcome))
+        scene.policy.hand_on(turn)
     participant = scene.participant
     if participant is None or not history or fixed or _beaten(scene, outcome):
         return TurnResult(outcome)
@@ -458,24 +472,18 @@ def _responder(agent: ChatAgent) -> dict[str, Any]:
     return {"agentType": agent.type, "privateId": agent.private_id, "publicId": agent.public_id}
 
 
-def _pass_on(turn: AgentTurn, result: TurnResult) -> TurnResult:
-    """Claim policy: a declining or gated agent hands the message to the next in turn order."""
-    following = turn.next_in_order()
-    if following is not None:
-        publish_turns(following)
-    if turn.conducted:
-        conducted.after_decline(turn)  # conductor policy: it picks again (bounded)
+def _pass_on(scene: Scene, result: TurnResult) -> TurnResult:
+    """A turn that will not answer hands the message to whoever its policy asks next."""
+    scene.policy.hand_on(scene.turn)
     return result
 
 
 def _after_failure(scene: Scene, public: ChatPublicData) -> None:
-    """Nobody waits on a failed model: a turn-based chat skips the agent with a notice; a
-    mediator in a private chat posts DL's error message so the participant is not left
-    waiting."""
-    if scene.turn_based and isinstance(scene.stage, ChatStage):
-        turn_order.skip(scene.room, scene.stage, scene.agent, public.current_discussion_id)
-    elif scene.room.is_private and scene.participant is None:
+    """Nobody waits on a failed model: a mediator in a private chat posts DL's error message so
+    the participant is not left waiting; the policy hands the message (or the turn) on."""
+    if scene.room.is_private and scene.participant is None:
         messages.write(scene.room, _error_message(scene.agent))
+    scene.policy.after_failure(scene.turn, scene.agent, public.current_discussion_id)
 
 
 def _skip_silently(scene: Scene, public: ChatPublicData) -> None:
@@ -519,12 +527,10 @@ def _parse_for(output: ChatStructuredOutputConfig | None) -> Any:
     return parse_json_reply
 
 
-def _speak(
-    scene: Scene, decision: Decision, public: ChatPublicData, *, claimed: bool
-) -> TurnOutcome | Refusal:
-    """Post the decision after the typing delay, unless the chat moved on meanwhile (its
-    history read again; its public data too when it has threads, the one thing in it that
-    says whether the discussion moved on)."""
+def _speak(scene: Scene, decision: Decision, public: ChatPublicData) -> TurnOutcome | Refusal:
+    """Post the decision after the typing delay if it wins its election (``at_post``), unless
+    the chat moved on meanwhile (its history read again; its public data too when it has
+    threads, the one thing in it that says whether the discussion moved on)."""
     turn, room, agent = scene.turn, scene.room, scene.agent
     if not decision.should_respond or not decision.message:
         if room.is_private and scene.participant is None:
@@ -534,17 +540,12 @@ def _speak(
     delay = typing_delay_s(decision.message, agent.settings.words_per_minute, rng)
     if delay:
         time.sleep(delay)
-    if claimed:
-        return _post_if_wanted(scene, decision, public)
-    # race: the first of the type whose answer is ready takes the message (its election record,
-    # as a lock); the others stop here. All of a message's turns call the model at once and
-    # their answers come back together: each read the whole chat again only to lose.
-    with messages.lock(room, turn.log_id, _responder(agent), take=messages.take_election) as held:
-        if not held.taken:
+    with scene.policy.at_post(room, turn, _responder(agent)) as ballot:
+        if not ballot.won:
             return TurnOutcome.NOT_ELECTED
-        outcome = _post_if_wanted(scene, decision, public, named_in=turn.log_id)
+        outcome = _post_if_wanted(scene, decision, public, named_in=ballot.named_in)
         if outcome == TurnOutcome.SPOKE:
-            held.keep()
+            ballot.keep()
         return outcome
 
 
@@ -613,22 +614,8 @@ def _post(
     named_in: str | None,
     thread_read: transactions.Begun | None,
 ) -> TurnOutcome | Refusal:
-    responder = _responder(scene.agent)
-    if scene.turn_based and isinstance(scene.stage, ChatStage):
-        posted = turn_order.post_in_turn(
-            scene.room, scene.stage, message, responder, None, slot, history
-        )
-        return TurnOutcome.SPOKE if posted else TurnOutcome.NOT_ELECTED
-    outcome = messages.post(
-        scene.room,
-        message,
-        responder,
-        election=None,
-        slot=slot,
-        named_in=named_in,
-        thread_read=thread_read,
-    )
-    return POSTED[outcome]
+    reply = election.Reply(message, _responder(scene.agent), slot, history, named_in, thread_read)
+    return POSTED[scene.policy.post(scene.room, reply)]
 
 
 def _post_decline(scene: Scene) -> None:

@@ -143,3 +143,64 @@ def test_no_production_function_above_the_complexity_limit() -> None:
 )
 def test_the_complexity_measure_counts_branches(source: str, complexity: int) -> None:
     assert max(b.complexity for b in cc_visit(source)) == complexity
+
+
+ELECTION_MODULE = FUNCTIONS / "chat" / "election.py"
+"""The one module that reads a stage's election policy (``policy_for``) and knows its names."""
+
+
+def _policy_names() -> frozenset[str]:
+    from typing import get_args
+
+    from shared.models import ChatStage
+
+    return frozenset(get_args(ChatStage.model_fields["election_policy"].annotation)) | {
+        "turn-based",
+        "turn_based",
+    }
+
+
+def _policy_choices(source: str, names: frozenset[str]) -> Iterator[int]:
+    """Lines that compare a policy name (``== "race"``, ``in ("claim", ...)``) or read the
+    ``election_policy`` setting: what only ``election.policy_for`` may do."""
+
+    def names_a_policy(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in names
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            return any(names_a_policy(e) for e in node.elts)
+        return False
+
+    def chooses(node: ast.AST) -> bool:
+        if isinstance(node, ast.Compare):
+            return any(names_a_policy(n) for n in (node.left, *node.comparators))
+        if isinstance(node, ast.MatchValue):
+            return names_a_policy(node.value)
+        return isinstance(node, ast.Attribute) and node.attr == "election_policy"
+
+    lines = {node.lineno for node in ast.walk(ast.parse(source)) if chooses(node)}
+    yield from sorted(lines)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'if stage.policy == "claim":\n    pass\n',
+        'ok = kind in ("race", "x")\n',
+        "p = stage.election_policy\n",
+    ],
+)
+def test_the_policy_check_finds_a_policy_chosen_by_name(source: str) -> None:
+    assert list(_policy_choices(source, _policy_names())) == [1]
+
+
+def test_no_election_policy_is_chosen_outside_the_election_module() -> None:
+    names = _policy_names()
+    assert {"race", "claim", "conductor"} <= names
+    chosen = [
+        f"{path.relative_to(REPO_ROOT)}:{line}"
+        for path in sorted(FUNCTIONS.rglob("*.py"))
+        if path != ELECTION_MODULE
+        for line in _policy_choices(path.read_text(), names)
+    ]
+    assert not chosen, "ask election.policy_for(stage) instead:\n" + "\n".join(chosen)

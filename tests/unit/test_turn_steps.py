@@ -12,7 +12,7 @@ import pytest
 from functions._events import PubSubEvent
 from functions.agents import moves
 from functions.agents.progression import _resolve_attention_check
-from functions.chat import fanout, gates, turn
+from functions.chat import election, gates, turn
 from functions.chat.agents import ChatAgent
 from functions.chat.readiness import Readiness
 from functions.chat.turn import Scene, TurnOutcome, TurnResult, typing_delay_s
@@ -121,15 +121,25 @@ def _chat(**fields: object) -> ChatStage:
 
 def test_race_gives_every_agent_a_turn_and_claim_one_with_the_order() -> None:
     message = _message("msg-7", "human")
-    race = fanout._turns_for(ROOM, _chat(), message, "participant", ["a", "b", "c"])
+    race = election.Race(_chat())._turns_for(ROOM, message, "participant", ["a", "b", "c"])
     assert [t.agent_id for t in race] == ["a", "b", "c"] and all(not t.order for t in race)
-    claim = fanout._turns_for(
-        ROOM, _chat(election_policy="claim"), message, "participant", ["a", "b", "c"]
+    claim = election.Claim(_chat(election_policy="claim"))._turns_for(
+        ROOM, message, "participant", ["a", "b", "c"]
     )
     order = ["a", "b", "c"]
     random.Random("msg-7").shuffle(order)
     assert [t.agent_id for t in claim] == order[:1] and claim[0].order == tuple(order)
-    assert fanout._turns_for(ROOM, _chat(), message, "mediator", []) == []
+    assert election.Claim(_chat())._turns_for(ROOM, message, "mediator", []) == []
+
+
+def test_a_stage_s_settings_choose_its_policy_once() -> None:
+    assert isinstance(election.policy_for(_chat()), election.Race)
+    assert isinstance(election.policy_for(_chat(election_policy="claim")), election.Claim)
+    assert isinstance(election.policy_for(_chat(election_policy="conductor")), election.Conductor)
+    turn_based = _chat(is_turn_based=True, election_policy="claim")
+    assert isinstance(election.policy_for(turn_based), election.TurnBased)
+    private = PrivateChatStage(id="p", name="Private")
+    assert type(election.policy_for(private)) is election.Race
 
 
 def test_a_turn_result_reads_as_its_steps() -> None:

@@ -1,0 +1,291 @@
+"""Who answers a group chat message: the election policies, one class each, behind one protocol.
+
+A stage's policy is chosen once (``policy_for``) from its settings: ``isTurnBased`` first, then
+``electionPolicy``. The fan-out, the turn and the quiet check ask the policy object what to do
+and never look at the setting themselves, so how a reply is elected reads in this one file:
+
+- race (DL's default): every eligible agent is asked; the first answer ready takes the message's
+  election record at post time and the others stop there.
+- claim: one agent of each type is asked, the first of a seeded order; it claims the message
+  before its model call, and hands the message to the next in the order if it does not answer.
+- conductor: one conductor call picks the agent to ask (``conducted``); it claims the message
+  like the claim policy, and a decline asks the conductor to pick again.
+- turn-based (DL): only the turn holder answers; its post moves the turn in one transaction
+  (``turn_order``) and a failed model call skips it.
+
+The watchdog re-drives a message whose claim died by fanning it out again (``fanout.fan_out``),
+which asks the same policy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import random
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+from functions import transactions
+from functions.chat import agents, conducted, gates, messages, turn_order
+from functions.chat.gates import Refusal
+from functions.rooms import Room
+from functions.wire import AgentTurn, publish_turns
+from shared.models import ChatMessage, ChatStage, StageConfig
+
+Groups = Callable[[], dict[str, list[str]]]
+"""Who may be asked, by agent type (``participant``, ``mediator``), read when first needed."""
+
+
+@dataclasses.dataclass
+class Ballot:
+    """A reply's election at post time: whether it won, and the election record it holds
+    (``named_in``, to name the message in), or None when the turn claimed it before its model."""
+
+    won: bool
+    named_in: str | None = None
+    lock: messages.Lock | None = None
+
+    def keep(self) -> None:
+        """The reply was posted: its election record stays."""
+        if self.lock is not None:
+            self.lock.keep()
+
+
+class ElectionPolicy(Protocol):
+    """What the chat pipeline asks of a stage's election policy."""
+
+    asks_everyone: bool
+    """The fan-out asks the agents themselves, so it needs who is in the chat (read beside the
+    stage in the trigger's first round trip, ``fanout.read_members``)."""
+
+    def fan_out(self, room: Room, message: ChatMessage, groups: Groups) -> int:
+        """Publish the turns a new message gets; returns how many."""
+        ...
+
+    def claims(self, turn: AgentTurn) -> bool:
+        """Whether the turn takes the message's election record before its model call."""
+        ...
+
+    def at_post(
+        self, room: Room, turn: AgentTurn, owner: dict[str, Any]
+    ) -> contextlib.AbstractContextManager[Ballot]:
+        """The reply's election when it is ready to post (held for the post)."""
+        ...
+
+    def post(self, room: Room, reply: Reply) -> messages.Posted:
+        """Write the elected reply."""
+        ...
+
+    def hand_on(self, turn: AgentTurn) -> None:
+        """The turn's agent did not answer (declined, gated, gone): who is asked next."""
+        ...
+
+    def after_failure(self, turn: AgentTurn, agent: agents.ChatAgent, thread: str | None) -> None:
+        """The turn's model call failed for good: nobody may wait on it."""
+        ...
+
+    def asks_who_is_ready(self, turn: AgentTurn, why_not: Refusal) -> bool:
+        """Whether this turn, whose agent may not answer, is the one that checks whether anyone
+        may (``quiet``); at most one turn of a message does."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Reply:
+    """An agent's message ready to post, and what its post checks."""
+
+    message: dict[str, Any]
+    responder: dict[str, Any]
+    slot: int | None
+    history: list[ChatMessage]
+    """The chat as the agent last read it."""
+    named_in: str | None = None
+    thread_read: transactions.Begun | None = None
+
+
+def policy_for(stage: StageConfig) -> ElectionPolicy:
+    """The stage's policy, read from its settings once. A private chat, or any stage that is not
+    a group chat, elects like race: its turns claim only openings and elect at post time."""
+    if not isinstance(stage, ChatStage):
+        return Race(None)
+    if stage.is_turn_based:
+        return TurnBased(stage)
+    policies: dict[str, type[Race | Claim | Conductor]] = {
+        "race": Race,
+        "claim": Claim,
+        "conductor": Conductor,
+    }
+    return policies[stage.election_policy](stage)
+
+
+def _may_ask_everyone(turn: AgentTurn, why_not: Refusal) -> bool:
+    """A group chat message's turn that was not overtaken by the chat (a stale turn asks
+    nothing: the chat moved on)."""
+    return not turn.room.is_private and bool(turn.trigger_chat_id) and why_not not in gates.STALE
+
+
+@dataclasses.dataclass(frozen=True)
+class Race:
+    """Every eligible agent is asked; the first answer ready takes the message."""
+
+    stage: ChatStage | None
+    asks_everyone = True
+
+    def fan_out(self, room: Room, message: ChatMessage, groups: Groups) -> int:
+        turns = [
+            turn
+            for agent_type, ids in groups().items()
+            for turn in self._turns_for(room, message, agent_type, ids)
+        ]
+        publish_turns(*turns)
+        return len(turns)
+
+    def _turns_for(
+        self, room: Room, message: ChatMessage, agent_type: str, ids: list[str]
+    ) -> list[AgentTurn]:
+        return [AgentTurn.in_room(room, agent_type, i, trigger_chat_id=message.id) for i in ids]
+
+    def claims(self, turn: AgentTurn) -> bool:
+        return turn.is_opening  # an agent opens a chat once
+
+    @contextlib.contextmanager
+    def at_post(self, room: Room, turn: AgentTurn, owner: dict[str, Any]) -> Iterator[Ballot]:
+        """The first of the type whose answer is ready takes the election record (as a lock);
+        the others stop here. A message's turns call the model at once and their answers come
+        back together, so the losers lose on this instance's try, without one of their own
+        (``messages.take_election``)."""
+        if self.claims(turn):
+            yield Ballot(True)
+            return
+        with messages.lock(room, turn.log_id, owner, take=messages.take_election) as held:
+            yield Ballot(held.taken, turn.log_id, held)
+
+    def post(self, room: Room, reply: Reply) -> messages.Posted:
+        return messages.post(
+            room,
+            reply.message,
+            reply.responder,
+            election=None,
+            slot=reply.slot,
+            named_in=reply.named_in,
+            thread_read=reply.thread_read,
+        )
+
+    def hand_on(self, turn: AgentTurn) -> None:
+        return None  # every agent was asked
+
+    def after_failure(self, turn: AgentTurn, agent: agents.ChatAgent, thread: str | None) -> None:
+        self.hand_on(turn)
+
+    def asks_who_is_ready(self, turn: AgentTurn, why_not: Refusal) -> bool:
+        """Every agent message gets a turn of its author's, which cannot answer it: that one."""
+        if self.stage is None or not _may_ask_everyone(turn, why_not):
+            return False
+        return why_not == Refusal.OWN_MESSAGE
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim(Race):
+    """One agent of each type is asked, in a seeded order; it claims the message first (one
+    model call per message, not one per agent) and hands it on if it does not answer."""
+
+    def _turns_for(
+        self, room: Room, message: ChatMessage, agent_type: str, ids: list[str]
+    ) -> list[AgentTurn]:
+        """The first of the order, carrying the order so a declining agent can hand on."""
+        if not ids:
+            return []
+        order = list(ids)
+        random.Random(message.id).shuffle(order)
+        return [
+            AgentTurn.in_room(
+                room, agent_type, order[0], trigger_chat_id=message.id, order=tuple(order)
+            )
+        ]
+
+    def claims(self, turn: AgentTurn) -> bool:
+        return True
+
+    @contextlib.contextmanager
+    def at_post(self, room: Room, turn: AgentTurn, owner: dict[str, Any]) -> Iterator[Ballot]:
+        yield Ballot(True)  # claimed before the model call
+
+    def hand_on(self, turn: AgentTurn) -> None:
+        following = turn.next_in_order()
+        if following is not None:
+            publish_turns(following)
+
+    def asks_who_is_ready(self, turn: AgentTurn, why_not: Refusal) -> bool:
+        """The last agent of the order, so one earlier in it that declined (it may speak, it
+        chose not to) leaves the question to the watchdog."""
+        if not _may_ask_everyone(turn, why_not):
+            return False
+        return bool(turn.order) and turn.next_in_order() is None
+
+
+@dataclasses.dataclass(frozen=True)
+class Conductor(Claim):
+    """A conductor call picks the one agent to ask (``conducted``); it claims the message like
+    the claim policy, and a decline asks the conductor to pick again (bounded)."""
+
+    asks_everyone = False
+
+    def fan_out(self, room: Room, message: ChatMessage, groups: Groups) -> int:
+        return conducted.request(room, message)
+
+    def hand_on(self, turn: AgentTurn) -> None:
+        if turn.conducted:  # an opening was not picked
+            conducted.after_decline(turn)
+
+    def asks_who_is_ready(self, turn: AgentTurn, why_not: Refusal) -> bool:
+        return False  # the conductor picks again, or asks when nobody may answer
+
+
+@dataclasses.dataclass(frozen=True)
+class TurnBased(Claim):
+    """Only the turn holder answers; its post moves the turn in the same transaction."""
+
+    stage: ChatStage
+    asks_everyone = False
+
+    def fan_out(self, room: Room, message: ChatMessage, groups: Groups) -> int:
+        """Move the turn if the message took it; then the holder, if an agent, answers. Agents
+        passed over with their responses used up are asked only whether they are ready to
+        end."""
+        change = turn_order.on_message(room, self.stage, message)
+        holder = change.holder
+        # a notice (someone left, the timer ended) asks nothing of a holder that already has
+        # its turn; it gets one only if the turn just came to it
+        answers = holder is not None and holder.is_agent
+        if messages.is_notice(message) and not change.handed_over:
+            answers = False
+        turns = [
+            AgentTurn.in_room(room, holder.kind, holder.private_id, trigger_chat_id=message.id)
+            for holder in ([holder] if answers and holder is not None else [])
+        ]
+        turns += [
+            AgentTurn.in_room(
+                room, s.kind, s.private_id, trigger_chat_id=message.id, readiness_only=True
+            )
+            for s in change.passed
+            if s.kind == "participant"
+        ]
+        publish_turns(*turns)
+        return len(turns)
+
+    def post(self, room: Room, reply: Reply) -> messages.Posted:
+        """The post is the turn order's transaction: written only in the sender's turn."""
+        posted = turn_order.post_in_turn(
+            room, self.stage, reply.message, reply.responder, None, reply.slot, reply.history
+        )
+        return messages.Posted.POSTED if posted else messages.Posted.ANSWERED
+
+    def hand_on(self, turn: AgentTurn) -> None:
+        return None  # the turn moves with the chat (``turn_order``)
+
+    def after_failure(self, turn: AgentTurn, agent: agents.ChatAgent, thread: str | None) -> None:
+        """The holder is skipped with a notice, which gives the next holder its turn."""
+        turn_order.skip(turn.room, self.stage, agent, thread)
+
+    def asks_who_is_ready(self, turn: AgentTurn, why_not: Refusal) -> bool:
+        return False  # the turn passes to whoever may speak
