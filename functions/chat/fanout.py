@@ -165,12 +165,10 @@ def request_openings(
 
 
 def _open_in_turn(room: Room, stage: ChatStage) -> int:
-    """Everyone entering a turn-based chat at once, each event delivered twice, used to
-    contend in transactions on the chat's public data to add itself to the order (a loaded
-    run failed 19 of them "in 2 attempts" and timed the test out). Now one delivery at a time
-    builds the order under a lease, and runs again for those that came meanwhile: each run
-    reads everyone present, so the last one includes them all. The holder's opening turn is
-    taken once by its lock, however often it is asked for."""
+    """One delivery at a time builds the turn order under a lease, so everyone entering at
+    once does not contend in transactions on the chat's public data; a delivery that comes
+    meanwhile runs it again, and each run reads everyone present, so the last one includes
+    them all. The holder's opening turn is taken once by its lock, however often asked for."""
 
     def build() -> int:
         holder = turn_order.start(room, stage)

@@ -26,12 +26,12 @@ DECLINED_FIELD = "declinedBy"
 """Marks the system notice posted when a mediator declines to answer in a private chat: the
 participant is not left "waiting for a response" (DL #938, #1011)."""
 SKIPPED_FIELD = "skippedTurnOf"
+"""Marks the system notice of a turn-based chat skipping an agent whose turn failed."""
 OPENING_PREFIX = "initial-"
 """Opening turns' locks: ``initial-{agentType}-{agentId}``."""
 DONE_FIELD = "done"
 """Set on a lock whose work finished without leaving another trace (an opening that chose
 silence), so the watchdog tells it from one whose invocation died."""
-"""Marks the system notice of a turn-based chat skipping an agent whose turn failed."""
 EXPIRES_FIELD = "expiresAt"
 """A lock's expiry: one lease (``DLAB_LEASE_SECONDS``) after it was taken, pushed forward while
 its holder lives (``lock``), so a lock left by a dead invocation is known within one lease."""
@@ -92,10 +92,9 @@ def post(
     message is named in it. No transaction on the chat's public data: twenty agents electing at
     once do not contend for it. A message in a discussion thread is written in a transaction
     that reads the thread marker (``THREAD_MARKER``, written only by a thread switch) and writes
-    nothing if the chat moved on since: a reply read the thread, and the switch and its
-    announcement could come before the reply was written, which then sat in the old thread
-    after the new one began. ``thread_read``: that transaction, begun by its read of the marker
-    beside the turn's last read of the chat (``read_thread``); the post commits or closes it."""
+    nothing if the chat moved on since, so a reply never lands in a thread that has ended.
+    ``thread_read``: that transaction, begun by its read of the marker beside the turn's last
+    read of the chat (``read_thread``); the post commits or closes it."""
     logs = lambda log_id: store.ref(room.log_path(log_id))  # noqa: E731
     chat_ref = store.ref(room.message_path(message["id"]))
     record = {**responder, "messageId": message["id"], "timestamp": now()}
@@ -244,8 +243,8 @@ _elections: SharedReads[leases.Held | None] = SharedReads(max_age_s=2.0)
 def take_election(room: Room, log_id: str, owner: dict[str, Any]) -> leases.Held | None:
     """``take_lock`` for a race election: the first of a message's turns on this instance whose
     answer is ready tries the record; the others, whose models answered at the same moment,
-    wait for that try and lose without one of their own (six creates failing at once, beside
-    the winner's reply). A try that failed (not lost) leaves the next turn to try again."""
+    wait for that try and lose without one of their own, so losing costs no write. A try that
+    failed (not lost) leaves the next turn to try again."""
     tried_here = False
 
     def take() -> leases.Held | None:

@@ -444,13 +444,10 @@ def typing_delay_s(message: str, words_per_minute: float | None, rng: random.Ran
 
 
 def _beaten(scene: Scene, outcome: TurnOutcome | Refusal) -> bool:
-    """The reply was dropped because another answer came first (someone spoke after the
-    message it answers, or another participant won its election): the readiness decided with
-    it goes too. It was decided on a conversation that has moved on, and the message that beat
-    it gives the agent a turn of its own, where it decides again on what it has then seen.
-    Applied, it made an agent leave a chat, or its last thread, without a word (its answer
-    to the new thread's announcement lost to the mediator's, and it left).
-    A turn-based chat is left as it was: its holder may not get another turn soon."""
+    """The reply lost to another answer (someone spoke after the message it answers, or won
+    its election): the readiness decided with it is dropped too, since it was decided on a
+    conversation that has moved on, and the message that beat it gives the agent a turn of its
+    own to decide again. A turn-based holder keeps it: it may not get another turn soon."""
     beaten = (TurnOutcome.MOVED_ON_AFTER_DELAY, TurnOutcome.NOT_ELECTED)
     return outcome in beaten and not scene.turn_based
 

@@ -250,8 +250,7 @@ def start(room: Room, stage: ChatStage) -> Seat | None:
 
     Everyone entering a chat at once calls this: only those whose arrival changes the order
     write it in a transaction; the others, and a retry that finds another delivery did the
-    work, read the public data without contending for it (a loaded clean-clone run failed
-    "Transaction lock timeout" eight times over on the chat's public document)."""
+    work, read the public data without contending for the chat's one public document."""
     everyone = seats(room, stage, rooms.history(room))
 
     def updated(before: TurnState) -> TurnState:
