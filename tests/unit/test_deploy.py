@@ -237,7 +237,7 @@ def test_an_http_function_is_deployed_with_its_trigger_and_access() -> None:
         assert not {"--retry", "--no-retry"} & set(argv) and not flag(argv, "--trigger-topic")
     assert (
         "--trigger-http"
-        in dict((a[3], a) for a in commands(plan.build(options())) if a[1] == "functions")["api"]
+        in {a[3]: a for a in commands(plan.build(options())) if a[1] == "functions"}["api"]
     )
     with pytest.raises(ValueError, match="not retried"):
         spec("api", HttpTrigger(), retry=True)
