@@ -26,6 +26,7 @@ from shared.templates import (
     TemplateError,
     agent_participant_document,
     new_id,
+    persona_documents,
     validate_template,
 )
 
@@ -52,7 +53,9 @@ def add_agent_participants(
     seed: int | None = None,
 ) -> list[str]:
     """``count`` agent participants at the first stage; the backend starts them on creation."""
-    personas = {p["persona"]["id"]: p["persona"] for p in template.get("agentParticipants", [])}
+    personas = {  # with the entries' own fields (a generated persona's promptContext)
+        pid: doc for kind, pid, doc in persona_documents(template) if kind == "agentParticipants"
+    }
     if persona_id and persona_id not in personas:
         raise TemplateError(f"no agent participant persona {persona_id!r}; have {sorted(personas)}")
     persona = personas.get(persona_id) if persona_id else next(iter(personas.values()), None)

@@ -18,7 +18,7 @@ from google.cloud import firestore
 from tools.society import client
 
 SETTINGS = {"agents": 6, "days": 3, "seed": 9, "dayDeadlineS": 120, "redriveS": 2}
-RECOVERY_S = 90.0
+RECOVERY_S = 60.0
 """A stranded turn or close moves within a tick and one lease (31 s); the days left then run in
 seconds. Before the short renewed leases a killed close waited 120 s and a killed turn 150 s."""
 
