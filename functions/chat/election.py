@@ -94,7 +94,7 @@ class ElectionPolicy(Protocol):
 class Reply:
     """An agent's message ready to post, and what its post checks."""
 
-    message: dict[str, Any]
+    message: ChatMessage
     responder: dict[str, Any]
     slot: int | None
     history: list[ChatMessage]

@@ -47,20 +47,24 @@ def last_conversational(messages: list[ChatMessage]) -> ChatMessage | None:
     return None
 
 
-def system_message(text: str, discussion_id: str | None, **extra: Any) -> dict[str, Any]:
-    message = ChatMessage(
-        id=uuid.uuid4().hex,
-        discussion_id=discussion_id,
-        type=UserType.SYSTEM,
-        message=text,
-        timestamp=now(),
-        profile=ProfileBase(name="System"),
-    ).to_firestore()
-    return {**message, **extra}
+def system_message(text: str, discussion_id: str | None, **fields: Any) -> ChatMessage:
+    """A new system message; ``fields`` by their document names, ours included (the markers
+    above: ``LEFT_CHAT_FIELD``, ...), which the model keeps as extra fields."""
+    return ChatMessage.model_validate(
+        {
+            "id": uuid.uuid4().hex,
+            "discussionId": discussion_id,
+            "type": UserType.SYSTEM,
+            "message": text,
+            "timestamp": now(),
+            "profile": ProfileBase(name="System"),
+            **fields,
+        }
+    )
 
 
-def write(room: Room, message: dict[str, Any]) -> None:
-    store.ref(room.message_path(message["id"])).set(message)
+def write(room: Room, message: ChatMessage) -> None:
+    store.ref(room.message_path(message.id)).set(message.to_firestore())
 
 
 class Posted(StrEnum):
@@ -76,7 +80,7 @@ class Posted(StrEnum):
 
 def post(
     room: Room,
-    message: dict[str, Any],
+    message: ChatMessage,
     responder: dict[str, Any],
     *,
     election: str | None,
@@ -96,11 +100,11 @@ def post(
     ``thread_read``: that transaction, begun by its read of the marker beside the turn's last
     read of the chat (``read_thread``); the post commits or closes it."""
     logs = lambda log_id: store.ref(room.log_path(log_id))  # noqa: E731
-    chat_ref = store.ref(room.message_path(message["id"]))
-    record = {**responder, "messageId": message["id"], "timestamp": now()}
+    chat_ref = store.ref(room.message_path(message.id))
+    record = {**responder, "messageId": message.id, "timestamp": now()}
     if election is not None and answered(room, election):
         return Posted.ANSWERED  # most losers stop here, without a write
-    thread = message.get("discussionId")
+    thread = message.discussion_id
 
     def write(batch: Any, marker: dict[str, Any] | None) -> Callable[[], None] | None:
         """The writes, and what to call once they are committed; None if the thread moved."""
@@ -109,10 +113,10 @@ def post(
         if election is not None:
             batch.create(logs(election), record)
         if named_in is not None:
-            batch.update(logs(named_in), {"messageId": message["id"]})
+            batch.update(logs(named_in), {"messageId": message.id})
         if slot is not None:
             batch.create(logs(quota_id(responder, slot)), record)
-        batch.set(chat_ref, message)
+        batch.set(chat_ref, message.to_firestore())
         return store.with_later(batch)  # the log of the model call that wrote the message
 
     try:

@@ -605,7 +605,7 @@ POSTED: dict[messages.Posted, TurnOutcome | Refusal] = {
 
 def _post(
     scene: Scene,
-    message: dict[str, Any],
+    message: ChatMessage,
     history: list[ChatMessage],
     slot: int,
     named_in: str | None,
@@ -631,20 +631,22 @@ def _post_decline(scene: Scene) -> None:
         )
 
 
-def _error_message(agent: ChatAgent) -> dict[str, Any]:
+def _error_message(agent: ChatAgent) -> ChatMessage:
     """DL's sendErrorPrivateChatMessage."""
     profile = agent.profile
-    return {
-        **messages.system_message("Error fetching response", None),
-        "type": agent.type,
-        "isError": True,
-        "senderId": agent.public_id,
-        "agentId": profile.agent_config.agent_id if profile.agent_config else "",
-        "profile": ProfileBase(name=profile.name, avatar=profile.avatar).to_firestore(),
-    }
+    return ChatMessage(
+        id=uuid.uuid4().hex,
+        type=UserType(agent.type),
+        message="Error fetching response",
+        timestamp=now(),
+        profile=ProfileBase(name=profile.name, avatar=profile.avatar),
+        sender_id=agent.public_id,
+        agent_id=profile.agent_config.agent_id if profile.agent_config else "",
+        is_error=True,
+    )
 
 
-def _message(scene: Scene, public: ChatPublicData, decision: Decision) -> dict[str, Any]:
+def _message(scene: Scene, public: ChatPublicData, decision: Decision) -> ChatMessage:
     profile = scene.agent.profile
     return ChatMessage(
         id=uuid.uuid4().hex,
@@ -656,7 +658,7 @@ def _message(scene: Scene, public: ChatPublicData, decision: Decision) -> dict[s
         sender_id=profile.public_id,
         agent_id=profile.agent_config.agent_id if profile.agent_config else "",
         explanation=decision.explanation,
-    ).to_firestore()
+    )
 
 
 def _ask_readiness(

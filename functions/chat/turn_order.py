@@ -334,7 +334,7 @@ def _on_message(
 def post_in_turn(
     room: Room,
     stage: ChatStage,
-    message: dict[str, Any],
+    message: ChatMessage,
     responder: dict[str, Any],
     election: str | None,
     slot: int | None,
@@ -344,7 +344,7 @@ def post_in_turn(
     only if it is still the sender's turn. The election record (one answer of a type per
     message) is taken first by atomic create, so duplicate turns do not contend in the
     transaction; it is released when the message is not written."""
-    owner = {**responder, "messageId": message["id"]}
+    owner = {**responder, "messageId": message.id}
     with messages.lock(room, election or "-", owner, needed=bool(election)) as held:
         if not held.taken:
             return False
@@ -357,15 +357,15 @@ def post_in_turn(
 def _post_in_turn(
     room: Room,
     stage: ChatStage,
-    message: dict[str, Any],
+    message: ChatMessage,
     responder: dict[str, Any],
     slot: int | None,
     history: list[ChatMessage],
 ) -> bool:
     """``history`` is the chat as the sender last read it (for the next holder's gates)."""
-    everyone = seats(room, stage, [*history, ChatMessage.model_validate(message)])
+    everyone = seats(room, stage, [*history, message])
     sender = responder["publicId"]
-    record = {**responder, "messageId": message["id"], "timestamp": now()}
+    record = {**responder, "messageId": message.id, "timestamp": now()}
     quota = room.log_path(messages.quota_id(responder, slot)) if slot is not None else None
 
     def body(transaction: Any) -> bool:
@@ -377,8 +377,8 @@ def _post_in_turn(
         state, _ = advance(room, state, everyone, sender)
         if quota:
             transaction.create(store.ref(quota), record)
-        transaction.set(store.ref(room.message_path(message["id"])), message)
-        _write(transaction, room, state, turnMessageId=message["id"])
+        transaction.set(store.ref(room.message_path(message.id)), message.to_firestore())
+        _write(transaction, room, state, turnMessageId=message.id)
         return True
 
     try:
@@ -401,8 +401,8 @@ def skip(room: Room, stage: ChatStage, agent: agents.ChatAgent, discussion_id: s
         if state.holder != agent.public_id:
             return False
         state, _ = advance(room, state, everyone, agent.public_id)
-        transaction.set(store.ref(room.message_path(notice["id"])), notice)
-        _write(transaction, room, state, turnMessageId=notice["id"])
+        transaction.set(store.ref(room.message_path(notice.id)), notice.to_firestore())
+        _write(transaction, room, state, turnMessageId=notice.id)
         return True
 
     return transactions.run(body)

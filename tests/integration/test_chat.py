@@ -98,7 +98,7 @@ def test_a_reply_written_for_a_thread_the_chat_has_left_is_not_posted(runtime, d
     responder = {"agentType": "participant", "privateId": "a", "publicId": "agent-a"}
 
     def reply(thread: str) -> dict:
-        return {**messages.system_message("hi", thread), "type": "participant"}
+        return messages.system_message("hi", thread, type="participant")
 
     first = reply("t1")
     assert messages.post(room, first, responder, election=None, slot=None) == "posted"
@@ -109,7 +109,7 @@ def test_a_reply_written_for_a_thread_the_chat_has_left_is_not_posted(runtime, d
     again = reply("t2")
     assert messages.post(room, again, responder, election="m1-participant", slot=2) == "answered"
     posted = {m["id"] for m in chat_messages(db, e)}
-    assert posted == {first["id"], on_time["id"]}
+    assert posted == {first.id, on_time.id}
 
 
 def test_a_threaded_post_commits_in_the_transaction_its_marker_read_began(runtime, db, monkeypatch):
@@ -124,7 +124,7 @@ def test_a_threaded_post_commits_in_the_transaction_its_marker_read_began(runtim
     marker = db.document(room.log_path(messages.THREAD_MARKER))
 
     def post(thread: str, read: transactions.Begun) -> str:
-        message = {**messages.system_message("hi", thread), "type": "participant"}
+        message = messages.system_message("hi", thread, type="participant")
         return messages.post(room, message, responder, election=None, slot=None, thread_read=read)
 
     first = messages.read_thread(room)

@@ -28,7 +28,7 @@ from functions.chat.turn import DECLINED
 from functions.chat.turn import run as run_turn
 from functions.rooms import Room
 from functions.wire import AgentTurn
-from shared.models import ParticipantStatus
+from shared.models import ChatMessage, ParticipantStatus, UserType
 from shared.prompts.shuffle import shuffle_with_seed
 from tests.fakes import Recorded, Step
 from tests.fakes import fake_openai as openai
@@ -272,14 +272,14 @@ def test_an_out_of_turn_agent_reply_is_never_written(runtime, db):
     other = next(p for p in ids if participant(db, e, p).public_id != holder)
     stage = store.read_stage(e, "chat")
     room = Room(e, "cohort-a", "chat")
-    message = {
-        "id": "out-of-turn",
-        "type": "participant",
-        "message": "me first!",
-        "senderId": participant(db, e, other).public_id,
-        "timestamp": datetime.now(UTC),
-    }
-    responder = {"agentType": "participant", "privateId": other, "publicId": message["senderId"]}
+    message = ChatMessage(
+        id="out-of-turn",
+        type=UserType.PARTICIPANT,
+        message="me first!",
+        sender_id=participant(db, e, other).public_id,
+        timestamp=datetime.now(UTC),
+    )
+    responder = {"agentType": "participant", "privateId": other, "publicId": message.sender_id}
     assert not turn_order.post_in_turn(room, stage, message, responder, "x-participant", 1, [])
     assert run_turn(AgentTurn.in_room(room, "participant", other)).outcome == "not-my-turn"
     assert "out-of-turn" not in {m["id"] for m in chat_messages(db, e)}
