@@ -17,7 +17,7 @@ from functions import leases, store, transactions
 from functions.rooms import Room
 from functions.settings import backbone_settings
 from functions.shared_reads import SharedReads
-from shared.models import ChatMessage, ProfileBase, UserType, now
+from shared.models import ChatMessage, DocModel, ProfileBase, UserType, now
 
 LEFT_CHAT_FIELD = "leftChatBy"
 """Our explicit marker on a "has left the chat" system message: the public id of who left (DL
@@ -67,6 +67,23 @@ def write(room: Room, message: ChatMessage) -> None:
     store.ref(room.message_path(message.id)).set(message.to_firestore())
 
 
+class AnswerRecord(DocModel):
+    """``triggerLogs/{election}`` and ``quota-{agent}-{slot}``: who answered which message
+    (the responder's fields as ``post`` was given them)."""
+
+    agent_type: str = ""
+    private_id: str
+    public_id: str = ""
+    message_id: str
+    timestamp: datetime
+
+
+def answer_record(responder: dict[str, Any], message_id: str) -> dict[str, Any]:
+    """The document of an answer's election record and response slot, written now."""
+    fields = {**responder, "messageId": message_id, "timestamp": now()}
+    return AnswerRecord.model_validate(fields).to_firestore()
+
+
 class Posted(StrEnum):
     """What became of an agent's message (``post``)."""
 
@@ -101,7 +118,7 @@ def post(
     read of the chat (``read_thread``); the post commits or closes it."""
     logs = lambda log_id: store.ref(room.log_path(log_id))  # noqa: E731
     chat_ref = store.ref(room.message_path(message.id))
-    record = {**responder, "messageId": message.id, "timestamp": now()}
+    record = answer_record(responder, message.id)
     if election is not None and answered(room, election):
         return Posted.ANSWERED  # most losers stop here, without a write
     thread = message.discussion_id

@@ -25,7 +25,6 @@ from shared.models import (
     ParticipantProfile,
     ParticipantStatus,
     UserType,
-    now,
 )
 from shared.prompts.shuffle import shuffle_with_seed
 
@@ -365,7 +364,7 @@ def _post_in_turn(
     """``history`` is the chat as the sender last read it (for the next holder's gates)."""
     everyone = seats(room, stage, [*history, message])
     sender = responder["publicId"]
-    record = {**responder, "messageId": message.id, "timestamp": now()}
+    record = messages.answer_record(responder, message.id)
     quota = room.log_path(messages.quota_id(responder, slot)) if slot is not None else None
 
     def body(transaction: Any) -> bool:
