@@ -1,5 +1,5 @@
-"""The REST API's entry: Deliberate Lab's middleware in its order (browser refusal, the API key),
-then its routes; anything else is its 404 ``Cannot METHOD PATH``.
+"""The REST API's entry: Deliberate Lab's middleware in its order (the rate limit, browser
+refusal, the API key), then its routes; anything else is its 404 ``Cannot METHOD PATH``.
 
 Deployed as the ``api`` HTTP function, so its routes sit under the function's URL:
 ``https://REGION-PROJECT.cloudfunctions.net/api/v1/...`` as in Deliberate Lab.
@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 import flask
 
-from functions.api import cohorts, experiments
+from functions import api_keys
+from functions.api import cohorts, experiments, limits
 from functions.api.http import ApiError, Call, answer, authenticate, browser_refusal, error
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,17 @@ def _route(method: str, path: str) -> tuple[Handler, dict[str, str]] | None:
 
 
 def handle(request: flask.Request) -> flask.Response:
+    caller = api_keys.bearer_token(request.headers.get("Authorization")) or request.remote_addr
+    counted = limits.count(caller or "unknown")
+    if not counted.allowed:
+        answered = flask.Response(limits.MESSAGE, status=429, mimetype="text/html")
+    else:
+        answered = _answer(request)
+    answered.headers.update(counted.headers)
+    return answered
+
+
+def _answer(request: flask.Request) -> flask.Response:
     refused = browser_refusal(request)
     if refused is not None:
         return refused

@@ -206,3 +206,15 @@ def test_a_study_scripted_through_the_api_runs_and_exports(
     assert statuses == {"DELETED"} and doc(db, f"experiments/{e}/cohorts/{c}") is None
     assert client.delete(f"/experiments/{f}").json() == {"id": f, "deleted": True}
     assert error(client.get(f"/experiments/{f}"), 404) == "Experiment not found"
+
+
+def test_the_rate_limit_is_deliberate_labs(
+    client: DlClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DLAB_API_RATE_LIMIT", "3")
+    answers = [client.get("/health") for _ in range(4)]
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    assert [a.headers["RateLimit-Remaining"] for a in answers] == ["2", "1", "0", "0"]
+    assert answers[-1].text == "Too many requests from this API key, please try again later."
+    other, _ = api_keys.create("someone@example.com", "tests")  # counted per key
+    assert DlClient(client.base_url, other).get("/health").status_code == 200
