@@ -95,15 +95,20 @@ def test_stage_not_in_the_experiment(runtime, db):
 
 
 @pytest.mark.parametrize(
-    ("api_type", "reason"), [("CLAUDE", "no provider"), ("BANANA", "'BANANA'")]
+    ("api_type", "field", "reason"),
+    [
+        ("BANANA", "agentConfig.modelSettings.apiType", "'BANANA'"),
+        ("CLAUDE", "agentConfig.modelSettings", "no Claude API key"),
+    ],
 )
-def test_model_without_a_provider(runtime, db, monkeypatch, api_type, reason):
+def test_model_without_a_provider_or_its_key(runtime, db, monkeypatch, api_type, field, reason):
     monkeypatch.delenv("DLAB_MODEL_OVERRIDE")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     e = write_experiment(db, [stage("survey", "survey", questions=[QUESTION])])
     pid = agent(db, e, "survey", api_type=api_type)
     runtime.wait_until_idle(timeout=60)
     record = _one_error(db, e)
-    assert record.field == "agentConfig.modelSettings.apiType" and reason in record.reason
+    assert record.field == field and reason in record.reason
     assert doc(db, f"experiments/{e}/participants/{pid}")["currentStageId"] == "survey"
     _no_storm(runtime)
 

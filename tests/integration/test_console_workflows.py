@@ -9,6 +9,7 @@ from chat_docs import chat_experiment, chat_messages, trigger_logs
 from experiment_state import errors, model_logs, participant
 from raw_docs import PROGRESS_OPEN, human, stage, write_experiment
 
+from functions.agents.progression import default_public_id
 from shared.models import ParticipantStatus
 
 QUESTION = {"id": "q", "kind": "text", "questionTitle": "Your view?"}
@@ -23,11 +24,8 @@ def test_an_agent_added_by_hand_with_minimal_fields_starts(runtime, db):
     runtime.wait_until_idle(timeout=60)
     p = participant(db, e, "hand-added-1")
     assert p.current_status == ParticipantStatus.SUCCESS
-    assert (p.private_id, p.public_id, p.current_cohort_id) == (
-        "hand-added-1",
-        "hand-add",
-        "cohort-a",
-    )
+    assert (p.private_id, p.current_cohort_id) == ("hand-added-1", "cohort-a")
+    assert p.public_id.startswith("hand-add-") and p.public_id == default_public_id("hand-added-1")
     assert set(p.timestamps.completed_stages) == {"intro", "end"}
     assert errors(db, e) == []
 
