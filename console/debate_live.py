@@ -36,6 +36,15 @@ class StatementRow(BaseModel):
     text: str
 
 
+class DifferenceRow(BaseModel):
+    """One pair of the seed's dictionary of differences that formed a layer's clusters."""
+
+    layer: int
+    a: str
+    b: str
+    difference: float
+
+
 class DebateView(BaseModel):
     debate_id: str
     name: str
@@ -45,6 +54,7 @@ class DebateView(BaseModel):
     statements: list[StatementRow]
     errors: list[dict[str, Any]]
     decision: dict[str, Any] | None
+    differences: list[DifferenceRow] = []
 
 
 def _cluster(s: debate_state.DebateState, c: Any) -> ClusterRow:
@@ -89,4 +99,9 @@ def read_view(db: firestore.Client, debate_id: str) -> DebateView:
             {k: e.get(k) for k in ("document", "field", "reason", "occurrences")} for e in s.errors
         ],
         decision=s.debate.decision,
+        differences=[
+            DifferenceRow(layer=d.layer, a=p.a, b=p.b, difference=p.difference)
+            for d in s.differences
+            for p in d.pairs
+        ],
     )

@@ -37,6 +37,7 @@ DEBATE_STATEMENT = DEBATE + "/statements/{statementId}"
 DEBATE_LOG = DEBATE + "/logs/{logId}"
 DEBATE_ERROR = DEBATE + "/errors/{errorId}"
 DEBATE_LEASE = DEBATE + "/leases/{leaseId}"
+DEBATE_DIFFERENCES = DEBATE + "/differences/{layerId}"
 
 # Conductor workflows (shared/conductor)
 WORKFLOW = "workflows/{workflowId}"

@@ -13,6 +13,11 @@ function clusterRow(c) {
     el("td", {}, c.head || "-"), el("td", {}, c.rounds), el("td", {}, debates));
 }
 
+function differenceRow(d) {
+  return el("tr", {}, el("td", {}, `L${d.layer}`), el("td", {}, d.a), el("td", {}, d.b),
+    el("td", {}, d.difference.toFixed(2)));
+}
+
 function statementItem(s) {
   return el("li", {}, el("span", { class: "muted" }, `${s.round} · ${s.tokens} tokens `),
     el("strong", {}, `${s.agent} (${s.conclusion}): `), s.text);
@@ -29,6 +34,10 @@ function draw(state) {
     ? `Final decision: ${state.decision.conclusion}` : "";
   document.querySelector("#clusters tbody").replaceChildren(...state.clusters.map(clusterRow));
   document.getElementById("statements").replaceChildren(...state.statements.map(statementItem));
+  const differences = state.differences.length
+    ? state.differences.map(differenceRow)
+    : [el("tr", {}, el("td", { class: "muted", colspan: "4" }, "no re-clustering yet"))];
+  document.querySelector("#differences tbody").replaceChildren(...differences);
   const errors = state.errors.length
     ? state.errors.map((e) => el("tr", {}, el("td", {}, e.document), el("td", {}, el("code", {}, e.field)), el("td", {}, e.reason)))
     : [el("tr", {}, el("td", { class: "muted" }, "no error records"))];

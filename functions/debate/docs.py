@@ -42,6 +42,10 @@ def lease(d: str, lease_id: str) -> str:
     return paths.build(paths.DEBATE_LEASE, debateId=d, leaseId=lease_id)
 
 
+def differences(d: str, layer_id: str) -> str:
+    return paths.build(paths.DEBATE_DIFFERENCES, debateId=d, layerId=layer_id)
+
+
 def collection(d: str, pattern: str) -> Any:
     return store.db().collection(paths.collection_of(pattern, debateId=d))
 

@@ -18,6 +18,8 @@ from shared.debate.models import (
     Debate,
     DebateMode,
     DebateStatus,
+    Difference,
+    Differences,
     Layer,
     Round,
     StatementKind,
@@ -80,11 +82,23 @@ def _completion(d: str, layer: Layer) -> list[Write] | None:
         result = decision.get_final_decision(responses, kit.draw_final_conclusion)
         result.update(layer=layer.index, statements=outputs)
         return writes + _final(d, result)
-    count = clustering.num_clusters(len(outputs), debate.num_layers - layer.index)
+    count = clustering.num_clusters(len(outputs), debate.num_rounds)
+    table = clustering.differences(list(outputs), responses, kit.compare_responses)
     groups = clustering.form_clusters(
-        list(outputs), responses, kit.compare_responses, count, f"{debate.seed}:L{layer.index + 1}"
+        list(outputs), table, count, f"{debate.seed}:L{layer.index + 1}"
     )
-    return writes + _next_layer(d, debate, layer.index + 1, groups, outputs)
+    record = _differences(d, layer.index + 1, list(outputs), count, table)
+    return [*writes, record, *_next_layer(d, debate, layer.index + 1, groups, outputs)]
+
+
+def _differences(
+    d: str, index: int, agents: list[str], count: int, table: dict[tuple[str, str], float]
+) -> Write:
+    """The record of the differences that formed layer ``index`` (created with it, once)."""
+    layer_id = naming.layer_id(index)
+    pairs = [Difference(a=a, b=b, difference=v) for (a, b), v in table.items()]
+    record = Differences(id=layer_id, layer=index, agents=agents, count=count, pairs=pairs)
+    return (docs.differences(d, layer_id), record.to_firestore(), True)
 
 
 def _final(d: str, result: dict[str, Any]) -> list[Write]:

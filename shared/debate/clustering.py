@@ -1,9 +1,10 @@
 """Re-clustering head agents to maximize the diversity inside each cluster (the seed's cluster
 formation algorithm), and the rule for whether a cluster debates at all.
 
-- Number of clusters: ``C = ceil(C_prev ** ((left - 1) / left))`` where ``left`` is the number
-  of layers still to run (this one included), so the last layer has one cluster and the count
-  shrinks geometrically before it.
+- Number of clusters: the seed computes ``C_i`` from ``C_prev`` and ``num_rounds`` (it gives no
+  closed form); we take ``C_i = ceil(C_prev / (num_rounds + 1))``: a cluster that debates
+  ``num_rounds`` rounds after its openings gathers ``num_rounds + 1`` head agents, so more
+  rounds merge faster and any ``num_rounds >= 1`` shrinks the count every layer.
 - Target size ``ceil(n / C)``. Agents are taken in a seeded shuffle; the first C start the
   clusters; each next agent joins the not-yet-full cluster whose diversity score (sum of
   pairwise ``compare_responses``) rises most, the rise weighted by ``1 - size/target`` so small
@@ -21,10 +22,11 @@ from typing import Any
 Compare = Callable[[dict[str, Any], dict[str, Any]], float]
 
 
-def num_clusters(previous: int, layers_left: int) -> int:
-    if previous <= 1 or layers_left <= 1:
+def num_clusters(previous: int, num_rounds: int) -> int:
+    """``C_i = ceil(C_prev / (num_rounds + 1))``, at least 1 (see the module's docstring)."""
+    if previous <= 1:
         return 1
-    return max(1, min(previous, math.ceil(previous ** ((layers_left - 1) / layers_left))))
+    return max(1, math.ceil(previous / (max(0, num_rounds) + 1)))
 
 
 def diversity(
@@ -37,14 +39,26 @@ def diversity(
     return sum(compare(responses[a], responses[b]) for a, b in pairs) / len(pairs)
 
 
+def differences(
+    agents: Sequence[str], responses: Mapping[str, dict[str, Any]], compare: Compare
+) -> dict[tuple[str, str], float]:
+    """The seed's dictionary of differences: ``compare`` once per pair, keyed ``(a, b)`` with
+    ``a < b``, so clustering and its record read the same numbers."""
+    return {(a, b): compare(responses[a], responses[b]) for a, b in combinations(sorted(agents), 2)}
+
+
+def _difference(table: Mapping[tuple[str, str], float], a: str, b: str) -> float:
+    return table[(a, b) if a < b else (b, a)]
+
+
 def form_clusters(
     agents: Sequence[str],
-    responses: Mapping[str, dict[str, Any]],
-    compare: Compare,
+    table: Mapping[tuple[str, str], float],
     count: int,
     seed: str,
 ) -> list[list[str]]:
-    """``count`` clusters of ``agents`` (reproducible for the same seed and responses)."""
+    """``count`` clusters of ``agents`` from their ``differences`` (reproducible for the same
+    seed and table)."""
     order = sorted(agents)
     random.Random(seed).shuffle(order)
     count = max(1, min(count, len(order)))
@@ -55,7 +69,7 @@ def form_clusters(
         for i, cluster in enumerate(clusters):
             if len(cluster) >= target:
                 continue
-            rise = sum(compare(responses[agent], responses[m]) for m in cluster)
+            rise = sum(_difference(table, agent, m) for m in cluster)
             gain = rise * (1 - len(cluster) / target)
             if gain > best_gain:
                 best, best_gain = i, gain

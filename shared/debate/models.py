@@ -172,6 +172,26 @@ class Cluster(DocModel):
     outputs: dict[str, str] = {}
 
 
+class Difference(DocModel):
+    """``compare_responses`` of two head agents' statements (``a`` < ``b``)."""
+
+    a: str
+    b: str
+    difference: float
+
+
+class Differences(DocModel):
+    """``debates/{d}/differences/L{l}``: the seed's dictionary of differences that formed layer
+    ``l``'s clusters, written with the layer so a reader sees why the heads were grouped."""
+
+    id: str
+    layer: Positive
+    agents: list[str]
+    count: Positive
+    """The cluster count (``ceil(C_prev / (numRounds + 1))``)."""
+    pairs: list[Difference]
+
+
 class Round(DocModel):
     """``debates/{d}/rounds/{clusterId}-R{i}`` (``-H`` for the head's synthesis)."""
 

@@ -8,6 +8,7 @@ round, and a touch of the debate document resumes it."""
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 from experiment_state import settle
 
+from console.debate_live import read_view
 from emulator.chaos import ChaosSettings
 from shared.llm import ModelError
 from tools.debate import state as debate_state
@@ -67,6 +69,13 @@ def _check_shape(s: debate_state.DebateState) -> None:
         assert [r.kind for r in rounds] == ["opening", *arguments, "synthesis"]
     layer2 = [a for c in s.clusters if c.layer == 2 for a in c.members]
     assert sorted(layer2) == sorted(a for c in layer1 for a in c.outputs)
+    # the seed's dictionary of differences that formed layer 2, and its cluster count
+    (record,) = s.differences
+    assert record.layer == 2 and sorted(record.agents) == sorted(layer2)
+    clusters2 = [c for c in s.clusters if c.layer == 2]
+    assert record.count == len(clusters2) == math.ceil(len(layer2) / (s.debate.num_rounds + 1))
+    assert len(record.pairs) == len(layer2) * (len(layer2) - 1) // 2
+    assert all(0.0 <= p.difference <= 1.0 and p.a < p.b for p in record.pairs)
 
 
 _PLAIN: dict[str, Any] = {}
@@ -87,6 +96,9 @@ def test_three_category_two_layer_debate_reaches_a_decision(runtime, db) -> None
     assert s.model_calls == 1 + sum(st.kind != "carried" for st in s.statements)
     text = markdown(s)
     assert "## Final decision" in text and s.debate.decision["conclusion"] in text
+    view = read_view(db, "d1")  # the console shows the recorded differences
+    shown = {(r.layer, r.a, r.b): r.difference for r in view.differences}
+    assert shown == {(2, p.a, p.b): p.difference for p in s.differences[0].pairs} != {}
 
 
 def test_chaos_delivery_reproduces_statements_clusters_and_decision(runtime, db) -> None:

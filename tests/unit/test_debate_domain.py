@@ -202,13 +202,30 @@ def test_the_rule_for_debating_and_the_diversity_clusters() -> None:
     assert not clustering.should_debate(["a", "b"], ["a"], r, compare, 0.5)[0]  # alike
     assert clustering.should_debate(["a", "s"], ["a"], r, compare, 0.5)[0]  # diverse
 
-    assert clustering.num_clusters(8, 2) == 3 and clustering.num_clusters(3, 1) == 1
     heads = {f"h{i}": _reply(("Buy", "Short")[i % 2], (-1) ** i * 4, 0.5) for i in range(6)}
-    groups = clustering.form_clusters(list(heads), heads, compare, 2, "7:L2")
-    assert groups == clustering.form_clusters(list(heads), heads, compare, 2, "7:L2")
+    table = clustering.differences(list(heads), heads, compare)
+    assert len(table) == 15 and all(a < b for a, b in table)  # once per pair of 6
+    assert table[("h0", "h1")] == compare(heads["h0"], heads["h1"])
+    groups = clustering.form_clusters(list(heads), table, 2, "7:L2")
+    assert groups == clustering.form_clusters(list(heads), table, 2, "7:L2")
     assert sorted(a for g in groups for a in g) == sorted(heads) and len(groups) == 2
     for g in groups:  # each cluster mixes Buy and Short: diversity maximized
         assert {heads[a]["position"] for a in g} == {"Buy", "Short"}
+
+
+def test_the_cluster_count_per_layer_is_ceil_of_c_prev_over_rounds_plus_one() -> None:
+    """The seed bases C_i on C_prev and num_rounds (docs/DEBATE.md: ceil(C_prev / (r + 1)));
+    the count no longer depends on the layers left, so a second layer need not be one cluster."""
+    cases = {(8, 2): 3, (3, 2): 1, (8, 1): 4, (4, 1): 2, (2, 1): 1, (12, 3): 3, (13, 3): 4}
+    for (previous, rounds), expected in cases.items():
+        assert clustering.num_clusters(previous, rounds) == expected, (previous, rounds)
+    assert clustering.num_clusters(5, 0) == 5  # no rounds: nothing to merge over
+    assert clustering.num_clusters(1, 4) == 1 and clustering.num_clusters(0, 2) == 1
+    layers, count = [], 32  # 32 categories, 1 round: 16, 8, 4, 2, 1
+    while count > 1:
+        count = clustering.num_clusters(count, 1)
+        layers.append(count)
+    assert layers == [16, 8, 4, 2, 1]
 
 
 def test_final_decision_is_the_majority() -> None:

@@ -13,6 +13,7 @@ from shared.debate.models import (
     Debate,
     DebateAgent,
     DebateStatus,
+    Differences,
     Layer,
     Round,
     Statement,
@@ -30,6 +31,8 @@ class DebateState:
     errors: list[dict[str, Any]]
     model_calls: int
     """Every logged attempt: accepted, corrected, rejected and failed calls alike."""
+    differences: list[Differences] = dataclasses.field(default_factory=list)
+    """The differences that formed each layer above the first (one record per layer)."""
 
     @property
     def done(self) -> bool:
@@ -67,6 +70,7 @@ class DebateState:
             "statements": {s.id: s.text for s in self.statements},
             "clusters": {c.id: (c.members, c.debates, c.outputs) for c in self.clusters},
             "decision": (self.debate.decision or {}).get("votes"),
+            "differences": [d.to_firestore() for d in self.differences],
         }
 
 
@@ -104,4 +108,8 @@ def read(db: firestore.Client, debate_id: str) -> DebateState:
         ),
         errors=_all(db, f"{base}/errors"),
         model_calls=len(list(logs.stream())),
+        differences=sorted(
+            (Differences.model_validate(d) for d in _all(db, f"{base}/differences")),
+            key=lambda x: x.layer,
+        ),
     )
