@@ -118,7 +118,7 @@ def categorize(debate_id: str, debate: Debate, prompts: Any) -> list[dict[str, A
     if not todo:
         return packing.categorized(debate.data, {})
     keys = [f"e{i}" for i in todo]
-    schema = packing.category_schema(keys, debate.categories)
+    schema = packing.category_schema(keys, debate.categories, debate.max_categories)
     prompt = prompts.categorize(
         {f"e{i}": debate.data[i] for i in todo}, debate.categories, debate.max_categories
     )

@@ -34,16 +34,34 @@ def uncategorized(data: Sequence[Mapping[str, Any]]) -> list[int]:
     return [i for i, e in enumerate(data) if not str(e.get("category") or "").strip()]
 
 
-def category_schema(keys: Sequence[str], categories: Sequence[str]) -> dict[str, Any]:
-    value: dict[str, Any] = (
-        {"type": "string", "enum": list(categories)}
-        if categories
-        else {"type": "string", "minLength": 1, "maxLength": 40}
-    )
+NAMES = "names"
+"""The reply's key naming the model's own categories (no ``categories`` given): slot → name."""
+
+
+def slots(count: int, max_categories: int) -> list[str]:
+    """The labels ``c1``..``cN`` an entry may take when the model names the categories: no more
+    than ``maxCategories`` and no more than the entries, so the schema itself bounds them."""
+    return [f"c{i + 1}" for i in range(min(count, max_categories))]
+
+
+def category_schema(
+    keys: Sequence[str], categories: Sequence[str], max_categories: int
+) -> dict[str, Any]:
+    """Given ``categories``: each key takes one of them. Otherwise each key takes a slot label
+    and ``names`` names every slot: a schema-valid reply (the scripted model's, say) then has at
+    most ``maxCategories`` categories, where free strings per entry would have one per entry."""
+    if categories:
+        return _object({key: {"type": "string", "enum": list(categories)} for key in keys})
+    labels = slots(len(keys), max_categories)
+    names = _object({key: {"type": "string", "maxLength": 40} for key in labels})
+    return _object({NAMES: names, **{key: {"type": "string", "enum": labels} for key in keys}})
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "object",
-        "properties": dict.fromkeys(keys, value),
-        "required": list(keys),
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
     }
 
@@ -54,18 +72,28 @@ def check_categories(
     """The reply as key → category, or AnswerValidationError saying what is wrong."""
     if not isinstance(reply, dict):
         raise AnswerValidationError("the reply must be a JSON object mapping e0, e1, ... to names")
-    missing = [k for k in keys if k not in reply]
-    extra = sorted(set(reply) - set(keys))
+    expected = list(keys) if categories else [NAMES, *keys]
+    missing = [k for k in expected if k not in reply]
+    extra = sorted(set(reply) - set(expected))
     if missing or extra:
         raise AnswerValidationError(f"entries missing: {missing}; entries invented: {extra}")
     chosen = {k: str(reply[k]).strip() for k in keys}
+    if not categories:
+        chosen = _named(chosen, reply[NAMES], slots(len(keys), max_categories))
     if any(not v for v in chosen.values()):
         raise AnswerValidationError("every entry needs a non-empty category")
     if categories and (unknown := sorted(set(chosen.values()) - set(categories))):
         raise AnswerValidationError(f"categories not allowed: {unknown}; use {list(categories)}")
-    if not categories and len(set(chosen.values())) > max_categories:
-        raise AnswerValidationError(f"use at most {max_categories} categories")
     return chosen
+
+
+def _named(chosen: Mapping[str, str], names: Any, labels: Sequence[str]) -> dict[str, str]:
+    """Slot labels replaced by the names the reply gives them."""
+    if not isinstance(names, dict):
+        raise AnswerValidationError(f"'{NAMES}' must map the slots {list(labels)} to names")
+    if unknown := sorted({v for v in chosen.values() if v not in labels}):
+        raise AnswerValidationError(f"slots not allowed: {unknown}; use {list(labels)}")
+    return {k: str(names.get(slot) or "").strip() for k, slot in chosen.items()}
 
 
 def categorized(data: Sequence[Mapping[str, Any]], chosen: Mapping[str, str]) -> list[dict]:

@@ -52,7 +52,10 @@ class PromptSet:
         choice = (
             f"Use only these categories: {', '.join(categories)}."
             if categories
-            else f"Use at most {max_categories} short category names."
+            else (
+                f"Name at most {max_categories} short categories in 'names', one per slot "
+                f"(c1, c2, ...; leave an unused slot empty), and give each entry its slot."
+            )
         )
         return (
             "Sort each data entry below into one category. "

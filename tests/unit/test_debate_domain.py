@@ -4,6 +4,7 @@ budget, the seed's naming, the rule for debating, cluster formation and the fina
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from shared.debate import clustering, decision, kits, loading, naming, packing
 from shared.debate import stock_trading as stock
 from shared.debate.models import Debate, DebateMode, UserFunctions
+from shared.llm import scripted
 from shared.models import DocumentError
 from shared.stages import AnswerValidationError
 
@@ -39,14 +41,30 @@ def test_token_counts_work_in_a_fresh_process_without_network() -> None:
 def test_categorization_reply_must_cover_every_entry_once() -> None:
     keys = ["e0", "e2"]
     assert packing.check_categories({"e0": "Macro", "e2": "Social"}, keys, ["Macro", "Social"], 5)
+    names = {"c1": "Macro", "c2": "Social"}
     with pytest.raises(AnswerValidationError, match="missing: \\['e2'\\]"):
-        packing.check_categories({"e0": "Macro"}, keys, [], 5)
+        packing.check_categories({"names": names, "e0": "c1"}, keys, [], 5)
     with pytest.raises(AnswerValidationError, match="invented: \\['e9'\\]"):
-        packing.check_categories({"e0": "A", "e2": "B", "e9": "C"}, keys, [], 5)
+        packing.check_categories({"names": names, "e0": "c1", "e2": "c1", "e9": "c2"}, keys, [], 5)
     with pytest.raises(AnswerValidationError, match="not allowed"):
         packing.check_categories({"e0": "Macro", "e2": "Crypto"}, keys, ["Macro"], 5)
-    with pytest.raises(AnswerValidationError, match="at most 1"):
-        packing.check_categories({"e0": "A", "e2": "B"}, keys, [], 1)
+    with pytest.raises(AnswerValidationError, match="slots not allowed"):
+        packing.check_categories({"names": names, "e0": "c1", "e2": "c2"}, keys, [], 1)
+    with pytest.raises(AnswerValidationError, match="non-empty"):
+        packing.check_categories({"names": {"c1": ""}, "e0": "c1", "e2": "c1"}, keys, [], 5)
+    reply = {"names": names, "e0": "c2", "e2": "c2"}
+    assert packing.check_categories(reply, keys, [], 5) == {"e0": "Social", "e2": "Social"}
+
+
+def test_a_schema_valid_categorization_is_a_valid_one() -> None:
+    """The scripted model answers any schema validly; without ``categories`` its answer used to
+    name one category per entry and fail "at most N" on every attempt."""
+    keys = [f"e{i}" for i in range(20)]
+    schema = packing.category_schema(keys, [], 3)
+    for seed in range(20):
+        reply = scripted.generate_value(random.Random(seed), schema)
+        chosen = packing.check_categories(reply, keys, [], 3)
+        assert set(chosen) == set(keys) and len(set(chosen.values())) <= 3
 
 
 def test_packing_respects_the_token_limit_and_keeps_every_entry() -> None:
