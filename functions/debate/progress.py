@@ -1,7 +1,7 @@
 """Round and cluster completion, each detected exactly once: a transaction re-reads the round,
 checks every statement of it exists, marks it complete and creates what comes next (the next
-round, the head agent and its synthesis round, or the cluster's outputs). Statement creation
-triggers it; duplicates and late deliveries find the round complete and do nothing."""
+round, the head agent and its opening statement's round, or the cluster's outputs). Statement
+creation triggers it; duplicates and late deliveries find the round complete and do nothing."""
 
 from __future__ import annotations
 
@@ -86,9 +86,8 @@ def complete_round(d: str, round_id: str) -> Next | None:
 
 
 def _round(cluster: Cluster, index: int, kind: StatementKind, agents: list[str]) -> Round:
-    synthesis = kind == StatementKind.SYNTHESIS
     return Round(
-        id=naming.round_id(cluster.id, index, synthesis=synthesis),
+        id=naming.round_id(cluster.id, index, head=kind == StatementKind.HEAD_OPENING),
         cluster_id=cluster.id,
         layer=cluster.layer,
         index=index,
@@ -105,7 +104,7 @@ def _outputs(by_agent: dict[str, Statement], agents: list[str]) -> dict[str, Any
 def _next(
     d: str, debate: Debate, kit: Kit, cluster: Cluster, rnd: Round, by_agent: dict[str, Statement]
 ) -> Next:
-    if rnd.kind == StatementKind.SYNTHESIS:
+    if rnd.kind == StatementKind.HEAD_OPENING:
         return Next(cluster_update=_outputs(by_agent, rnd.agents))
     if rnd.index == 0:
         return _after_openings(d, debate, kit, cluster, by_agent)
@@ -148,14 +147,14 @@ def _after_openings(
 def _after_debate(
     d: str, debate: Debate, cluster: Cluster, by_agent: dict[str, Statement], index: int
 ) -> Next:
-    """After the last round: the head agent's synthesis, or (baselines) every member's last
+    """After the last round: the head agent's opening statement, or (baselines) every member's last
     statement as the cluster's outputs."""
     if not cluster.synthesize:
         return Next(cluster_update=_outputs(by_agent, cluster.members))
     head = head_agent(d, debate, cluster)
     update = {"headAgent": head.name}
     return Next(
-        round=_round(cluster, index, StatementKind.SYNTHESIS, [head.name]),
+        round=_round(cluster, index, StatementKind.HEAD_OPENING, [head.name]),
         head=head,
         cluster_update=update,
     )

@@ -30,7 +30,7 @@ def statement_prompt(
 ) -> str:
     if kind == StatementKind.OPENING:
         instruction = prompts.opening()
-    elif kind == StatementKind.SYNTHESIS:
+    elif kind == StatementKind.HEAD_OPENING:  # the kit's ``synthesis`` prompt asks for it
         instruction = prompts.synthesis(format_memory(memory))
     else:
         instruction = prompts.argument(format_memory(memory))

@@ -35,10 +35,13 @@ class Role(StrEnum):
 class StatementKind(StrEnum):
     OPENING = "opening"
     ARGUMENT = "argument"
-    SYNTHESIS = "synthesis"
+    HEAD_OPENING = "head_opening"
+    """The seed's head agent, formed to represent its cluster (its prompt holds the cluster's
+    data and whole debate), gives its opening statement: a statement of its own, its round
+    ``{clusterId}-H``; it is what the cluster passes up."""
     CARRIED = "carried"
-    """A head agent's synthesis (or a passed agent's last statement) as its opening in the next
-    layer: a copy, no model call."""
+    """A head agent's opening statement (or a passed agent's last statement) as its opening in
+    the next layer: a copy, no model call."""
 
 
 class DebateStatus(StrEnum):
@@ -193,14 +196,14 @@ class Differences(DocModel):
 
 
 class Round(DocModel):
-    """``debates/{d}/rounds/{clusterId}-R{i}`` (``-H`` for the head's synthesis)."""
+    """``debates/{d}/rounds/{clusterId}-R{i}`` (``-H`` for the head's opening statement)."""
 
     id: str
     cluster_id: str
     layer: Positive
     index: Count
     """0: openings (carried statements above layer 1); 1..numRounds: arguments;
-    numRounds + 1: the synthesis."""
+    numRounds + 1: the head agent's opening statement."""
     kind: StatementKind
     agents: list[str]
     complete: bool = False

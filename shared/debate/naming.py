@@ -39,8 +39,8 @@ def cluster_id(layer: int, index: int) -> str:
     return f"L{layer}-C{index}"
 
 
-def round_id(cluster: str, index: int, synthesis: bool = False) -> str:
-    return f"{cluster}-H" if synthesis else f"{cluster}-R{index}"
+def round_id(cluster: str, index: int, head: bool = False) -> str:
+    return f"{cluster}-H" if head else f"{cluster}-R{index}"
 
 
 def statement_id(round_: str, agent: str) -> str:

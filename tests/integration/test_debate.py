@@ -49,12 +49,12 @@ def _check_shape(s: debate_state.DebateState) -> None:
     layer1 = [c for c in s.clusters if c.layer == 1]
     assert sorted(c.name for c in layer1) == ["Company", "Macro", "Social"]
     assert {c.layer for c in s.clusters} == {1, 2}
-    # statements per round = agents in its cluster (the head's synthesis: the head alone)
+    # statements per round = agents in its cluster (the head's opening: the head alone)
     members = {c.id: c.members for c in s.clusters}
     per_round = Counter(st.round_id for st in s.statements)
     for rnd in s.rounds:
         assert rnd.complete, rnd
-        expected = 1 if rnd.kind == "synthesis" else len(members[rnd.cluster_id])
+        expected = 1 if rnd.kind == "head_opening" else len(members[rnd.cluster_id])
         assert per_round[rnd.id] == expected == len(rnd.agents), rnd.id
         assert sorted(st.agent for st in s.statements if st.round_id == rnd.id) == sorted(
             rnd.agents
@@ -66,7 +66,9 @@ def _check_shape(s: debate_state.DebateState) -> None:
         assert c.head_agent.endswith(f"_{c.name}_HeadAgent")
         rounds = [r for r in s.rounds if r.cluster_id == c.id]
         arguments = ["argument"] * s.debate.num_rounds
-        assert [r.kind for r in rounds] == ["opening", *arguments, "synthesis"]
+        assert [r.kind for r in rounds] == ["opening", *arguments, "head_opening"]
+        (said,) = [st for st in s.statements if st.round_id == rounds[-1].id]
+        assert (said.agent, said.kind) == (c.head_agent, "head_opening")  # its own statement
     layer2 = [a for c in s.clusters if c.layer == 2 for a in c.members]
     assert sorted(layer2) == sorted(a for c in layer1 for a in c.outputs)
     # the seed's dictionary of differences that formed layer 2, and its cluster count

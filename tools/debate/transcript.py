@@ -3,13 +3,15 @@ statement, the final decision."""
 
 from __future__ import annotations
 
+from shared.debate.models import StatementKind
 from tools.debate.state import DebateState
 
 
 def _cluster_lines(state: DebateState, cluster_id: str) -> list[str]:
     lines: list[str] = []
     for rnd in (r for r in state.rounds if r.cluster_id == cluster_id):
-        title = "Synthesis" if rnd.kind == "synthesis" else f"Round {rnd.index} ({rnd.kind})"
+        head = rnd.kind == StatementKind.HEAD_OPENING
+        title = "Head agent's opening statement" if head else f"Round {rnd.index} ({rnd.kind})"
         lines.append(f"#### {title}\n")
         for s in (s for s in state.statements if s.round_id == rnd.id):
             lines.append(f"- **{s.agent}** ({s.conclusion}, {s.tokens} tokens): {s.text}")
