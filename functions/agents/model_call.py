@@ -207,6 +207,7 @@ def ask(
     generation_config: dict[str, Any] | None = None,
     api_keys: dict[str, Any] | None = None,
     parse: Callable[[str], Any] = parse_json_reply,
+    system: str | None = None,
 ) -> Any:
     """Ask until ``validate(parsed_json)`` accepts a reply (``ask_counted`` without the stats)."""
     return ask_counted(
@@ -218,6 +219,7 @@ def ask(
         generation_config=generation_config,
         api_keys=api_keys,
         parse=parse,
+        system=system,
     )[0]
 
 
@@ -232,13 +234,14 @@ def ask_counted(
     api_keys: dict[str, Any] | None = None,
     parse: Callable[[str], Any] = parse_json_reply,
     stats: CallStats | None = None,
+    system: str | None = None,
 ) -> tuple[Any, CallStats]:
     """Ask until ``validate(parsed_json)`` accepts a reply; the answer and what it cost (also
     accumulated into ``stats`` as it goes, so a caller sees the cost of a failed ask).
     ModelError (configuration, or ProviderFailing at the deadline) propagates; when turns run
     out, AnswerFailed (the agent may move on) or, with ``DLAB_MOVE_ON_WITHOUT_ANSWER=false``,
     a ModelError (it stays)."""
-    check_prompt_size(prompt)
+    check_prompt_size(f"{system}\n\n{prompt}" if system else prompt)
     call = _Call(site, api_keys)
     if stats is not None:
         call.stats = stats
@@ -254,6 +257,7 @@ def ask_counted(
             generation_config=generation_config or {},
             history=history,
             credentials=call.credentials,
+            system=system,
         )
         reply, started = call.generate(request)
         try:

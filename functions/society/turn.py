@@ -29,7 +29,7 @@ from shared.prompts.templating import PromptTemplateError
 from shared.society import paths as sp
 from shared.society.actions import action_dict, parse_action, reply_schema
 from shared.society.models import ActionRecord, Member, SocietySettings
-from shared.society.prompts import render, variables
+from shared.society.prompts import Rendered, render, variables
 from shared.society.replies import ReplyReading
 from shared.society.rules import Spend
 
@@ -135,12 +135,17 @@ def _decide(
         prompt = _prompt(turn, settings, member)
         action, _ = ask_counted(
             _site(turn, settings, member),
-            prompt,
+            prompt.user,
             reply_schema(settings.agents),
             lambda parsed: parse_action(parsed, settings.agents),
             retries=settings.max_retries,
+            generation_config={
+                "maxTokens": settings.max_tokens,
+                "temperature": settings.temperature,
+            },
             parse=reading.parse,
             stats=stats,
+            system=prompt.system,
         )
         chosen = base.model_copy(update={"action": action_dict(action), "from_text": reading.prose})
     except AnswerFailed as failed:
@@ -179,7 +184,7 @@ def _decide(
     )
 
 
-def _prompt(turn: SocietyTurn, settings: SocietySettings, member: Member) -> str:
+def _prompt(turn: SocietyTurn, settings: SocietySettings, member: Member) -> Rendered:
     s = turn.society_id
     prompts = docs.day_prompts(s, turn.day)
     context = docs.day_context(s, turn.day)

@@ -115,7 +115,8 @@ class ScriptedModel:
         if request.response_schema is None:
             text = _text(rng, {"minLength": 20, "maxLength": 160})
         elif request.response_schema.get("title") == SOCIETY_SCHEMA_TITLE:
-            text = json.dumps(play.choose(request.prompt, request.seed), ensure_ascii=False)
+            seen = f"{request.system or ''}\n\n{request.prompt}"  # the personality is in system
+            text = json.dumps(play.choose(seen, request.seed), ensure_ascii=False)
         else:
             text = json.dumps(generate_value(rng, request.response_schema), ensure_ascii=False)
         usage = Usage(estimate_tokens(request.prompt), estimate_tokens(text))

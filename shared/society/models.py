@@ -104,6 +104,10 @@ class SocietySettings(DocModel):
     recent_events: int = Field(default=10, ge=0, le=50)
     max_retries: int = Field(default=2, ge=0, le=5)
     """Corrective re-prompts for an invalid action before the agent idles that day."""
+    max_tokens: int = Field(default=500, ge=1, le=32_000)
+    """The seed's ``max_tokens``: the most tokens a member's reply may take."""
+    temperature: float = Field(default=0.7, ge=0, le=2)
+    """The seed's sampling temperature (OpenAI's range)."""
 
     @model_validator(mode="after")
     def _check(self) -> SocietySettings:
@@ -161,6 +165,8 @@ class Member(DocModel):
 class PostView(DocModel):
     id: int
     day: int
+    slot: int = 1
+    """The action slot of its day it was posted in: the time the prompt shows."""
     author_id: int
     author_name: str
     content: str
@@ -269,6 +275,8 @@ class Intervention(DocModel):
 class Post(DocModel):
     id: int
     day: int
+    slot: int = 1
+    """The action slot of its day it was posted in: the time the prompt shows."""
     author_id: int
     author_name: str
     content: str

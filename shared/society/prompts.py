@@ -8,7 +8,7 @@ misspelt variable names the template field and the variable.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import Field
 
@@ -101,7 +101,7 @@ YOUR STATUS:
 - Resources: Food: {{ food }}, Energy: {{ energy }}, Materials: {{ materials }}
 
 RECENT FORUM POSTS (Last {{ posts | length }}):
-{% for p in posts %}- [#{{ p.id }}] day {{ p.day }}, {{ p.author }} (#{{ p.author_id }}){% if p.parent_id %} replying to #{{ p.parent_id }}{% endif %}: {{ p.content }}
+{% for p in posts %}- [#{{ p.id }}] day {{ p.day }}, action {{ p.slot }} of {{ actions_per_day }}, {{ p.author }} (#{{ p.author_id }}){% if p.parent_id %} replying to #{{ p.parent_id }}{% endif %}: {{ p.content }}
 {% else %}(none yet)
 {% endfor %}
 ACTIVE PROPOSALS ({{ proposals | length }} total):
@@ -184,9 +184,18 @@ def variables(member: Member, context: DayContext, settings: Any, slot: int) -> 
     }
 
 
-def render(prompts: SocietyPrompts, values: dict[str, Any], where: str) -> str:
-    """System prompt (with the personality's text) and the day's context, as one prompt.
-    PromptTemplateError names ``where``'s field (system, personalities.x, context)."""
+class Rendered(NamedTuple):
+    """The seed's two messages: ``system`` (the base prompt and the personality's text) and
+    ``user`` (the day's context)."""
+
+    system: str
+    user: str
+
+
+def render(prompts: SocietyPrompts, values: dict[str, Any], where: str) -> Rendered:
+    """System prompt (with the personality's text) and the day's context, as the system and
+    user messages of the seed's API call. PromptTemplateError names ``where``'s field (system,
+    personalities.x, context)."""
     personality = values["personality"]
     extra = render_template(
         prompts.personalities.get(personality, ""),
@@ -197,4 +206,4 @@ def render(prompts: SocietyPrompts, values: dict[str, Any], where: str) -> str:
         prompts.system, {**values, "personality_text": extra}, f"{where} system"
     )
     context = render_template(prompts.context, values, f"{where} context")
-    return f"{system.strip()}\n\n{context.strip()}"
+    return Rendered(system.strip(), context.strip())

@@ -115,6 +115,7 @@ class _Day:
         self.posts: list[Post] = []
         self.known_posts = {p.id: p.author_id for p in ctx.posts}
         self.next_post = ctx.next_post_id
+        self.slot = 1  # the action slot being applied: a post's time within its day
         self.messages: list[DirectMessage] = []
         self.open = {p.id: p for p in ctx.proposals}
         self.new_proposals: list[int] = []
@@ -192,6 +193,7 @@ class _Day:
         self.summary.actions[action.action] = self.summary.actions.get(action.action, 0) + 1
         if record.from_text:
             self.event("text_reply", agent, "no JSON in the reply: its text was posted")
+        self.slot = record.slot
         try:
             self.apply(agent, action)
         except Rejected as why:
@@ -231,6 +233,7 @@ class _Day:
         post = Post(
             id=self.next_post,
             day=self.day,
+            slot=self.slot,
             author_id=agent,
             author_name=self.name(agent),
             content=action.content,

@@ -23,6 +23,7 @@ from shared.society.models import (
     Resources,
     SocietySettings,
 )
+from shared.society.prompts import SocietyPrompts, render, variables
 from shared.society.replies import ReplyReading
 from shared.society.rules import DayInput, DayOutcome, Spend, first_day, resolve
 from shared.stages.base import AnswerValidationError
@@ -381,3 +382,30 @@ def test_check_names_every_resolved_action_that_was_not_one() -> None:
     ]
     assert "agentId: says 3" in problems[0] and "beyond actionsPerDay" in problems[1]
     assert identity.audit(day.model_copy(update={"action_ids": ["3-1"]}), bodies, ACTIONS) == []
+
+
+def test_the_prompt_is_the_seeds_system_and_user_messages_with_timed_posts() -> None:
+    """Issue 31 item 4: the base prompt (and the personality) is the system message, the day's
+    context the user message; a post shows its day and its time (the action slot)."""
+    members = {1: _member(1, food=3, energy=3), 2: _member(2, food=3, energy=3)}
+    members[2] = members[2].model_copy(update={"personality": "equality"})
+    s = SocietySettings(agents=2, actions_per_day=2)
+    post = ActionRecord(agent_id=1, day=1, slot=2, action={"action": "forum_post", "content": "hi"})
+    given = DayInput(1, s, members, first_day(s, members), DayVotes(), [1, 2], [post])
+    out = resolve(given)
+    assert [p.slot for p in out.posts] == [2]
+    values = variables(out.members[2], out.context, s, 1)
+    system, user = render(SocietyPrompts(), values, "societies/s/prompts/default")
+    assert system.startswith("You are Agent #2") and "You value fairness" in system
+    assert "CURRENT STATE" not in system
+    assert user.startswith("CURRENT STATE (Day 2)") and "RESPONSE FORMAT" not in user
+    assert "- [#1] day 1, action 2 of 2, Agent #1 (#1): hi" in user
+
+
+def test_the_seeds_generation_settings_are_society_settings() -> None:
+    s = SocietySettings()
+    assert (s.max_tokens, s.temperature) == (500, 0.7)
+    assert SocietySettings.model_validate({"maxTokens": 64, "temperature": 0}).max_tokens == 64
+    for bad in ({"maxTokens": 0}, {"temperature": 2.5}, {"temperature": -0.1}):
+        with pytest.raises(ValueError):
+            SocietySettings.model_validate(bad)
