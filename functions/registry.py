@@ -290,8 +290,9 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         trigger=FirestoreTrigger("created", paths.DEBATE_STATEMENT),
         handler="functions.triggers.debate:on_debate_statement_created",
         description=(
-            "Round completion (a transaction): the next round, the head agent's opening statement or "
-            "the cluster's outputs; the last cluster of a layer re-clusters or decides."
+            "Round completion (a transaction): the next round, the head agent's opening "
+            "statement or the cluster's outputs; the last cluster of a layer re-clusters or "
+            "decides."
         ),
         timeout_s=120,
         retry=True,
