@@ -38,7 +38,7 @@ from shared.llm.base import (
     cut_raw,
     protocol_fault,
 )
-from shared.llm.retry import error_for_status, retry_after
+from shared.llm.retry import SdkErrors, error_for_status, retry_after
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 DEFAULT_TIMEOUT_S = 300.0
@@ -230,17 +230,13 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     return mapped
 
 
-def _error(exc: Exception, timeout_s: float) -> ModelError:
-    """SDK and transport failures as ModelErrors (see retry.error_for_status)."""
-    if isinstance(exc, anthropic.APIStatusError):
-        return _status_error(exc)
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ModelError("PROVIDER_UNAVAILABLE_ERROR", f"no reply within {timeout_s:.1f}s", True)
-    if isinstance(exc, anthropic.APIConnectionError):
-        return ModelError("PROVIDER_UNAVAILABLE_ERROR", f"connection failed: {exc}", True)
-    if isinstance(exc, anthropic.AnthropicError | ValueError | TypeError):
-        return ModelError("CONFIG_ERROR", f"{type(exc).__name__}: {exc}")
-    return ModelError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")
+_ERRORS = SdkErrors(
+    anthropic.APIStatusError,
+    _status_error,
+    anthropic.APITimeoutError,
+    anthropic.APIConnectionError,
+    (anthropic.AnthropicError, ValueError, TypeError),
+)
 
 
 class ClaudeClient:
@@ -256,5 +252,5 @@ class ClaudeClient:
             )
             text = response.text()
         except Exception as exc:
-            raise _error(exc, timeout_s) from exc
+            raise _ERRORS.model_error(exc, timeout_s) from exc
         return parse_response(text)

@@ -30,7 +30,7 @@ from shared.llm.base import (
     cut_raw,
     protocol_fault,
 )
-from shared.llm.retry import error_for_status, retry_after
+from shared.llm.retry import SdkErrors, error_for_status, retry_after
 
 Flavour = Literal["openai", "ollama"]
 
@@ -211,17 +211,13 @@ def _status_error(exc: openai.APIStatusError) -> ModelError:
     return mapped
 
 
-def _error(exc: Exception, timeout_s: float) -> ModelError:
-    """SDK and transport failures as ModelErrors (see retry.error_for_status)."""
-    if isinstance(exc, openai.APIStatusError):
-        return _status_error(exc)
-    if isinstance(exc, openai.APITimeoutError):
-        return ModelError("PROVIDER_UNAVAILABLE_ERROR", f"no reply within {timeout_s:.1f}s", True)
-    if isinstance(exc, openai.APIConnectionError):
-        return ModelError("PROVIDER_UNAVAILABLE_ERROR", f"connection failed: {exc}", True)
-    if isinstance(exc, openai.OpenAIError | ValueError):
-        return ModelError("CONFIG_ERROR", f"{type(exc).__name__}: {exc}")
-    return ModelError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")
+_ERRORS = SdkErrors(
+    openai.APIStatusError,
+    _status_error,
+    openai.APITimeoutError,
+    openai.APIConnectionError,
+    (openai.OpenAIError, ValueError),
+)
 
 
 class OpenAICompatClient:
@@ -246,5 +242,5 @@ class OpenAICompatClient:
             )
             text = response.text
         except Exception as exc:
-            raise _error(exc, timeout_s) from exc
+            raise _ERRORS.model_error(exc, timeout_s) from exc
         return parse_response(text)

@@ -11,6 +11,7 @@ the loop so it can log every attempt::
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -74,6 +75,32 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
         if seconds >= 0 and math.isfinite(seconds):
             return seconds
     return None
+
+
+@dataclasses.dataclass(frozen=True)
+class SdkErrors:
+    """How one provider SDK's exceptions read as ModelErrors: its HTTP status errors through
+    ``status`` (which applies ``error_for_status``), its timeouts and connection failures as a
+    provider unavailable (retryable), its own other errors as a configuration problem."""
+
+    status_type: type[Exception]
+    status: Callable[[Any], ModelError]
+    timeout_type: type[Exception]
+    connection_type: type[Exception]
+    config_types: tuple[type[Exception], ...]
+
+    def model_error(self, exc: Exception, timeout_s: float) -> ModelError:
+        if isinstance(exc, self.status_type):
+            return self.status(exc)
+        if isinstance(exc, self.timeout_type):
+            return ModelError(
+                "PROVIDER_UNAVAILABLE_ERROR", f"no reply within {timeout_s:.1f}s", True
+            )
+        if isinstance(exc, self.connection_type):
+            return ModelError("PROVIDER_UNAVAILABLE_ERROR", f"connection failed: {exc}", True)
+        if isinstance(exc, self.config_types):
+            return ModelError("CONFIG_ERROR", f"{type(exc).__name__}: {exc}")
+        return ModelError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")
 
 
 def remaining(deadline: float | None, cap: float | None = None) -> float | None:
