@@ -97,7 +97,9 @@ class Unit(Generic[T]):
     ended: Callable[[Failure], None] | None = None
     """The system's terminal write (blocked, FAILED), made once the unit ends; idempotent."""
     on_overflow: Callable[[], object] | None = None
-    """Hands on requests that came while the holder made its ``MAX_RUNS`` runs."""
+    """Hands on requests that came while the holder made its ``MAX_RUNS`` runs. Without it
+    the unit runs again, under a lease taken anew: a completion check (a debate's layer) whose
+    last request came during the last run would otherwise never see that request's state."""
 
 
 class State(StrEnum):
@@ -150,8 +152,10 @@ def run(unit: Unit[T], settings: BackboneSettings | None = None) -> Outcome[T]:
         leases.stop_renewing(held)
         leases.holding.reset(holding)
     leases.let_go(held)  # its last pending mark was cleared for a run this holder won't make
-    if unit.on_overflow is not None:
-        unit.on_overflow()
+    if unit.on_overflow is None:  # nobody to hand it to: run it again, never drop it
+        again = run(unit, settings)
+        return again if again.state != State.COALESCED else Outcome(State.RAN, result)
+    unit.on_overflow()
     return Outcome(State.RAN, result)
 
 

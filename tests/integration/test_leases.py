@@ -77,6 +77,27 @@ def test_runs_past_the_limit_are_handed_on(runtime, db):
     assert not db.document(path).get().exists
 
 
+def test_a_request_during_the_last_run_is_not_lost_without_an_overflow_handler(runtime, db):
+    """A completion check (a debate's layer) has no ``on_overflow``: a burst of checks kept its
+    holder busy for ``MAX_RUNS`` runs, the last cluster's check marked the lease during the
+    last run, after that run had read the clusters, and nothing ran for it: the layer never
+    completed. The unit runs again for it."""
+    path = "experiments/e-lease/moveLeases/p5"
+    state = db.document("experiments/e-lease/state/clusters")
+    state.set({"complete": 0})
+    seen: list[int] = []
+
+    def check() -> None:
+        seen.append(state.get().to_dict()["complete"])  # what this run read
+        if len(seen) <= work.MAX_RUNS:  # a check arrives after the read, while the run lasts
+            state.update({"complete": len(seen)})
+            db.document(path).update({"pending": True})
+
+    assert work.run(work.Unit(path, "experiments/e-lease", check)).state == work.State.RAN
+    assert seen[-1] == work.MAX_RUNS  # some run read the last request's state
+    assert not db.document(path).get().exists
+
+
 @pytest.fixture
 def slow_openai(db, monkeypatch):
     """A provider that takes a while: the window in which two deliveries overlap."""
