@@ -212,6 +212,21 @@ def still_pending(held: Held) -> bool:
 
 def let_go(held: Held) -> bool:
     """Delete our lease whatever it holds (the work is done); True if requests were pending."""
+    return _give_up(held, lambda ref, option: ref.delete(option=option))
+
+
+def let_go_failed(held: Held, error: str, *, ended: bool) -> bool:
+    """Give the lease up after a failed attempt, keeping its count and error: expired at once,
+    so the next delivery is the next attempt; ``ended``: no attempt follows. True if requests
+    were pending on it."""
+    fields: dict[str, Any] = {"token": "", "expiresAt": now(), "pending": False}
+    fields |= {"lastError": error[:2000], "failed": ended}
+    return _give_up(held, lambda ref, option: ref.update(fields, option=option))
+
+
+def _give_up(held: Held, write: Callable[[Any, Any], object]) -> bool:
+    """``write(ref, option)`` our lease away, conditional on the version read, unless someone
+    took it over meanwhile (that holder has the unit now); True if requests were pending."""
     if held.released:
         return False
     ref = store.ref(held.path)
@@ -221,29 +236,7 @@ def let_go(held: Held) -> bool:
         if data.get("token") != held.token:
             return False
         try:
-            ref.delete(option=store.db().write_option(last_update_time=snap.update_time))
-        except (gexc.FailedPrecondition, gexc.NotFound):
-            continue
-        held.released = True
-        return bool(data.get("pending"))
-
-
-def let_go_failed(held: Held, error: str, *, ended: bool) -> bool:
-    """Give the lease up after a failed attempt, keeping its count and error: expired at once,
-    so the next delivery is the next attempt; ``ended``: no attempt follows. True if requests
-    were pending on it."""
-    if held.released:
-        return False
-    ref = store.ref(held.path)
-    fields: dict[str, Any] = {"token": "", "expiresAt": now(), "pending": False}
-    fields |= {"lastError": error[:2000], "failed": ended}
-    while True:
-        snap = ref.get()
-        data = (snap.to_dict() or {}) if snap.exists else {}
-        if data.get("token") != held.token:
-            return False  # taken over meanwhile: that holder has the unit now
-        try:
-            ref.update(fields, option=store.db().write_option(last_update_time=snap.update_time))
+            write(ref, store.db().write_option(last_update_time=snap.update_time))
         except (gexc.FailedPrecondition, gexc.NotFound):
             continue
         held.released = True

@@ -134,29 +134,37 @@ def run(unit: Unit[T], settings: BackboneSettings | None = None) -> Outcome[T]:
     if held.attempt > settings.work_max_attempts:  # the last attempt died: end it now
         cause = held.previous_error or leases.DIED
         return _end(unit, held, _ending(unit.document, "(work)", held.attempt - 1, cause))
-    leases.renew_while_held(held, ttl)
-    holding = leases.holding.set(held)
     try:
-        for _ in range(MAX_RUNS):
-            result = unit.work()
-            if not leases.still_pending(held):
-                return Outcome(State.RAN, result)
+        result, asked_again = _run_while_asked(unit, held, ttl)
     except BudgetReached:
-        leases.stop_renewing(held)
         leases.let_go(held)  # not a failed attempt: the next one starts a fresh count
         return Outcome(State.PAUSED)
     except Exception as error:
-        leases.stop_renewing(held)
         return _failed(unit, held, error, settings)
-    finally:
-        leases.stop_renewing(held)
-        leases.holding.reset(holding)
+    if not asked_again:
+        return Outcome(State.RAN, result)
     leases.let_go(held)  # its last pending mark was cleared for a run this holder won't make
     if unit.on_overflow is None:  # nobody to hand it to: run it again, never drop it
         again = run(unit, settings)
         return again if again.state != State.COALESCED else Outcome(State.RAN, result)
     unit.on_overflow()
     return Outcome(State.RAN, result)
+
+
+def _run_while_asked(unit: Unit[T], held: leases.Held, ttl: timedelta) -> tuple[T, bool]:
+    """Run the work, again while requests came during the run, at most ``MAX_RUNS`` times, the
+    lease renewed meanwhile; the last result, and whether a request is still unanswered."""
+    leases.renew_while_held(held, ttl)
+    holding = leases.holding.set(held)
+    try:
+        for _ in range(MAX_RUNS):
+            result = unit.work()
+            if not leases.still_pending(held):
+                return result, False
+        return result, True
+    finally:
+        leases.stop_renewing(held)
+        leases.holding.reset(holding)
 
 
 def _ending(document: str, field: str, attempts: int, cause: str) -> Failure:
