@@ -127,3 +127,27 @@ def move_human(db: firestore.Client, experiment_id: str, private_id: str, to_sta
             f"timestamps.readyStages.`{to_stage}`": stamp,
         }
     )
+
+
+SURVEY_QUESTIONS = [
+    {"id": "why", "kind": "text", "questionTitle": "Why?", "minCharCount": 10, "maxCharCount": 80},
+    {
+        "id": "pick",
+        "kind": "mc",
+        "questionTitle": "Pick one",
+        "options": [
+            {"id": "a", "imageId": "", "text": "A"},
+            {"id": "b", "imageId": "", "text": "B"},
+        ],
+    },
+    {
+        "id": "rate",
+        "kind": "scale",
+        "questionTitle": "Rate",
+        "lowerValue": 1,
+        "upperValue": 5,
+        "lowerText": "low",
+        "upperText": "high",
+    },
+]
+"""A text, a multiple-choice and a scale question: a survey whose answer a provider must shape."""

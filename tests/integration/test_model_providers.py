@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 import pytest
 from chat_docs import add_mediator, chat_experiment, chat_messages, check_single_responders
 from experiment_state import doc, errors, model_logs, participant
+from raw_docs import SURVEY_QUESTIONS as QUESTIONS
 from raw_docs import agent, stage, write_experiment
 
 from functions import spend
@@ -31,27 +32,6 @@ from tests.fakes import fake_openai as openai
 
 KEY = "test-gemini-key"
 CREATOR = "x@y.z"  # raw_docs' experiment creator
-QUESTIONS = [
-    {"id": "why", "kind": "text", "questionTitle": "Why?", "minCharCount": 10, "maxCharCount": 80},
-    {
-        "id": "pick",
-        "kind": "mc",
-        "questionTitle": "Pick one",
-        "options": [
-            {"id": "a", "imageId": "", "text": "A"},
-            {"id": "b", "imageId": "", "text": "B"},
-        ],
-    },
-    {
-        "id": "rate",
-        "kind": "scale",
-        "questionTitle": "Rate",
-        "lowerValue": 1,
-        "upperValue": 5,
-        "lowerText": "low",
-        "upperText": "high",
-    },
-]
 
 
 def _valid_gemini(request: Recorded) -> Step:

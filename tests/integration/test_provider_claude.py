@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from experiment_state import doc, errors, model_logs, participant
+from raw_docs import SURVEY_QUESTIONS as QUESTIONS
 from raw_docs import agent, stage, write_experiment
 
 from functions import spend
@@ -21,27 +22,6 @@ from tests.fakes import fake_anthropic as claude
 KEY = "sk-ant-test"
 CREATOR = "x@y.z"  # raw_docs' experiment creator
 MODEL = "claude-haiku-4-5-20251001"  # DL's default Claude model
-QUESTIONS = [
-    {"id": "why", "kind": "text", "questionTitle": "Why?", "minCharCount": 10, "maxCharCount": 80},
-    {
-        "id": "pick",
-        "kind": "mc",
-        "questionTitle": "Pick one",
-        "options": [
-            {"id": "a", "imageId": "", "text": "A"},
-            {"id": "b", "imageId": "", "text": "B"},
-        ],
-    },
-    {
-        "id": "rate",
-        "kind": "scale",
-        "questionTitle": "Rate",
-        "lowerValue": 1,
-        "upperValue": 5,
-        "lowerText": "low",
-        "upperText": "high",
-    },
-]
 
 
 def _valid_claude(request: Recorded) -> Step:
