@@ -3,6 +3,7 @@ process of its own (``crash_runtime.py``) started and SIGKILLed, and polling wit
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -26,31 +27,39 @@ MOVE_BOUND_S = 60.0
 """Issue 27: after a SIGKILL and a restart, every stranded unit moves again within 60 s."""
 
 
+@contextlib.contextmanager
+def standalone_emulators(
+    prefix: str,
+) -> Iterator[tuple[config.Ports, processes.EmulatorProcess, processes.EmulatorProcess]]:
+    """A Firestore and a Pub/Sub emulator on free ports, started here and stopped on exit:
+    they outlive (and may be restarted under) the runtimes a test runs against them."""
+    ports = config.resolve(config.Ports())[0]
+    logs = Path(tempfile.mkdtemp(prefix=prefix))
+    firestore = processes.EmulatorProcess(
+        "firestore-emulator",
+        processes.firestore_command(ports.firestore, f"127.0.0.1:{ports.functions}"),
+        ports.firestore,
+        logs / "firestore.log",
+    )
+    pubsub = processes.EmulatorProcess(
+        "pubsub-emulator", processes.pubsub_command(ports.pubsub), ports.pubsub, logs / "ps.log"
+    )
+    try:
+        for emulator in (firestore, pubsub):
+            emulator.start()
+        for emulator in (firestore, pubsub):
+            emulator.wait_ready()
+        yield ports, firestore, pubsub
+    finally:
+        for emulator in (firestore, pubsub):
+            emulator.stop()
+
+
 @pytest.fixture(scope="module")
 def emulators() -> Iterator[config.Ports]:
     """Emulators of their own, which outlive every runtime of the test."""
-    ports = config.resolve(config.Ports())[0]
-    logs = Path(tempfile.mkdtemp(prefix="dlab-crash-"))
-    running = [
-        processes.EmulatorProcess(
-            "firestore-emulator",
-            processes.firestore_command(ports.firestore, f"127.0.0.1:{ports.functions}"),
-            ports.firestore,
-            logs / "firestore.log",
-        ),
-        processes.EmulatorProcess(
-            "pubsub-emulator", processes.pubsub_command(ports.pubsub), ports.pubsub, logs / "ps.log"
-        ),
-    ]
-    try:
-        for emulator in running:
-            emulator.start()
-        for emulator in running:
-            emulator.wait_ready()
+    with standalone_emulators("dlab-crash-") as (ports, _, _):
         yield ports
-    finally:
-        for emulator in running:
-            emulator.stop()
 
 
 def environment(ports: config.Ports) -> dict[str, str]:

@@ -20,7 +20,6 @@ import queue
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from crashing import standalone_emulators
 
 from emulator import config, processes
 from emulator.firestore_admin import FirestoreAdmin
@@ -120,30 +120,8 @@ class Emulators:
 @pytest.fixture(scope="module")
 def emulators() -> Iterator[Emulators]:
     """Emulators of this module, which the tests restart under an attached runtime."""
-    ports = config.resolve(config.Ports())[0]
-    logs = Path(tempfile.mkdtemp(prefix="dlab-restart-"))
-    running = Emulators(
-        ports,
-        processes.EmulatorProcess(
-            "firestore-emulator",
-            processes.firestore_command(ports.firestore, f"127.0.0.1:{ports.functions}"),
-            ports.firestore,
-            logs / "firestore.log",
-        ),
-        processes.EmulatorProcess(
-            "pubsub-emulator", processes.pubsub_command(ports.pubsub), ports.pubsub, logs / "ps.log"
-        ),
-    )
-    both = (running.firestore, running.pubsub)
-    try:
-        for emulator in both:
-            emulator.start()
-        for emulator in both:
-            emulator.wait_ready()
-        yield running
-    finally:
-        for emulator in both:
-            emulator.stop()
+    with standalone_emulators("dlab-restart-") as (ports, firestore, pubsub):
+        yield Emulators(ports, firestore, pubsub)
 
 
 @pytest.fixture
