@@ -10,7 +10,7 @@ from typing import Any
 
 import functions_framework
 
-from functions import _events, memo, spend, usage, work
+from functions import _events, reads, spend, usage, work
 from functions.deadline import running_for
 from functions.errors import AlreadyRecorded, invoked_as, record_error
 from functions.registry import FirestoreTrigger, FunctionSpec
@@ -37,7 +37,7 @@ def dispatch(spec: FunctionSpec, cloud_event: Any) -> None:
             return
     else:
         event = _events.pubsub_event(cloud_event)
-    with usage.counting() as used, memo.invocation():
+    with usage.counting() as used, reads.invocation():
         try:
             _run(spec, event)
         finally:

@@ -19,9 +19,7 @@ from typing import Any
 
 from google.cloud import firestore
 
-from functions import store
-from functions.shared_reads import SharedReads
-from functions.side_by_side import all_at_once
+from functions import reads, store
 from shared import paths
 from shared.models import ChatMessage, ProfileBase, UserType
 
@@ -32,8 +30,8 @@ IN_LIMIT = 30
 PROFILE_FIELDS = ["publicId", "name", "avatar", "pronouns"]
 
 SenderKey = tuple[UserType, str]
-_recent: SharedReads[dict[SenderKey, ProfileBase]] = SharedReads(max_age_s=1.0)
-"""The senders' profiles as this instance read them in the last second (``shared_reads``):
+_recent: reads.Recent[dict[SenderKey, ProfileBase]] = reads.Recent(max_age_s=1.0)
+"""The senders' profiles as this instance read them in the last second (``reads.Recent``):
 every read of a chat shows them, and they decide nothing (a reply's re-check after its model
 reads the chat again, and took them again, one round trip after the other)."""
 
@@ -62,7 +60,7 @@ def stored_profiles(
 ) -> dict[SenderKey, ProfileBase]:
     """The stored display profile of every participant and mediator who sent one of the
     messages, by (type, publicId): one query per 30 senders of a type."""
-    reads = []
+    queries = []
     for sender_type, pattern in SENDER_COLLECTIONS.items():
         ids = sorted({m.sender_id for m in messages if m.type == sender_type and m.sender_id})
         collection = store.db().collection(paths.collection_of(pattern, experimentId=experiment_id))
@@ -71,9 +69,9 @@ def stored_profiles(
             query = collection.where(filter=firestore.FieldFilter("publicId", "in", chunk))
             key = (experiment_id, sender_type, tuple(chunk))
             load = functools.partial(_profiles, query, sender_type)
-            reads.append(functools.partial(_recent.recent, key, load))
+            queries.append(functools.partial(_recent.recent, key, load))
     found: dict[SenderKey, ProfileBase] = {}
-    for profiles in all_at_once(reads):  # participants' and mediators' queries at once
+    for profiles in reads.all_together(queries):  # participants' and mediators' queries at once
         found.update(profiles)
     return found
 

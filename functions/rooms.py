@@ -7,9 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from functions import documents, memo, store
+from functions import documents, reads, store
 from functions.as_seen import as_seen
-from functions.shared_reads import SharedReads
 from shared.models import ChatMessage, ChatPublicData, parse_document
 
 
@@ -51,7 +50,7 @@ class Room:
         return f"{self.base_path}/triggerLogs/{log_id}"
 
 
-recent_reads: SharedReads[list[ChatMessage]] = SharedReads(max_age_s=1.0)
+recent_reads: reads.Recent[list[ChatMessage]] = reads.Recent(max_age_s=1.0)
 """Reads of each chat, shared by this instance's turns for a second (``history_showing``)."""
 
 
@@ -65,7 +64,7 @@ def history(room: Room) -> list[ChatMessage]:
 
 def history_showing(room: Room, message_id: str) -> list[ChatMessage]:
     """The chat as another invocation of this instance read it in the last moment
-    (``shared_reads``), if that read shows ``message_id``, the message a turn answers; else
+    (``reads.Recent``), if that read shows ``message_id``, the message a turn answers; else
     read now. Whether the chat moved on before the reply is posted is still decided on a
     read made after the model answered. No ``message_id`` (an opening): read now."""
     if not message_id:
@@ -76,7 +75,7 @@ def history_showing(room: Room, message_id: str) -> list[ChatMessage]:
 
 def _kept(room: Room, seen: list[ChatMessage]) -> list[ChatMessage]:
     """Kept for this invocation's prompt (``seen_history``); each caller's list its own."""
-    memo.put(("history", room), list(seen))
+    reads.note(("history", room), list(seen))
     return list(seen)
 
 
@@ -90,7 +89,7 @@ def _read(room: Room) -> list[ChatMessage]:
 def seen_history(room: Room) -> list[ChatMessage]:
     """The chat as this invocation last read it (``history``), read now if it has not: for a
     prompt, which shows the conversation the turn decided on."""
-    return memo.cached(("history", room), lambda: history(room))
+    return reads.once(("history", room), lambda: history(room))
 
 
 def _parse_message(path: str, data: dict[str, Any]) -> ChatMessage:

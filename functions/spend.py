@@ -24,7 +24,7 @@ from typing import Any
 from google.cloud import firestore
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from functions import errors, memo, store
+from functions import errors, reads, store
 from functions.settings import backbone_settings
 from shared.models import DocumentError, now
 
@@ -165,7 +165,7 @@ def _run_budget(run: str) -> _RunBudget:
         _remember(run, known)
         return known
 
-    return memo.cached(("runBudget", run), load)
+    return reads.once(("runBudget", run), load)
 
 
 def check(run: str) -> None:
@@ -179,13 +179,13 @@ def check(run: str) -> None:
     if cap is None:
         if known.marked:
             store.ref(run).update({"budgetReached": firestore.DELETE_FIELD})
-            memo.put(("runBudget", run), _RunBudget(known.budget, None))
+            reads.note(("runBudget", run), _RunBudget(known.budget, None))
             _remember(run, _RunBudget(known.budget, None))
         return
     reached = BudgetReached(run, cap, used)
     if known.marked != cap:  # marked once: re-driven work meeting it again writes nothing
         _mark(run, reached)
-        memo.put(("runBudget", run), _RunBudget(known.budget, cap))
+        reads.note(("runBudget", run), _RunBudget(known.budget, cap))
         _remember(run, _RunBudget(known.budget, cap))
     raise reached
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from google.cloud import firestore
 from pydantic import BaseModel
 
-from functions import firestore_api, memo
+from functions import firestore_api, reads
 from functions.clients import db, project_id
 from functions.clients import reset as reset_clients
 from shared import paths
@@ -42,10 +42,10 @@ def ref(path: str) -> firestore.DocumentReference:
 
 
 def _get(path: str, transaction: Any = None, fields: list[str] | None = None) -> Any:
-    """The document's snapshot: the one ``prefetch`` read ahead for this read, if any (never
-    in a transaction, nor for a field mask), else read now."""
+    """The document's snapshot: the one read ahead for this read (``reads.ahead``), if any
+    (never in a transaction, nor for a field mask), else read now."""
     if transaction is None and fields is None:
-        ahead = memo.take(("prefetched", path))
+        ahead = reads.current().take(path)
         if ahead is not None:
             return ahead
     return ref(path).get(field_paths=fields, transaction=transaction)
@@ -68,42 +68,6 @@ def every_document(collection_path: str) -> list[Any]:
 def data_of(snap: Any) -> dict[str, Any] | None:
     """A snapshot's data (None if the document does not exist)."""
     return snap.to_dict() if snap.exists else None
-
-
-_ahead: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("ahead", default=None)
-
-
-@contextlib.contextmanager
-def prefetch(paths: Iterable[str]) -> Iterator[None]:
-    """Read, in one round trip (one BatchGetDocuments), the documents a step is about to read
-    one after the other: within the block, the first read of each (outside a transaction)
-    uses the snapshot read here, and later reads go to Firestore again. Firestore bills per
-    document either way; what this saves is the round trips (each one a billed RPC and a few
-    milliseconds). Documents read ahead and not read within the block (here or by
-    ``read_ahead``) are dropped at its end. Outside an invocation's scope (a test or tool
-    calling directly) every read is made as usual."""
-    kept: list[str] = []
-    token = _ahead.set(kept)
-    try:
-        read_ahead(paths)
-        yield
-    finally:
-        _ahead.reset(token)
-        for path in kept:
-            memo.take(("prefetched", path))
-
-
-def read_ahead(paths: Iterable[str]) -> None:
-    """Within a ``prefetch`` block, read more documents ahead, in one round trip, for the
-    rest of the block (nothing outside one); those read ahead already and not yet used are
-    not read again."""
-    kept = _ahead.get()
-    wanted = list(dict.fromkeys(p for p in paths if p and not memo.has(("prefetched", p))))
-    if kept is None or not memo.active() or len(wanted) < 2:
-        return
-    for snap in db().get_all([ref(p) for p in wanted]):
-        memo.put(("prefetched", snap.reference.path), snap)
-        kept.append(snap.reference.path)
 
 
 @dataclasses.dataclass
@@ -198,20 +162,6 @@ def with_later(batch: Any) -> Callable[[], None]:
     return committed
 
 
-def unless_kept(experiment_id: str, stage_id: str | None = None) -> list[str]:
-    """The experiment's and the stage's paths, less those this instance keeps (``memo``), so
-    that a ``prefetch`` reads neither twice."""
-    out = []
-    path = experiment_path(experiment_id)
-    if not memo.kept(("read", Experiment, path), path):
-        out.append(path)
-    if stage_id:
-        path = stage_path(experiment_id, stage_id)
-        if not memo.kept(("stage", path), path):
-            out.append(path)
-    return out
-
-
 def _with_id(field: str, path: str, data: dict[str, Any] | None) -> dict[str, Any] | None:
     """Fill the id field from the document id when a console edit left it out."""
     if data is not None and not data.get(field):
@@ -220,14 +170,14 @@ def _with_id(field: str, path: str, data: dict[str, Any] | None) -> dict[str, An
 
 
 _KEPT_PER_INVOCATION = (Experiment,)
-"""Models read once per invocation outside transactions (``memo``; per instance too, when
-``DLAB_CONFIG_CACHE_SECONDS`` is set): nothing the functions do changes them while they run."""
+"""Models read once per invocation outside transactions (``reads.Reads.config``; per instance
+too, when ``DLAB_CONFIG_CACHE_SECONDS`` is set): nothing the functions do changes them."""
 
 
 def read(model: type[M], path: str, transaction: Any = None) -> M:
     """Read and validate a document; DocumentError names the path and field when it is unusable."""
     if transaction is None and model in _KEPT_PER_INVOCATION:
-        return memo.shared(("read", model, path), path, lambda: _read(model, path, None))
+        return reads.current().config(path, lambda: _read(model, path, None))
     return _read(model, path, transaction)
 
 
@@ -248,10 +198,10 @@ def parse(model: type[M], path: str, data: dict[str, Any] | None) -> M:
 
 
 def read_stage(experiment_id: str, stage_id: str, transaction: Any = None) -> StageConfig:
-    """A stage config; outside a transaction read once per invocation (``memo``)."""
+    """A stage config; outside a transaction read once per invocation (``reads``)."""
     path = stage_path(experiment_id, stage_id)
     if transaction is None:
-        return memo.shared(("stage", path), path, lambda: _read_stage(path, None))
+        return reads.current().config(path, lambda: _read_stage(path, None))
     return _read_stage(path, transaction)
 
 

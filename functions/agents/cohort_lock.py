@@ -8,8 +8,7 @@ from google.cloud import firestore
 from google.cloud.firestore_v1.base_query import And, Or
 from google.cloud.firestore_v1.field_path import FieldPath
 
-from functions import documents, errors, store
-from functions.shared_reads import SharedReads
+from functions import documents, errors, reads, store
 from shared.models import (
     ACTIVE_STATUSES,
     CohortConfig,
@@ -79,12 +78,12 @@ their timestamps or agent configs, which were most of each member's decoding."""
 
 CHAT_SHOWN_FIELDS = [*SHOWN_FIELDS, "currentStageId"]
 """What a chat prompt reads of the members: what it shows, and who is at the chat's stage."""
-_shown: SharedReads[list[ParticipantProfile]] = SharedReads(max_age_s=1.0)
+_shown: reads.Recent[list[ParticipantProfile]] = reads.Recent(max_age_s=1.0)
 
 
 def members_shown(experiment_id: str, cohort_id: str) -> list[ParticipantProfile]:
     """The members as a chat prompt shows them (``CHAT_SHOWN_FIELDS``), from a read this
-    instance made in the last second if there is one (``shared_reads``): every agent of a chat
+    instance made in the last second if there is one (``reads.Recent``): every agent of a chat
     writes its prompt for the same message at once. A prompt only shows them; the barrier and
     the thread's advance read them now."""
     fields = CHAT_SHOWN_FIELDS

@@ -15,7 +15,7 @@ import logging
 from enum import StrEnum
 from typing import Any
 
-from functions import memo, store, transactions, work
+from functions import reads, store, transactions, work
 from functions.agents import cohort_lock, moves
 from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
 from functions.agents.prompting import (
@@ -232,10 +232,11 @@ def _advance_once(experiment_id: str, participant_id: str, seen: Seen | None) ->
     """One move, from a fresh read (the participant with the experiment, and the cohort and
     stage where it was ``seen``, in one round trip)."""
     path = store.participant_path(experiment_id, participant_id)
-    ahead = [path, *store.unless_kept(experiment_id, seen.stage_id if seen else None)]
+    ahead = [path, store.experiment_path(experiment_id)]
     if seen is not None:
+        ahead.append(store.stage_path(experiment_id, seen.stage_id))
         ahead.append(store.cohort_path(experiment_id, seen.cohort_id))
-    with store.prefetch(ahead), store.writing_later():  # the model's log goes with the move
+    with reads.ahead(ahead), store.writing_later():  # the model's log goes with the move
         return _advance_read(experiment_id, path)
 
 
@@ -251,7 +252,7 @@ def _advance_read(experiment_id: str, path: str) -> Advance:
         if participant.is_agent and _lacks_position(participant):
             filled = _fill_defaults(experiment_id, path)
             return Advance(Move.DEFAULTS_FILLED if filled else Move.NONE)
-        with memo.fresh(participant.agent_blocked_on is not None):  # a fix must be seen
+        with reads.fresh(participant.agent_blocked_on is not None):  # a fix must be seen
             return _move(experiment_id, path, participant, read_at)
     except DocumentError as error:
         record_error(FUNCTION, error)
@@ -416,7 +417,7 @@ def _answer_once(
     answer reads first (an existing answer, the persona's prompt, the creator's keys) are read
     in one round trip."""
     path = store.participant_path(experiment.id, participant.private_id)
-    with store.prefetch(_answer_documents(experiment, participant, stage)):
+    with reads.ahead(_answer_documents(experiment, participant, stage)):
         if _existing_answer(experiment.id, participant, stage):
             return None
         try:

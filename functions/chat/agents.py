@@ -9,7 +9,7 @@ from typing import Any, Literal, NamedTuple
 
 from google.cloud import firestore
 
-from functions import documents, errors, store
+from functions import documents, errors, reads, store
 from shared import paths
 from shared.models import (
     AgentChatSettings,
@@ -47,44 +47,28 @@ class ChatAgent:
         return self.config.chat_settings or AgentChatSettings()
 
 
-_READ_WITH_PROFILE: dict[tuple[str, str, str, str], tuple[str, ...]] = {}
-"""Per instance: the documents an agent's last turn at a stage read once its profile was
-read (its persona's prompt, the creator's keys), by (experiment, prompt pattern, agent,
-stage); the next turn reads them in its first round trip, with the profile. Paths only, never
-data: a guess that no longer holds (a persona changed) costs the reads it saved."""
-_GUESSES_KEPT = 10_000
-_MEDIATOR_PROMPTS: dict[tuple[str, str, str], tuple[str, ...]] = {}
-"""Per instance: the prompts ``mediators_of`` last found for a cohort's stage, by (experiment,
-cohort, stage), for the next fan-out to read in its first round trip (paths only, as above)."""
+_read_with_profile = reads.Guesses()
+"""What an agent's last turn at a stage read once its profile was read (its persona's prompt,
+the creator's keys), by (experiment, prompt pattern, agent, stage)."""
+_mediator_prompts = reads.Guesses()
+"""The prompts ``mediators_of`` last found for a cohort's stage, by (experiment, cohort,
+stage)."""
 
 
-def likely_documents(
+def documents_of(
     experiment_id: str, agent_type: str, private_id: str, stage_id: str
 ) -> tuple[str, ...]:
-    """What the agent's turn at the stage will read after its profile, as far as this
-    instance knows (see ``_READ_WITH_PROFILE``)."""
+    """What loading the agent at the stage reads: its profile, and what it read after the
+    profile the last time on this instance (its prompt, the creator's keys), so that one
+    round trip can read them all."""
     key = (experiment_id, _prompt_pattern(agent_type), private_id, stage_id)
-    return _READ_WITH_PROFILE.get(key, ())
+    return (profile_path(experiment_id, agent_type, private_id), *_read_with_profile.of(key))
 
 
 def _prompt_pattern(agent_type: str) -> str:
     if agent_type == "mediator":
         return paths.AGENT_MEDIATOR_PROMPT
     return paths.AGENT_PARTICIPANT_PROMPT
-
-
-def _remember(key: tuple[str, str, str, str], read: Sequence[str]) -> None:
-    """A read of the same prompt adds to the guess instead of replacing it: the fan-out and the
-    quiet and conductor paths read a prompt without the keys a turn reads with it, and the
-    turn's next guess lost the keys (one more round trip in half of the claim replies). A
-    different prompt (the persona changed) starts the guess again."""
-    if len(_READ_WITH_PROFILE) >= _GUESSES_KEPT:
-        _READ_WITH_PROFILE.clear()
-    read = tuple(p for p in read if p)
-    before = _READ_WITH_PROFILE.get(key, ())
-    if before[:1] == read[:1]:
-        read = tuple(dict.fromkeys([*before, *read]))
-    _READ_WITH_PROFILE[key] = read
 
 
 def mediator_path(experiment_id: str, mediator_id: str) -> str:
@@ -99,14 +83,17 @@ def _prompt_doc(
     read_with: Sequence[str] = (),
 ) -> tuple[PromptConfig | None, str | None]:
     """The persona's prompt for the stage; ``read_with``: documents the caller reads next, read
-    in the same round trip (``store.read_ahead``), unless read ahead with the profile already
-    (``likely_documents``)."""
+    in the same round trip (``reads.batch``), unless read ahead with the profile already
+    (``documents_of``). A read of the same prompt adds to the guess: the fan-out and the quiet
+    and conductor paths read a prompt without the keys a turn reads with it."""
     persona_id = agent.agent_config.agent_id if agent.agent_config else ""
     if not persona_id:
         return None, None
     path = paths.build(pattern, experimentId=experiment_id, personaId=persona_id, stageId=stage.id)
-    store.read_ahead([path, *read_with])
-    _remember((experiment_id, pattern, agent.private_id, stage.id), [path, *read_with])
+    reads.batch([path, *read_with])
+    _read_with_profile.remember(
+        (experiment_id, pattern, agent.private_id, stage.id), [path, *read_with]
+    )
     data = store.snapshot_data(path)
     if data is None:
         return None, None
@@ -221,15 +208,13 @@ def mediators_of(
         if prompt is not None and path is not None:
             ids.append(mediator.private_id)
             prompts.append(path)
-    if len(_MEDIATOR_PROMPTS) >= _GUESSES_KEPT:
-        _MEDIATOR_PROMPTS.clear()
-    _MEDIATOR_PROMPTS[(experiment_id, cohort_id, stage.id)] = tuple(prompts)
+    _mediator_prompts.remember((experiment_id, cohort_id, stage.id), prompts, add=False)
     return sorted(ids)
 
 
-def likely_mediator_prompts(experiment_id: str, cohort_id: str, stage_id: str) -> tuple[str, ...]:
+def mediator_documents(experiment_id: str, cohort_id: str, stage_id: str) -> tuple[str, ...]:
     """The prompts ``mediators_of`` will read for the stage, as far as this instance knows."""
-    return _MEDIATOR_PROMPTS.get((experiment_id, cohort_id, stage_id), ())
+    return _mediator_prompts.of((experiment_id, cohort_id, stage_id))
 
 
 def _parse_mediator(path: str, data: dict[str, Any]) -> MediatorProfile:

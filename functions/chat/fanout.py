@@ -5,10 +5,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from functions import rooms, store, work
+from functions import reads, rooms, store, work
 from functions.chat import active, agents, election, messages, turn_order
 from functions.rooms import Room
-from functions.side_by_side import three_at_once
 from functions.wire import AgentTurn, publish_turns
 from shared.models import (
     ChatMessage,
@@ -55,7 +54,7 @@ def read_members(
 ) -> Members:
     """The agent participants at the stage and the cohort's active mediators, read at once,
     and ``beside()`` with them (another read of the same round trip)."""
-    _, participants, mediators = three_at_once(
+    _, participants, mediators = reads.three(
         beside,
         lambda: agents.participants_at(experiment_id, cohort_id, stage_id),
         lambda: agents.active_mediators(experiment_id, cohort_id),

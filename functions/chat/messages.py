@@ -13,10 +13,9 @@ from typing import Any
 from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
-from functions import leases, store, transactions
+from functions import leases, reads, store, transactions
 from functions.rooms import Room
 from functions.settings import backbone_settings
-from functions.shared_reads import SharedReads
 from shared.models import ChatMessage, DocModel, ProfileBase, UserType, now
 
 LEFT_CHAT_FIELD = "leftChatBy"
@@ -257,7 +256,7 @@ class Lock:
             transaction.update(store.ref(self.room.log_path(self.log_id)), {DONE_FIELD: True})
 
 
-_elections: SharedReads[leases.Held | None] = SharedReads(max_age_s=2.0)
+_elections: reads.Recent[leases.Held | None] = reads.Recent(max_age_s=2.0)
 """Race elections this instance took part in during the last two seconds (``take_election``)."""
 
 

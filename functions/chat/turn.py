@@ -18,7 +18,7 @@ import uuid
 from enum import StrEnum
 from typing import Any
 
-from functions import rooms, store, transactions
+from functions import reads, rooms, store, transactions
 from functions.agents import cohort_lock
 from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
 from functions.agents.prompting import build_context, creator_api_keys, creator_keys_path, render
@@ -38,7 +38,6 @@ from functions.chat.gates import Refusal
 from functions.chat.readiness import Readiness
 from functions.errors import record_error
 from functions.rooms import Room
-from functions.side_by_side import side_by_side, three_at_once
 from functions.wire import AgentTurn
 from shared.llm import ModelError
 from shared.llm.json_output import parse_json_reply
@@ -199,7 +198,7 @@ def run(turn: AgentTurn) -> TurnResult:
     """Take the turn; a turn that does not answer hands the message on (as its policy says)."""
     if turn.conducted and not conducted.still_picked(turn):
         return TurnResult(TurnOutcome.NOT_ELECTED)  # the conductor has picked another since
-    with store.prefetch(()), store.writing_later():  # logs: with the post
+    with reads.ahead(), store.writing_later():  # logs: with the post
         return _run(turn, _read_first(turn))
 
 
@@ -208,24 +207,23 @@ def _read_first(turn: AgentTurn) -> list[ChatMessage]:
     ahead for the turn), the chat it decides on, and the cohort's members a prompt shows, which
     its prompt then takes (``members_shown``). The chat and the members are reads the message's
     other turns share, so a turn that then stops (a gate, an agent gone) costs little more."""
-    history, _, _ = three_at_once(
+    history, _, _ = reads.three(
         lambda: rooms.history_showing(turn.room, turn.trigger_chat_id),
         lambda: cohort_lock.members_shown(turn.experiment_id, turn.cohort_id),
-        lambda: store.read_ahead(_scene_documents(turn)),
+        lambda: reads.batch(_scene_documents(turn)),
     )
     return history
 
 
 def _scene_documents(turn: AgentTurn) -> list[str]:
-    """What a turn reads first, in one round trip: the stage and the experiment (unless kept),
-    the agent, the chat's public data, the cohort a prompt shows, a private chat's partner; and
-    what the agent's last turn here read after its profile (its prompt, the creator's keys),
-    if this instance saw one."""
+    """What a turn reads first, in one round trip: the stage and the experiment, the agent
+    (``agents.documents_of``), the chat's public data, the cohort a prompt shows, a private
+    chat's partner."""
     e = turn.experiment_id
     out = [
-        *store.unless_kept(e, turn.stage_id),
-        agents.profile_path(e, turn.agent_type, turn.agent_id),
-        *agents.likely_documents(e, turn.agent_type, turn.agent_id, turn.stage_id),
+        store.stage_path(e, turn.stage_id),
+        store.experiment_path(e),
+        *agents.documents_of(e, turn.agent_type, turn.agent_id, turn.stage_id),
     ]
     room = turn.room
     if room.is_private:
@@ -577,7 +575,9 @@ def _read_again(
     if not scene.threaded:
         return rooms.history(room), public, None
     if scene.turn_based:  # its post is the turn order's transaction
-        history, public = side_by_side(lambda: rooms.history(room), lambda: rooms.group_state(room))
+        history, public = reads.together(
+            lambda: rooms.history(room), lambda: rooms.group_state(room)
+        )
         return history, public, None
     begun: list[transactions.Begun] = []
 
@@ -586,7 +586,7 @@ def _read_again(
         return begun[-1]
 
     try:
-        thread_read, history, public = three_at_once(
+        thread_read, history, public = reads.three(
             begin, lambda: rooms.history(room), lambda: rooms.group_state(room)
         )
     except BaseException:

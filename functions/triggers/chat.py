@@ -6,7 +6,7 @@ import logging
 
 from google.cloud import firestore
 
-from functions import store
+from functions import reads, store
 from functions._events import FirestoreEvent, PubSubEvent
 from functions.chat import active, agents, fanout, turn, watchdog
 from functions.rooms import Room
@@ -26,15 +26,14 @@ log = logging.getLogger(__name__)
 def on_chat_message_created(event: FirestoreEvent) -> None:
     e, c, s = (event.params[k] for k in ("experimentId", "cohortId", "stageId"))
     room = Room(e, c, s)
-    stage_path = [p for p in store.unless_kept(e, s) if p == store.stage_path(e, s)]
-    prompts = agents.likely_mediator_prompts(e, c, s)  # read by the fan-out's mediator query
-    ahead = [*stage_path, room.public_path, *prompts]
-    with store.prefetch(()):
+    # the fan-out's documents (its mediators' prompts as this instance last found them)
+    ahead = [store.stage_path(e, s), room.public_path, *agents.mediator_documents(e, c, s)]
+    with reads.ahead():
         members = None
         if fanout.asks_everyone(e, s):  # who is in the chat, in the same round trip
-            members = fanout.read_members(e, c, s, beside=lambda: store.read_ahead(ahead))
+            members = fanout.read_members(e, c, s, beside=lambda: reads.batch(ahead))
         else:
-            store.read_ahead(ahead)
+            reads.batch(ahead)
         stage = store.read_stage(e, s)
         if not isinstance(stage, ChatStage):
             return
@@ -69,7 +68,7 @@ def _start_timer(room: Room, stage: ChatStage) -> None:
     every message of a busy chat contend for one document. A chat with a time limit enters the
     index of running chats (``active``) in the same batch, so the watchdog ends it on time."""
     ref = store.ref(room.public_path)
-    data = store.snapshot_data(ref.path) or {}  # read with the stage (``prefetch``)
+    data = store.snapshot_data(ref.path) or {}  # read with the stage (``reads.ahead``)
     if data.get("discussionStartTimestamp") is None:
         stamp = firestore.SERVER_TIMESTAMP
         batch = store.db().batch()

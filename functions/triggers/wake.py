@@ -10,7 +10,7 @@ from typing import Any
 
 from google.cloud import firestore
 
-from functions import memo, store, work
+from functions import reads, store, work
 from functions._events import FirestoreEvent, PubSubEvent
 from functions.agents.progression import Seen
 from functions.triggers.advance import advance
@@ -79,7 +79,7 @@ def on_cohort_written(event: FirestoreEvent) -> None:
 def on_blocking_document_written(event: FirestoreEvent) -> None:
     """A stage or the experiment was written: agents blocked on it try again (and this
     instance forgets its kept copy of it)."""
-    memo.drop_shared(event.document)
+    reads.drop_config(event.document)
     wake_blocked(event)
 
 

@@ -14,7 +14,7 @@ from google.api_core import exceptions as gexc
 from google.cloud.firestore import FieldFilter
 from raw_docs import agent, human, stage, write_experiment
 
-from functions import memo, rooms, store, usage
+from functions import reads, rooms, store, usage
 from functions.agents import cohort_lock
 from functions.chat import active, agents, fanout, messages, watchdog
 from functions.rooms import Room
@@ -82,13 +82,13 @@ def test_a_record_written_later_goes_with_the_next_batch_that_takes_it(runtime, 
 
 
 def test_documents_read_ahead_already_are_not_read_again(runtime, db):
-    """``read_ahead`` within a ``prefetch`` block skips what the block read ahead and has not
+    """``reads.batch`` within a ``reads.ahead`` block skips what the block read ahead and has not
     used yet (a turn reads its agent's prompt with the profile when it can guess it)."""
     base = "ahead-test"
     for name in "abcd":
         db.document(f"{base}/{name}").set({"name": name})
-    with memo.invocation(), usage.counting() as used, store.prefetch([f"{base}/a", f"{base}/b"]):
-        store.read_ahead([f"{base}/a", f"{base}/c", f"{base}/d"])
+    with reads.invocation(), usage.counting() as used, reads.ahead([f"{base}/a", f"{base}/b"]):
+        reads.batch([f"{base}/a", f"{base}/c", f"{base}/d"])
         assert [store.snapshot_data(f"{base}/{n}") for n in "acd"] == [{"name": n} for n in "acd"]
     assert (used.reads, used.by_method) == (4, {"BatchGetDocuments": 2})  # a read once
 
@@ -97,19 +97,21 @@ def test_an_agents_turn_guesses_its_prompt_from_its_last_one(runtime, db):
     e = chat_experiment(db, mediator=False)
     config = persona_prompt(db, e, max_responses=0)
     pid = agent(db, e, "end", agentConfig=config)
-    assert agents.likely_documents(e, "participant", pid, "chat") == ()
-    with memo.invocation():
+    profile = f"experiments/{e}/participants/{pid}"
+    assert agents.documents_of(e, "participant", pid, "chat") == (profile,)
+    with reads.invocation():
         stage = store.read_stage(e, "chat")
         assert agents.load(e, "participant", pid, stage) is not None
     prompt = f"experiments/{e}/agentParticipants/talker/prompts/chat"
-    assert agents.likely_documents(e, "participant", pid, "chat") == (prompt,)
-    assert agents.likely_documents(e, "mediator", pid, "chat") == ()
+    assert agents.documents_of(e, "participant", pid, "chat") == (profile, prompt)
+    mediator = f"experiments/{e}/mediators/{pid}"
+    assert agents.documents_of(e, "mediator", pid, "chat") == (mediator,)
     keys = "experimenterData/someone@lab.org"
-    with memo.invocation():  # a turn reads the creator's keys with the prompt...
+    with reads.invocation():  # a turn reads the creator's keys with the prompt...
         assert agents.load(e, "participant", pid, stage, [keys]) is not None
-    with memo.invocation():  # ...and a fan-out or quiet round reads the prompt alone
+    with reads.invocation():  # ...and a fan-out or quiet round reads the prompt alone
         assert agents.participant_agent(e, pid, stage) is not None
-    assert agents.likely_documents(e, "participant", pid, "chat") == (prompt, keys)
+    assert agents.documents_of(e, "participant", pid, "chat") == (profile, prompt, keys)
 
 
 def test_a_fan_out_reads_the_mediators_prompts_with_the_stage(runtime, db):
@@ -117,15 +119,15 @@ def test_a_fan_out_reads_the_mediators_prompts_with_the_stage(runtime, db):
     first round trip (with the stage and the chat's public data): the mediator query is then
     the only read after it."""
     e = chat_experiment(db)
-    assert agents.likely_mediator_prompts(e, "cohort-a", "chat") == ()
-    with memo.invocation():
+    assert agents.mediator_documents(e, "cohort-a", "chat") == ()
+    with reads.invocation():
         stage = store.read_stage(e, "chat")
         assert agents.mediators_of(e, "cohort-a", stage) == ["med-1"]
     prompt = f"experiments/{e}/agentMediators/host/prompts/chat"
-    assert agents.likely_mediator_prompts(e, "cohort-a", "chat") == (prompt,)
-    assert agents.likely_mediator_prompts(e, "cohort-b", "chat") == ()
+    assert agents.mediator_documents(e, "cohort-a", "chat") == (prompt,)
+    assert agents.mediator_documents(e, "cohort-b", "chat") == ()
     public = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat"
-    with memo.invocation(), usage.counting() as used, store.prefetch([public, prompt]):
+    with reads.invocation(), usage.counting() as used, reads.ahead([public, prompt]):
         assert agents.mediators_of(e, "cohort-a", stage) == ["med-1"]
     assert used.by_method == {"BatchGetDocuments": 1, "RunQuery": 1}
 
@@ -138,17 +140,17 @@ def test_a_fan_out_reads_who_is_in_the_chat_beside_the_stage_once_it_knows_the_c
     message = ChatMessage.model_validate(messages.system_message("hello", None))
     assert not fanout.asks_everyone(e, "chat")
     with runtime.delivery_policy(Losing(lambda d: d.function == "onAgentTurn")):
-        with memo.invocation():
+        with reads.invocation():
             stage = store.read_stage(e, "chat")
             assert fanout.fan_out(e, "cohort-a", stage, message) == 1  # the mediator
         assert fanout.asks_everyone(e, "chat")
-        with memo.invocation(), usage.counting() as used:
+        with reads.invocation(), usage.counting() as used:
             members = fanout.read_members(e, "cohort-a", "chat")
             assert fanout.fan_out(e, "cohort-a", stage, message, members) == 1
         assert (members.participants, [m.private_id for m in members.mediators]) == ([], ["med-1"])
         assert used.by_method["RunQuery"] == 2  # the two reads of who is in the chat, no more
         db.document(f"experiments/{e}/stages/chat").update({"isTurnBased": True})
-        with memo.invocation():
+        with reads.invocation():
             fanout.fan_out(e, "cohort-a", store.read_stage(e, "chat"), message)
         runtime.wait_until_idle(timeout=60)
     assert not fanout.asks_everyone(e, "chat")
@@ -156,7 +158,7 @@ def test_a_fan_out_reads_who_is_in_the_chat_beside_the_stage_once_it_knows_the_c
 
 def _tick_reads(runtime) -> int:
     """One tick in this thread, as an invocation runs it (reads kept per invocation)."""
-    with usage.counting() as used, memo.invocation():
+    with usage.counting() as used, reads.invocation():
         watchdog.tick()
     return used.reads
 
@@ -313,7 +315,7 @@ def test_chat_prompts_share_a_recent_read_of_the_cohort(runtime, db, monkeypatch
     e = chat_experiment(db, mediator=False)
     monkeypatch.setattr(cohort_lock._shown, "max_age_s", 60.0)
     first = human(db, e, "chat")
-    with memo.invocation():
+    with reads.invocation():
         shown = cohort_lock.members_shown(e, "cohort-a")
     assert [(m.private_id, m.current_stage_id) for m in shown] == [(first, "chat")]
     second = human(db, e, "chat")
