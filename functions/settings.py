@@ -36,7 +36,7 @@ class BackboneSettings(DlabSettings):
     - ``DLAB_DELIVERY_MAX_FAILURES`` (5): failed deliveries of one event of a retrying function
       before it is acknowledged with an error record (the backstop for work outside a unit).
     - ``DLAB_CONFIG_CACHE_SECONDS`` (0: off): how long an instance keeps experiment and stage
-      documents (``functions.memo``).
+      documents (``functions.reads``).
     - ``DLAB_USAGE_LOG`` (off): where each invocation's Firestore usage line goes (``stdout``
       or a file to append to; ``functions.usage``).
     - ``DLAB_SPEND_SHARDS`` (16): counter documents a run's totals are spread over, so that
