@@ -1,6 +1,7 @@
 """Load a conductor workflow's assets into Firestore, where the console edits them.
 
     python -m tools.load_workflow workflows/example [--id example]
+    python -m tools.load_workflow path/to/diskurs_project [--config parallel_config.yaml]
 
 The folder holds ``config.yml`` and one folder per agent (``agent_description.txt``,
 ``system_prompt.jinja2``, ``user_prompt.jinja2``, ``prompt.py``). Before anything is written,
@@ -10,8 +11,9 @@ must name an agent of the workflow, the documents are checked against the models
 read them with (``shared.conductor.checks``), and each agent's ``prompt.py`` is imported: a
 mistake is reported here, one clear message, rather than at the first step.
 
-This is the project's own format. Another format (Diskurs' own configuration) gets its own
-reader beside ``read_workflow`` producing the same documents, which are what the functions run.
+A Diskurs project (its ``config.yml`` with ``first_contact`` and typed agents, as Diskurs spells
+it) is read by ``tools.diskurs_config`` into the same documents; what Diskurs would drop or
+guess in silence is printed as warnings and kept on the workflow document.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from shared.conductor import checks
 from shared.conductor.documents import AGENT, WORKFLOW, AgentDoc, ConductorConfig, WorkflowDoc
 from shared.conductor.prompt_args import PromptArgument
 from shared.models import DocumentError
+from tools import diskurs_config
 from tools.owner import owned
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -139,10 +142,7 @@ def _check_code(agent: AgentDoc) -> None:
 
 def read_config(path: Path) -> ConfigFile:
     """``config.yml``, strictly: an unknown key is refused with the key it probably meant."""
-    try:
-        raw = yaml.safe_load(_read(path)) or {}
-    except yaml.YAMLError as error:
-        raise WorkflowError(f"{path}: {error}") from None
+    raw = _raw(path)
     if not isinstance(raw, dict):
         raise WorkflowError(f"{path}: not a mapping")
     try:
@@ -151,10 +151,52 @@ def read_config(path: Path) -> ConfigFile:
         raise _refused(path, error) from None
 
 
-def read_workflow(folder: Path) -> tuple[WorkflowDoc, list[AgentDoc]]:
-    """The workflow document and its agents' documents, from the folder's assets (this
-    project's format), each checked as the functions will check it."""
-    path = folder / "config.yml"
+def _raw(path: Path) -> Any:
+    try:
+        return yaml.safe_load(_read(path)) or {}
+    except yaml.YAMLError as error:
+        raise WorkflowError(f"{path}: {error}") from None
+
+
+def read_workflow(
+    folder: Path, config_file: Path | None = None
+) -> tuple[WorkflowDoc, list[AgentDoc]]:
+    """The workflow document and its agents' documents (a Diskurs project's conductor among
+    them), from the folder's assets in either format, each checked as the functions will."""
+    try:
+        path = diskurs_config.find_config(folder, config_file)
+    except diskurs_config.DiskursConfigError as error:
+        raise WorkflowError(str(error)) from None
+    raw = _raw(path)
+    if diskurs_config.is_diskurs_config(raw):
+        return read_diskurs(folder, path, raw)
+    return read_own(folder, path)
+
+
+def read_diskurs(
+    folder: Path, path: Path, raw: dict[str, Any]
+) -> tuple[WorkflowDoc, list[AgentDoc]]:
+    """A Diskurs project, through ``tools.diskurs_config``."""
+    try:
+        project = diskurs_config.read_project(folder, path, REPO_ROOT, raw)
+    except diskurs_config.DiskursConfigError as error:
+        raise WorkflowError(str(error)) from None
+    agents = []
+    for data in project.agents:
+        where = Path(data.get("promptLocation") or path)
+        try:
+            agents.append(checks.parse_agent(str(where), data))
+        except DocumentError as error:
+            raise _refused(where, error) from None
+    data = {"name": folder.resolve().name, **project.workflow}
+    try:
+        return checks.parse_workflow(str(path), data), agents
+    except DocumentError as error:
+        raise _refused(path, error) from None
+
+
+def read_own(folder: Path, path: Path) -> tuple[WorkflowDoc, list[AgentDoc]]:
+    """This project's format."""
     config = read_config(path)
     conductor = {
         "conductor.system_prompt": config.conductor.system_prompt,
@@ -180,10 +222,21 @@ def read_workflow(folder: Path) -> tuple[WorkflowDoc, list[AgentDoc]]:
         raise _refused(path, error) from None
 
 
-def load(client: firestore.Client, folder: Path, workflow_id: str | None = None) -> str:
+def load(
+    client: firestore.Client,
+    folder: Path,
+    workflow_id: str | None = None,
+    config_file: Path | None = None,
+) -> str:
     """Write the workflow and its agents (replacing earlier versions); returns the id."""
-    workflow, agents = read_workflow(folder)
-    workflow_id = workflow_id or workflow.name or folder.name
+    workflow, agents = read_workflow(folder, config_file)
+    return write(client, workflow, agents, workflow_id or workflow.name or folder.name)
+
+
+def write(
+    client: firestore.Client, workflow: WorkflowDoc, agents: list[AgentDoc], workflow_id: str
+) -> str:
+    """The documents, in one batch."""
     batch = client.batch()
     batch.set(
         client.document(paths.build(WORKFLOW, workflowId=workflow_id)),
@@ -200,16 +253,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path, help="the workflow folder (with config.yml)")
     parser.add_argument("--id", help="workflow document id (default: config.yml's name)")
+    parser.add_argument("--config", type=Path, help="the config file (default: config.yml)")
     parser.add_argument("--project", default=os.environ.get("GOOGLE_CLOUD_PROJECT"))
     args = parser.parse_args(argv)
     if not args.project:
         print("error: no project: pass --project or set GOOGLE_CLOUD_PROJECT", file=sys.stderr)
         return 2
     try:
-        workflow_id = load(firestore.Client(project=args.project), args.folder, args.id)
+        workflow, agents = read_workflow(args.folder, args.config)
+        client = firestore.Client(project=args.project)
+        workflow_id = write(client, workflow, agents, args.id or workflow.name or args.folder.name)
     except WorkflowError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    for warning in workflow.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"workflow  workflows/{workflow_id}")
     return 0
 

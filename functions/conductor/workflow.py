@@ -1,32 +1,50 @@
 """A workflow as the functions use it: its documents from Firestore (edited in the console, read
 at each step) and each agent's deployed ``prompt.py`` (argument classes, ``is_valid``,
-``is_final``): user code, each call of it through ``work.user_code``."""
+``is_final``): user code, each call of it through ``work.user_code``.
+
+An agent's code is a module under ``workflows/`` (this project's format) or a file named by path
+(a Diskurs project's ``prompt.location``), which must lie under the deployed ``workflows/`` or a
+folder of ``DLAB_WORKFLOW_DIRS``: a document edited in the console cannot make the functions run
+any other file."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import typing
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+from diskurs.prompt import DefaultConductorPromptArgument
 from pydantic import ValidationError
 
 from functions import store, work
+from functions.conductor.settings import conductor_settings
 from shared import paths
-from shared.conductor import checks
-from shared.conductor.documents import AGENT, WORKFLOW, AgentDoc, WorkflowDoc
-from shared.conductor.prompt_args import PromptArgument
+from shared.conductor import arguments, checks
+from shared.conductor.arguments import ArgumentClass
+from shared.conductor.code_files import load_file
+from shared.conductor.documents import AGENT, WORKFLOW, AgentDoc, AgentType, WorkflowDoc
+from shared.conductor.prompt_args import PromptValidationError
 from shared.models import DocumentError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEPLOYED = REPO_ROOT / "workflows"
 
 
 @dataclasses.dataclass(frozen=True)
 class AgentCode:
     """What an agent's ``prompt.py`` gives: the argument classes and the two rules."""
 
-    system: type[PromptArgument] | None
-    user: type[PromptArgument]
+    system: ArgumentClass | None
+    user: ArgumentClass
     is_valid: Callable[[Any], Any]
     is_final: Callable[[Any], Any]
+    module: ModuleType | None = None
+    """The module itself, for what else the agent's type reads from it (a conductor's
+    ``can_finalize``, ``fail``; a heuristic agent's sequence)."""
 
 
 def workflow_path(workflow_id: str) -> str:
@@ -60,30 +78,95 @@ def _always(_: Any) -> bool:
     return True
 
 
-def _class(module: Any, name: str, doc: str, field: str) -> type[PromptArgument]:
+def _class(module: Any, name: str, doc: str, field: str) -> ArgumentClass:
     found = getattr(module, name, None)
-    if not (isinstance(found, type) and issubclass(found, PromptArgument)):
+    if not arguments.is_argument_class(found):
         reason = f"{module.__name__} has no PromptArgument class named {name!r}"
         raise DocumentError(doc, field, reason)
+    return typing.cast(ArgumentClass, found)
+
+
+def allowed_roots() -> list[Path]:
+    extra = conductor_settings().workflow_dirs.split(":")
+    return [DEPLOYED, *(Path(p).resolve() for p in extra if p)]
+
+
+def code_file(location: str, filename: str, doc: str, field: str) -> Path:
+    """The file ``filename`` in the folder ``location`` (relative to the deployed source, or
+    absolute), refused unless it lies under an allowed root."""
+    folder = Path(location)
+    path = ((folder if folder.is_absolute() else REPO_ROOT / folder) / filename).resolve()
+    if not any(path.is_relative_to(root) for root in allowed_roots()):
+        roots = [str(r) for r in allowed_roots()]
+        raise DocumentError(doc, field, f"{path} is not under {roots} (DLAB_WORKFLOW_DIRS)")
+    return path
+
+
+def import_file(path: Path, doc: str, field: str) -> ModuleType:
+    """A project's file as a module; a file that raises as it loads ends the step (user code)."""
+    try:
+        found = work.user_code(f"import {path}", load_file, path, passing=(ImportError,))
+    except ImportError as error:
+        raise DocumentError(doc, field, f"cannot import {path}: {error}") from None
     return found
 
 
-def agent_code(workflow_id: str, agent: AgentDoc) -> AgentCode:
-    """Import the agent's module; a missing module or class is a DocumentError naming the field."""
+def agent_module(workflow_id: str, agent: AgentDoc) -> ModuleType | None:
+    """The agent's ``prompt.py`` (None for a Diskurs conductor without one)."""
     doc = agent_path(workflow_id, agent.name)
+    if agent.prompt_location:
+        path = code_file(agent.prompt_location, agent.code_filename, doc, "promptLocation")
+        if agent.type == AgentType.CONDUCTOR and not path.is_file():
+            return None
+        return import_file(path, doc, "promptLocation")
     try:  # a module that raises anything else as it loads ends the step (work.user_code)
         load = f"import {agent.module}"
-        module = work.user_code(load, importlib.import_module, agent.module, passing=(ImportError,))
+        found = work.user_code(load, importlib.import_module, agent.module, passing=(ImportError,))
     except ImportError as error:
         raise DocumentError(doc, "module", f"cannot import {agent.module!r}: {error}") from None
+    return found
+
+
+def _conductor_rules(topics: list[str]) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """Diskurs' default ``is_valid`` and ``is_final`` of a conductor: the next agent must be
+    one of its topics (empty: valid, not final)."""
+
+    def is_valid(arg: Any) -> bool:
+        if not arg.next_agent or arg.next_agent in topics:
+            return True
+        raise PromptValidationError(
+            f"{arg.next_agent} cannot be routed to from this agent. Valid agents are: {topics}"
+        )
+
+    def is_final(arg: Any) -> bool:
+        return bool(arg.next_agent) and arg.next_agent in topics
+
+    return is_valid, is_final
+
+
+def agent_code(workflow_id: str, agent: AgentDoc, topics: list[str] | None = None) -> AgentCode:
+    """Import the agent's code; a missing module, file or class is a DocumentError naming the
+    field. ``topics``: a Diskurs conductor's, for its default rules."""
+    doc = agent_path(workflow_id, agent.name)
+    module = agent_module(workflow_id, agent)
+    valid_default: Callable[[Any], Any] = _always
+    final_default: Callable[[Any], Any] = _always
+    if agent.type == AgentType.CONDUCTOR:
+        valid_default, final_default = _conductor_rules(topics or [])
+    if module is None or not agent.user_prompt_argument:
+        user: ArgumentClass = DefaultConductorPromptArgument
+    else:
+        user = _class(module, agent.user_prompt_argument, doc, "userPromptArgument")
     system = None
-    if agent.system_prompt and hasattr(module, agent.system_prompt_argument):
-        system = _class(module, agent.system_prompt_argument, doc, "systemPromptArgument")
+    named = agent.system_prompt_argument
+    if module is not None and agent.system_prompt and named and hasattr(module, named):
+        system = _class(module, named, doc, "systemPromptArgument")
     return AgentCode(
         system=system,
-        user=_class(module, agent.user_prompt_argument, doc, "userPromptArgument"),
-        is_valid=getattr(module, "is_valid", _always),
-        is_final=getattr(module, "is_final", _always),
+        user=user,
+        is_valid=getattr(module, agent.is_valid_name, valid_default),
+        is_final=getattr(module, agent.is_final_name, final_default),
+        module=module,
     )
 
 
@@ -92,7 +175,8 @@ def system_arguments(agent: AgentDoc, code: AgentCode, doc: str) -> dict[str, An
     if code.system is None:
         return dict(agent.system_arguments)
     try:
-        return code.system.model_validate(agent.system_arguments).model_dump(mode="json")
+        defaults = arguments.defaults(code.system)
+        return arguments.dump(arguments.load(code.system, {**defaults, **agent.system_arguments}))
     except ValidationError as error:
         first = error.errors()[0]
         field = ".".join(["systemArguments", *(str(p) for p in first["loc"])])

@@ -108,13 +108,25 @@ def syntax_error(source: str) -> str | None:
     return None
 
 
+def _naming(field: str, name: str, targets: list[str]) -> Iterator[tuple[str, str]]:
+    if name not in targets:
+        yield field, f"{name!r} is not one of {targets}{suggestion(name, targets)}"
+
+
 def rule_faults(workflow: WorkflowDoc) -> Iterator[tuple[str, str]]:
-    """(field, reason) of each routing rule whose target is not an agent of the workflow."""
+    """(field, reason) of each routing rule, route function, conductor topic or first contact
+    that names no agent of the workflow."""
     targets = [*workflow.agents, FINISH]
     for i, rule in enumerate(workflow.conductor.rules):
-        if rule.then not in targets:
-            reason = f"{rule.then!r} is not one of {targets}{suggestion(rule.then, targets)}"
-            yield f"conductor.rules[{i}].then", reason
+        yield from _naming(f"conductor.rules[{i}].then", rule.then, targets)
+    for i, route in enumerate(workflow.conductor.route_functions):
+        field = f"conductor.routeFunctions[{i}].targetAgent"
+        yield from _naming(field, route.target_agent, workflow.agents)
+    for i, topic in enumerate(workflow.conductor.topics or []):
+        yield from _naming(f"conductor.topics[{i}]", topic, workflow.agents)
+    if workflow.first_contact:
+        every = [*workflow.agents, workflow.conductor.name]
+        yield from _naming("firstContact", workflow.first_contact, every)
 
 
 def template_faults(templates: Mapping[str, str]) -> Iterator[tuple[str, str]]:

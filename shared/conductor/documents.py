@@ -1,6 +1,12 @@
 """The conductor's Firestore documents: workflows (loaded from ``config.yml`` and the agent
 folders, editable in the console), conversations, their steps and long-term memory.
 
+Two configuration formats load into these documents: this project's own and Diskurs' (its
+``config.yml`` as Diskurs spells it, ``tools/diskurs_config.py``). ``WorkflowDoc.format`` says
+which, because a few behaviours follow the format's own rules (how templates treat an undefined
+variable, how the memory passes fields between agents, how a conversation that cannot finalize
+ends); the documents are otherwise one model, so the functions run both the same way.
+
 Layout::
 
     workflows/{workflowId}                      WorkflowDoc (conductor, model, caps)
@@ -16,7 +22,7 @@ import re
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from shared import paths
 from shared.models import AgentModelSettings, ApiType, DocModel, Timestamp
@@ -41,6 +47,7 @@ _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 _MODULE = re.compile(r"^workflows(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 Attempts = Annotated[int, Field(ge=1, le=MAX_ATTEMPTS_LIMIT)]
+ReasoningSteps = Annotated[int, Field(ge=1, le=100)]
 
 
 def step_id(index: int) -> str:
@@ -76,7 +83,43 @@ class RoutingRule(Strict):
         return missing and present
 
 
+class RouteFunction(Strict):
+    """A routing rule written as a Python function (Diskurs' ``rules``): ``condition(conversation)``
+    in a deployed file; true routes to ``target_agent`` before any model call."""
+
+    name: str
+    description: str = ""
+    location: str
+    """The folder holding ``rules.py`` (as the agents' ``promptLocation``)."""
+    condition_name: str
+    target_agent: str
+
+
 class ConductorConfig(Strict):
+    name: str = CONDUCTOR
+    """The conductor's name: ``conductor``, or a Diskurs project's conductor agent (whose
+    templates, prompt class and functions are in its agent document of that name)."""
+    topics: list[str] | None = None
+    """The agents it may route to; None: every agent of the workflow."""
+    finalizer_name: str = ""
+    """When it can finalize: the agent that finalizes (its ``finalProperties`` are the result)."""
+    supervisor: str = ""
+    """When it can finalize: the agent the conversation goes to instead (a supervisor)."""
+    can_finalize_agent: str = ""
+    """A ``multistep_predicate`` agent asked whether the conversation can finalize (Diskurs'
+    conductor-level ``canFinalizeName``)."""
+    can_finalize_name: str = ""
+    """``can_finalize(longterm_memory)`` in the conductor's prompt.py; '' : never (Diskurs)."""
+    finalize_name: str = "finalize"
+    fail_name: str = "fail"
+    longterm_memory_class: str = ""
+    """The long-term memory class (a Diskurs ``LongtermMemory``) in the conductor's prompt.py, or
+    ``Class`` in ``longtermMemoryLocation``; '' : the memory is the ``memoryFields``."""
+    longterm_memory_location: str = ""
+    """The file defining ``longtermMemoryClass`` when it is not the conductor's prompt.py."""
+    route_functions: list[RouteFunction] = []
+    fallback_to_llm: bool = True
+    """No rule matched: ask the model (else the conversation fails, as in Diskurs)."""
     system_prompt: str = ""
     """Jinja2; '' uses the default conductor prompt (the agents and their descriptions)."""
     user_prompt: str = ""
@@ -92,11 +135,64 @@ class ConductorConfig(Strict):
     model_settings: AgentModelSettings | None = None
 
 
+class WorkflowFormat(StrEnum):
+    DLAB = "dlab"
+    """This project's format: pydantic prompt arguments, strict templates, the memory by name."""
+    DISKURS = "diskurs"
+    """Diskurs' own: dataclass prompt arguments, Input/Output fields, lenient templates."""
+
+
+class ValidationMessage(StrEnum):
+    VERBATIM = "verbatim"
+    """The ``PromptValidationError``'s message is the corrective turn, as Diskurs sends it."""
+    WRAPPED = "wrapped"
+    """'Your previous reply was not valid: <message>. Reply again with only the corrected JSON'."""
+
+
+class NoValidReply(StrEnum):
+    CARRY_ON = "carry_on"
+    """Diskurs: the step ends with its arguments unchanged and 'No valid answer found after n
+    trials.'; the agent's turn goes on (or hands back)."""
+    FAIL = "fail"
+    """The conversation ends FAILED naming the step and the last error."""
+
+
+class Semantics(Strict):
+    """Where Diskurs and this project differ; None: the deployment's setting
+    (``DLAB_CONDUCTOR_VALIDATION_MESSAGE``, ``DLAB_CONDUCTOR_NO_VALID_REPLY``: Diskurs')."""
+
+    validation_message: ValidationMessage | None = None
+    no_valid_reply: NoValidReply | None = None
+
+
+class ToolEntry(Strict):
+    """One of the workflow's tools (Diskurs' ``tools``): a function in a deployed file."""
+
+    name: str
+    function_name: str
+    module_path: str = ""
+    """The file defining it (resolved when loaded)."""
+    module_name: str = ""
+    configs: dict[str, Any] | None = None
+    """Given, the file's ``create_<functionName>(configs)`` makes the function (Diskurs)."""
+    dependencies: list[str] | None = None
+
+
 class WorkflowDoc(Strict):
     name: str = ""
     description: str = ""
+    format: WorkflowFormat = WorkflowFormat.DLAB
     agents: list[str]
-    """The agents' names, in the order the conductor's prompt lists them."""
+    """The agents' names (the conductor's not among them), in the order the conductor's prompt
+    lists them."""
+    first_contact: str = ""
+    """The agent that takes step 0; '' : the conductor."""
+    semantics: Semantics = Field(default_factory=Semantics)
+    tools: list[ToolEntry] = []
+    tool_dependencies: dict[str, Any] = {}
+    """Diskurs' ``toolDependencies``, as written."""
+    warnings: list[str] = []
+    """What the loader found that Diskurs tolerates in silence (a finalizer never defined...)."""
     conductor: ConductorConfig = Field(default_factory=ConductorConfig)
     model_settings: AgentModelSettings = Field(default_factory=_settings)
     max_agent_steps: Positive = 4
@@ -114,27 +210,96 @@ class WorkflowDoc(Strict):
             raise ValueError(f"agent names must be simple identifiers (not {FINISH}): {bad}")
         return names
 
+    def conductor_name(self) -> str:
+        return self.conductor.name
+
+    def starts_with(self) -> str:
+        """The agent of step 0 (the conductor's name unless ``firstContact`` says otherwise)."""
+        return self.first_contact or self.conductor.name
+
+    def routable(self) -> list[str]:
+        """The agents the conductor may route to."""
+        topics = self.conductor.topics
+        return [a for a in self.agents if topics is None or a in topics]
+
+
+class AgentType(StrEnum):
+    """Diskurs' agent types (``agents[].type``)."""
+
+    CONDUCTOR = "conductor"
+    MULTISTEP = "multistep"
+    MULTISTEP_FINALIZER = "multistep_finalizer"
+    MULTISTEP_PREDICATE = "multistep_predicate"
+    PARALLEL_MULTISTEP = "parallel_multistep"
+    HEURISTIC = "heuristic"
+    HEURISTIC_FINALIZER = "heuristic_finalizer"
+    LLM_COMPILER = "llm_compiler"
+
+
+FINALIZERS = (AgentType.MULTISTEP_FINALIZER, AgentType.HEURISTIC_FINALIZER)
+HEURISTICS = (AgentType.HEURISTIC, AgentType.HEURISTIC_FINALIZER)
+
 
 class AgentDoc(Strict):
     name: str
+    type: AgentType = AgentType.MULTISTEP
     description: str = ""
     system_prompt: str = ""
-    user_prompt: str
-    module: str
-    """The agent's deployed ``prompt.py`` (e.g. ``workflows.example.extractor.prompt``)."""
+    user_prompt: str = ""
+    module: str = ""
+    """The agent's deployed ``prompt.py`` as a module (``workflows.example.extractor.prompt``),
+    or '' with ``promptLocation``."""
+    prompt_location: str = ""
+    """The folder of the agent's ``prompt.py`` as a path (a Diskurs project's
+    ``prompt.location``): under ``workflows/`` or a folder of ``DLAB_WORKFLOW_DIRS``."""
+    code_filename: str = "prompt.py"
     system_prompt_argument: str = "SystemPromptArgument"
+    """'' : the system template is rendered with the user prompt argument (Diskurs)."""
     user_prompt_argument: str = "UserPromptArgument"
     system_arguments: dict[str, Any] = {}
     """Values of the system prompt arguments (central configuration, as Diskurs recommends)."""
+    is_valid_name: str = "is_valid"
+    is_final_name: str = "is_final"
     max_attempts: Attempts = 3
+    """Replies per step, the corrective ones included (Diskurs' ``maxTrials``)."""
+    max_reasoning_steps: ReasoningSteps | None = None
+    """Steps of one turn before it hands back (Diskurs' ``maxReasoningSteps``); None: the
+    workflow's ``maxAgentSteps``."""
+    topics: list[str] | None = None
+    """Where its turn goes when it ends (Diskurs' ``topics``, the first); None: the conductor."""
+    init_from_memory: bool = True
+    """Its first arguments of a turn take the memory's values (Diskurs'
+    ``initPromptArgumentsWithLongtermMemory``)."""
+    locked_fields: dict[str, Any] = {}
+    """Argument values set at every turn, never taken from a reply (Diskurs' ``lockedFields``)."""
+    final_properties: list[str] | None = None
+    """A finalizer's arguments that are the conversation's result (None: all)."""
+    heuristic_sequence_name: str = "heuristic_sequence"
+    render_prompt: bool = True
+    tools: list[str] = []
+    """Names of the workflow's ``tools`` this agent may call."""
+    parallel_location: str = ""
+    """A ``parallel_multistep`` agent's folder with ``parallelize.py`` (Diskurs' ``location``)."""
+    branch_conversation_name: str = "branch_conversation"
+    join_conversations_name: str = "join_conversations"
+    invoke_on_final: bool = True
     model_settings: AgentModelSettings | None = None
 
     @field_validator("module")
     @classmethod
     def _module(cls, module: str) -> str:
-        if not _MODULE.match(module):
+        if module and not _MODULE.match(module):
             raise ValueError(f"must be a module under workflows/ (got {module!r})")
         return module
+
+    @model_validator(mode="after")
+    def _code(self) -> AgentDoc:
+        if bool(self.module) == bool(self.prompt_location) and self.type != AgentType.CONDUCTOR:
+            raise ValueError("give exactly one of module (a workflows/ module) or promptLocation")
+        return self
+
+    def steps_per_turn(self, workflow: WorkflowDoc) -> int:
+        return self.max_reasoning_steps or workflow.max_agent_steps
 
 
 class Status(StrEnum):
@@ -186,6 +351,11 @@ class Conversation(DocModel):
     active_agent: str = ""
     error: Problem | None = None
     failure: UnitFailure | None = None
+    result: dict[str, Any] | None = None
+    """Diskurs' ``final_result``: what ``finalize``, ``fail`` or a finalizer returned."""
+    outcome: str = ""
+    """How it ended: ``answer``, ``finalize``, ``finalizer``, ``fail``, ``no topic``..."""
+    warnings: list[str] = []
     created_at: Timestamp | None = None
     updated_at: Timestamp | None = None
 
@@ -226,5 +396,10 @@ class Step(DocModel):
     is_final: bool = False
     decision: Decision | None = None
     error: str = ""
+    note: str = ""
+    """What happened that is not an error: 'No valid answer found after 5 trials.'..."""
+    agent_type: str = ""
+    predicate: bool | None = None
+    """On a conductor step after a ``multistep_predicate`` turn: its answer (asked once)."""
     created_at: Timestamp | None = None
     completed_at: Timestamp | None = None

@@ -23,14 +23,17 @@ class PromptArgument(BaseModel):
     def reply_schema(cls, known: dict[str, Any] | None = None) -> dict[str, Any]:
         """The JSON Schema a reply must fill: every field, without pydantic's titles; a value
         already ``known`` (the step's arguments) is the field's default, so the model sees what
-        to keep (and the scripted model keeps it)."""
+        to keep (and the scripted model keeps it). A class default is not a known value: a
+        field ``urgency: int = 0`` asked for 1-5 must be filled, not kept at 0."""
         schema = cls.model_json_schema()
         properties = {
-            name: {k: v for k, v in prop.items() if k != "title"}
+            name: {k: v for k, v in prop.items() if k not in ("title", "default")}
             for name, prop in schema.get("properties", {}).items()
         }
         for name, value in (known or {}).items():
-            if name in properties and value not in (None, "", [], {}):
+            if name not in properties or value in (None, "", [], {}):
+                continue
+            if value != cls.model_fields[name].get_default(call_default_factory=True):
                 properties[name]["default"] = value
         return {"type": "object", "properties": properties, "required": sorted(properties)}
 

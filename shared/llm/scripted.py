@@ -11,6 +11,8 @@ import json
 import random
 from typing import Any
 
+import jsonschema
+
 from shared.llm.base import ModelReply, ModelRequest, Usage, estimate_tokens
 from shared.society import play
 from shared.society.actions import SCHEMA_TITLE as SOCIETY_SCHEMA_TITLE
@@ -74,11 +76,24 @@ def _text(rng: random.Random, schema: dict[str, Any]) -> str:
     return text.ljust(low, ".")
 
 
+def _keeps(schema: dict[str, Any]) -> bool:
+    """A ``default`` worth keeping: given, not empty, and within the schema's own bounds (a
+    field's ``0`` where 1-5 are asked is no answer)."""
+    default = schema.get("default")
+    if default in (None, "", [], {}):
+        return False
+    rest = {k: v for k, v in schema.items() if k != "default"}
+    return jsonschema.Draft202012Validator(rest).is_valid(default)
+
+
 def generate_value(rng: random.Random, schema: dict[str, Any], name: str = "") -> Any:
     """A value that satisfies ``schema`` (the subset of JSON Schema our stages produce). A
-    non-empty ``default`` is kept (a conductor agent's argument already known)."""
-    if schema.get("default") not in (None, "", [], {}):
+    valid non-empty ``default`` is kept (a conductor agent's argument already known)."""
+    if _keeps(schema):
         return schema["default"]
+    if "anyOf" in schema:  # an optional field: the first kind that is not null
+        kinds = [k for k in schema["anyOf"] if k.get("type") != "null"] or schema["anyOf"]
+        return generate_value(rng, kinds[0], name)
     if "enum" in schema:
         return rng.choice(schema["enum"])
     kind = schema.get("type", "string")

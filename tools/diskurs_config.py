@@ -1,0 +1,542 @@
+"""Read a Diskurs project folder (its ``config.yml`` as Diskurs spells it, its agents' folders)
+into the conductor's documents, so a Diskurs project runs here with only its ``llms:`` changed.
+
+Diskurs reads its configuration leniently: keys are camelCase or snake_case, an unknown key is
+dropped in silence, ``${VAR}`` without a value becomes ''. We read it the same way (so a
+project loads as Diskurs loads it) but say what Diskurs would have dropped or guessed: each such
+finding is a warning, printed by ``tools.load_workflow`` and kept on the workflow document. What
+Diskurs itself cannot run (a class or function that is not there, an unknown agent type, a
+topic naming no agent) is an error naming the file and the key.
+
+Both spellings Diskurs has used are understood: the prompt argument class as
+``promptArgumentClass`` (or the older ``userPromptArgumentClass`` / ``systemPromptArgumentClass``),
+the memory class as the top-level ``longtermMemory: {type, location}`` (or the older conductor
+``prompt.longtermMemoryClass``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib.resources
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from shared.conductor import arguments
+from shared.conductor.code_files import load_file
+from shared.conductor.documents import (
+    AgentType,
+    ConductorConfig,
+    RouteFunction,
+    ToolEntry,
+    WorkflowFormat,
+)
+from shared.models import ApiType
+
+CONFIG_NAMES = ("config.yml", "config.yaml")
+PROMPT_TYPES = {
+    "multistep_prompt",
+    "conductor_prompt",
+    "heuristic_prompt",
+    "llm_compiler_prompt",
+}
+DEFAULT_MAX_DISPATCHES = 50
+DEFAULT_MAX_TRIALS = 5
+DEFAULT_REASONING_STEPS = 5
+LLM_TYPES = {t.value.lower(): t for t in ApiType}
+
+_TOP = {
+    "first_contact", "tool_executor_type", "dispatcher_type", "custom_modules", "agents", "llms",
+    "tools", "tool_dependencies", "longterm_memory", "conversation_type", "conversation_store",
+    "conversation", "name", "description",
+}  # fmt: skip
+_AGENT = {
+    "name", "type", "llm", "prompt", "tools", "topics", "locked_fields", "max_trials",
+    "max_reasoning_steps", "init_prompt_arguments_with_longterm_memory", "location",
+    "invoke_on_final", "branch_conversation_name", "join_conversations_name", "final_properties",
+    "finalizer_name", "supervisor", "can_finalize_name", "max_dispatches", "rules",
+    "fallback_to_llm", "render_prompt", "agent_descriptions", "code_filename",
+}  # fmt: skip
+_PROMPT = {
+    "type", "location", "prompt_argument_class", "user_prompt_argument_class",
+    "system_prompt_argument_class", "json_formatting_template", "is_valid_name", "is_final_name",
+    "can_finalize_name", "fail_name", "finalize_name", "longterm_memory_class",
+    "heuristic_sequence_name", "agent_description_filename", "code_filename",
+    "user_template_filename", "system_template_filename",
+}  # fmt: skip
+
+
+class DiskursConfigError(ValueError):
+    """A Diskurs project that Diskurs itself could not run; the message names file and key."""
+
+
+def snake(name: str) -> str:
+    """Diskurs' key conversion (camelCase to snake_case), applied to every key as Diskurs does."""
+    first = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub("([a-z0-9])([A-Z])", r"\1_\2", first).lower()
+
+
+def _snake_keys(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {snake(str(k)): _snake_keys(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_snake_keys(item) for item in data]
+    return data
+
+
+_ENV = re.compile(r"\$\{([^}:]+)(?::([^}]+))?\}")
+
+
+def _resolve_env(data: Any, unset: list[str]) -> Any:
+    """``${VAR}`` / ``${VAR:default}`` replaced as Diskurs does (an unset variable without a
+    default becomes ''); the unset ones are collected for a warning."""
+    if isinstance(data, dict):
+        return {k: _resolve_env(v, unset) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_resolve_env(item, unset) for item in data]
+    if not isinstance(data, str):
+        return data
+
+    def value(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2) or ""
+        if name not in os.environ and not default:
+            unset.append(name)
+        return os.environ.get(name, default)
+
+    return _ENV.sub(value, data)
+
+
+@dataclasses.dataclass
+class Project:
+    """What the reader found: the workflow's and agents' document data, and the warnings."""
+
+    folder: Path
+    config_path: Path
+    workflow: dict[str, Any]
+    agents: list[dict[str, Any]]
+    warnings: list[str]
+
+
+def find_config(folder: Path, config: Path | None = None) -> Path:
+    if config is not None:
+        return config if config.is_absolute() else folder / config
+    for name in CONFIG_NAMES:
+        if (folder / name).is_file():
+            return folder / name
+    raise DiskursConfigError(f"{folder}: no config.yml (pass --config FILE)")
+
+
+def is_diskurs_config(raw: Any) -> bool:
+    """Diskurs' configuration (``first_contact`` / ``firstContact``, or typed agents), not ours."""
+    if not isinstance(raw, dict):
+        return False
+    keys = {snake(str(k)) for k in raw}
+    agents = raw.get("agents") or []
+    typed = any(isinstance(a, dict) and "type" in a for a in agents)
+    return "first_contact" in keys or typed
+
+
+class _Reader:
+    def __init__(self, folder: Path, path: Path, repo_root: Path) -> None:
+        self.folder = folder.resolve()
+        self.path = path
+        self.repo_root = repo_root
+        self.warnings: list[str] = []
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def warn(self, where: str, message: str) -> None:
+        self.warnings.append(f"{self.path.name}: {where}: {message}")
+
+    def fail(self, where: str, message: str) -> DiskursConfigError:
+        return DiskursConfigError(f"{self.path}: {where}: {message}")
+
+    def unknown_keys(self, data: dict[str, Any], known: set[str], where: str) -> None:
+        for key in data:
+            if key not in known:
+                close = difflib.get_close_matches(key, sorted(known), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                self.warn(f"{where}.{key}", f"unknown to Diskurs, which ignores it{hint}")
+
+    def where(self, location: str | None, key: str) -> Path:
+        if not location:
+            raise self.fail(key, "missing")
+        found = Path(location)
+        return found if found.is_absolute() else (self.folder / found).resolve()
+
+    def shown(self, path: Path) -> str:
+        """A path in a message: relative to the project's folder."""
+        try:
+            return str(path.resolve().relative_to(self.folder))
+        except ValueError:
+            return str(path)
+
+    def stored(self, path: Path) -> str:
+        """A path as the documents keep it: relative to the repository when inside it (the
+        deployed source), else absolute (a folder of ``DLAB_WORKFLOW_DIRS``)."""
+        try:
+            return str(path.resolve().relative_to(self.repo_root))
+        except ValueError:
+            return str(path.resolve())
+
+    def read_text(self, path: Path, key: str) -> str:
+        try:
+            return path.read_text()
+        except OSError as error:
+            raise self.fail(key, f"{path}: {error.strerror}") from None
+
+    def module(self, path: Path, key: str) -> Any:
+        try:
+            return load_file(path)
+        except Exception as error:  # the project's own code, as it loads: named, not raised
+            reason = f"cannot import {self.shown(path)}: {type(error).__name__}: {error}"
+            raise self.fail(key, reason) from None
+
+    # --- the parts --------------------------------------------------------------------------
+
+    def models(self, llms: list[Any]) -> dict[str, dict[str, Any]]:
+        """``llms:`` as model settings by name: ``type`` is one of our providers
+        (``scripted`` for the offline model)."""
+        found: dict[str, dict[str, Any]] = {}
+        for i, llm in enumerate(llms or []):
+            where = f"llms[{i}]"
+            if not isinstance(llm, dict) or "name" not in llm:
+                raise self.fail(where, "needs a name and a type")
+            kind = str(llm.get("type", "")).lower()
+            if kind not in LLM_TYPES:
+                names = sorted(LLM_TYPES)
+                raise self.fail(
+                    f"{where}.type", f"{llm.get('type')!r} is not one of our providers {names}"
+                )
+            model_name = llm.get("model_name") or ("scripted" if kind == "scripted" else "")
+            found[str(llm["name"])] = {
+                "apiType": LLM_TYPES[kind].value,
+                "modelName": model_name,
+            }
+            extra = sorted(set(llm) - {"name", "type", "model_name", "model_max_tokens"})
+            if extra:
+                self.warn(where, f"{extra} not used: providers are set by the deployment")
+        return found
+
+    def argument_class(
+        self, module: Any, names: list[str | None], where: str, *, conductor: bool
+    ) -> str:
+        """The prompt argument class: the first configured name the file defines; else (as
+        the names configured are absent) the file's only class of its own, with a warning;
+        a conductor falls back to Diskurs' default conductor class ('')."""
+        wanted = [n for n in names if n]
+        for name in wanted:
+            if arguments.is_argument_class(getattr(module, name, None)):
+                return name
+        own = [
+            n
+            for n, v in vars(module).items()
+            if arguments.is_argument_class(v) and v.__module__ == module.__name__
+        ]
+        missing = (
+            f"{wanted} not in {self.shown(Path(str(module.__file__)))}"
+            if wanted
+            else "no class named"
+        )
+        if conductor:
+            if wanted:
+                self.warn(where, f"{missing}: Diskurs' default conductor prompt argument is used")
+            return ""
+        if len(own) == 1:
+            self.warn(where, f"{missing}; using {own[0]}, the file's only prompt argument class")
+            return own[0]
+        raise self.fail(where, f"{missing}, and the file defines {own or 'no prompt argument'}")
+
+    def templates(self, location: Path, prompt: dict[str, Any], kind: str) -> tuple[str, str]:
+        system = location / prompt.get("system_template_filename", "system_template.jinja2")
+        user = location / prompt.get("user_template_filename", "user_template.jinja2")
+        if kind == "conductor_prompt":
+            return self._or_packaged(system, "conductor_system_template.jinja2"), (
+                self._or_packaged(user, "conductor_user_template.jinja2")
+            )
+        if kind == "heuristic_prompt":
+            return "", user.read_text() if user.is_file() else ""
+        if kind == "llm_compiler_prompt" and not user.is_file():
+            return "", ""
+        return self.read_text(system, "prompt.location"), self.read_text(user, "prompt.location")
+
+    @staticmethod
+    def _or_packaged(path: Path, packaged: str) -> str:
+        """A conductor's template, or Diskurs' own packaged default when the folder has none."""
+        if path.is_file():
+            return path.read_text()
+        return importlib.resources.files("diskurs.assets").joinpath(packaged).read_text()
+
+    def agent(self, i: int, entry: dict[str, Any], models: dict[str, dict[str, Any]]) -> dict:
+        where = f"agents[{i}]"
+        if not isinstance(entry, dict) or "name" not in entry:
+            raise self.fail(where, "needs a name")
+        where = f"agents[{i}] ({entry['name']})"
+        kind = entry.get("type", "")
+        if kind not in AgentType.__members__.values():
+            types = [t.value for t in AgentType]
+            raise self.fail(f"{where}.type", f"{kind!r} is not one of Diskurs' types {types}")
+        self.unknown_keys(entry, _AGENT, where)
+        prompt = entry.get("prompt") or {}
+        self.unknown_keys(prompt, _PROMPT, f"{where}.prompt")
+        prompt_type = prompt.get("type", "llm_compiler_prompt" if kind == "llm_compiler" else "")
+        if prompt_type not in PROMPT_TYPES:
+            raise self.fail(
+                f"{where}.prompt.type", f"{prompt_type!r} not in {sorted(PROMPT_TYPES)}"
+            )
+        doc: dict[str, Any] = {"name": entry["name"], "type": kind}
+        if prompt.get("location"):
+            self.prompt_parts(doc, prompt, prompt_type, where, conductor=kind == "conductor")
+        elif kind != "llm_compiler":
+            raise self.fail(f"{where}.prompt.location", "missing")
+        self.agent_settings(doc, entry, models, where)
+        return doc
+
+    def prompt_parts(
+        self, doc: dict[str, Any], prompt: dict[str, Any], kind: str, where: str, *, conductor: bool
+    ) -> None:
+        location = self.where(prompt.get("location"), f"{where}.prompt.location")
+        code = location / prompt.get("code_filename", "prompt.py")
+        module = self.module(code, f"{where}.prompt.location") if code.is_file() else None
+        if module is None and not conductor:
+            raise self.fail(f"{where}.prompt.location", f"no {code.name} in {location}")
+        description = location / prompt.get("agent_description_filename", "agent_description.txt")
+        system, user = self.templates(location, prompt, kind)
+        user_names = [prompt.get("prompt_argument_class"), prompt.get("user_prompt_argument_class")]
+        doc.update(
+            description=description.read_text().strip() if description.is_file() else "",
+            systemPrompt=system,
+            userPrompt=user,
+            promptLocation=self.stored(location),
+            codeFilename=code.name,
+            userPromptArgument=(
+                self.argument_class(module, user_names, f"{where}.prompt", conductor=conductor)
+                if module is not None
+                else ""
+            ),
+            systemPromptArgument=self.system_class(module, prompt),
+            isValidName=prompt.get("is_valid_name") or "is_valid",
+            isFinalName=prompt.get("is_final_name") or "is_final",
+        )
+        if kind == "heuristic_prompt":
+            doc["heuristicSequenceName"] = prompt.get(
+                "heuristic_sequence_name", "heuristic_sequence"
+            )
+            name = doc["heuristicSequenceName"]
+            if not callable(getattr(module, name, None)):
+                raise self.fail(f"{where}.prompt.heuristicSequenceName", f"no {name} in {code}")
+
+    @staticmethod
+    def system_class(module: Any, prompt: dict[str, Any]) -> str:
+        """A separate system class only when the file has it (older Diskurs); else '' : the
+        system template is rendered with the prompt argument, as Diskurs does now."""
+        name = prompt.get("system_prompt_argument_class")
+        if module is not None and name and arguments.is_argument_class(getattr(module, name, None)):
+            return str(name)
+        return ""
+
+    def agent_settings(
+        self, doc: dict[str, Any], entry: dict[str, Any], models: dict, where: str
+    ) -> None:
+        if entry.get("llm"):
+            if entry["llm"] not in models:
+                raise self.fail(
+                    f"{where}.llm", f"{entry['llm']!r} is not one of llms {sorted(models)}"
+                )
+            doc["modelSettings"] = models[entry["llm"]]
+        doc["maxAttempts"] = int(entry.get("max_trials") or DEFAULT_MAX_TRIALS)
+        doc["maxReasoningSteps"] = int(entry.get("max_reasoning_steps") or DEFAULT_REASONING_STEPS)
+        if entry.get("type") != "conductor":
+            doc["topics"] = list(entry.get("topics") or [])
+            if len(doc["topics"]) > 1:
+                self.warn(
+                    f"{where}.topics",
+                    f"Diskurs publishes to each of {doc['topics']}; this backend goes on with "
+                    f"the first, {doc['topics'][0]!r}",
+                )
+        doc["initFromMemory"] = entry.get("init_prompt_arguments_with_longterm_memory", True)
+        doc["lockedFields"] = entry.get("locked_fields") or {}
+        doc["tools"] = list(entry.get("tools") or [])
+        if entry.get("final_properties") is not None:
+            doc["finalProperties"] = list(entry["final_properties"])
+        if "render_prompt" in entry:
+            doc["renderPrompt"] = bool(entry["render_prompt"])
+        if entry.get("type") == "parallel_multistep":
+            location = self.where(entry.get("location"), f"{where}.location")
+            doc["parallelLocation"] = self.stored(location)
+            doc["invokeOnFinal"] = bool(entry.get("invoke_on_final", True))
+            for key, camel in (
+                ("branch_conversation_name", "branchConversationName"),
+                ("join_conversations_name", "joinConversationsName"),
+            ):
+                if entry.get(key):
+                    doc[camel] = entry[key]
+
+    def conductor(self, entry: dict[str, Any], agent: dict[str, Any], names: list[str]) -> dict:
+        """The workflow's ``conductor`` map from the conductor agent's entry."""
+        where = f"agents ({entry['name']})"
+        prompt = entry.get("prompt") or {}
+        topics = list(entry.get("topics") or [])
+        for topic in topics:
+            if topic not in names:
+                raise self.fail(f"{where}.topics", f"{topic!r} is not an agent {names}")
+        conductor = ConductorConfig(
+            name=entry["name"],
+            topics=topics,
+            finalizer_name=entry.get("finalizer_name") or "",
+            supervisor=entry.get("supervisor") or "",
+            can_finalize_agent=entry.get("can_finalize_name") or "",
+            can_finalize_name=prompt.get("can_finalize_name") or "can_finalize",
+            finalize_name=prompt.get("finalize_name") or "finalize",
+            fail_name=prompt.get("fail_name") or "fail",
+            longterm_memory_class=prompt.get("longterm_memory_class") or "",
+            max_dispatches=int(entry.get("max_dispatches") or DEFAULT_MAX_DISPATCHES),
+            max_attempts=agent.get("maxAttempts", DEFAULT_MAX_TRIALS),
+            fallback_to_llm=bool(entry.get("fallback_to_llm", True)),
+            route_functions=[
+                self.rule(i, r, where) for i, r in enumerate(entry.get("rules") or [])
+            ],
+        )
+        for key, target in (
+            ("finalizerName", conductor.finalizer_name),
+            ("supervisor", conductor.supervisor),
+            ("canFinalizeName", conductor.can_finalize_agent),
+        ):
+            if target and target not in names:
+                self.warn(
+                    f"{where}.{key}",
+                    f"{target!r} is not an agent of this project; Diskurs sends the conversation "
+                    "there and it ends without a final result: so it does here",
+                )
+        return conductor.to_firestore()
+
+    def rule(self, i: int, rule: Any, where: str) -> RouteFunction:
+        key = f"{where}.rules[{i}]"
+        if not isinstance(rule, dict):
+            raise self.fail(key, "must be a map")
+        location = self.where(rule.get("location"), f"{key}.location")
+        module = self.module(location / "rules.py", f"{key}.location")
+        name = rule.get("condition_name", "")
+        if not callable(getattr(module, name, None)):
+            raise self.fail(f"{key}.conditionName", f"no function {name!r} in {location}/rules.py")
+        return RouteFunction(
+            name=str(rule.get("name", name)),
+            description=str(rule.get("description", "")),
+            location=self.stored(location),
+            condition_name=name,
+            target_agent=str(rule.get("target_agent", "")),
+        )
+
+    def tools(self, tools: list[Any]) -> list[dict[str, Any]]:
+        found = []
+        for i, tool in enumerate(tools or []):
+            key = f"tools[{i}]"
+            if not isinstance(tool, dict) or not tool.get("name") or not tool.get("function_name"):
+                raise self.fail(key, "needs name and functionName")
+            path = tool.get("module_path")
+            entry = ToolEntry(
+                name=tool["name"],
+                function_name=tool["function_name"],
+                module_path=self.stored(self.where(path, f"{key}.modulePath")) if path else "",
+                module_name=tool.get("module_name", ""),
+                configs=tool.get("configs"),
+                dependencies=tool.get("dependencies"),
+            )
+            found.append(entry.to_firestore())
+        return found
+
+    def memory_class(self, raw: dict[str, Any], conductor: dict[str, Any] | None) -> dict:
+        """Where the ``LongtermMemory`` class is: the top-level ``longtermMemory`` (a class in a
+        file, or one the project's files define), else the conductor's ``longtermMemoryClass``."""
+        memory = raw.get("longterm_memory")
+        if not memory:
+            return {}
+        if not isinstance(memory, dict) or not memory.get("type"):
+            raise self.fail("longtermMemory", "needs a type (the class)")
+        if memory.get("location"):
+            path = self.where(memory["location"], "longtermMemory.location")
+            module = self.module(path, "longtermMemory.location")
+            if not arguments.is_memory_class(getattr(module, memory["type"], None)):
+                raise self.fail(
+                    "longtermMemory.type", f"no LongtermMemory {memory['type']} in {path}"
+                )
+            return {
+                "longtermMemoryClass": memory["type"],
+                "longtermMemoryLocation": self.stored(path),
+            }
+        if conductor is None:
+            self.warn("longtermMemory", "no conductor: the memory is not used")
+        return {"longtermMemoryClass": memory["type"]}
+
+    def read(self, raw: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        self.unknown_keys(raw, _TOP, "(top level)")
+        models = self.models(raw.get("llms") or [])
+        entries = raw.get("agents") or []
+        if not entries:
+            raise self.fail("agents", "no agents")
+        docs = [self.agent(i, e, models) for i, e in enumerate(entries)]
+        conductors = [
+            (e, d) for e, d in zip(entries, docs, strict=True) if d["type"] == "conductor"
+        ]
+        if len(conductors) > 1:
+            names = [e["name"] for e, _ in conductors]
+            raise self.fail("agents", f"one conductor per project here; this one has {names}")
+        names = [d["name"] for d in docs if d["type"] != "conductor"]
+        first = raw.get("first_contact") or ""
+        every = [d["name"] for d in docs]
+        if first not in every:
+            raise self.fail("first_contact", f"{first!r} is not an agent {every}")
+        for doc in docs:
+            for topic in doc.get("topics", []):
+                if topic not in every:
+                    raise self.fail(f"agents ({doc['name']}).topics", f"{topic!r} is not an agent")
+        workflow: dict[str, Any] = {
+            "format": WorkflowFormat.DISKURS.value,
+            "agents": names,
+            "tools": self.tools(raw.get("tools") or []),
+            "toolDependencies": raw.get("tool_dependencies") or {},
+        }
+        conductor_doc = None
+        if conductors:
+            entry, conductor_doc = conductors[0]
+            workflow["conductor"] = self.conductor(entry, conductor_doc, names)
+            workflow["conductor"].update(self.memory_class(raw, conductor_doc))
+            if conductor_doc.get("modelSettings"):
+                workflow["modelSettings"] = conductor_doc["modelSettings"]
+            first_is_conductor = first == entry["name"]
+        else:
+            workflow["conductor"] = {"maxDispatches": DEFAULT_MAX_DISPATCHES}
+            first_is_conductor = False
+        if not first_is_conductor:
+            workflow["firstContact"] = first
+        if not any(d.get("modelSettings") for d in docs) and not models:
+            self.warn("llms", "no llms: every agent runs on the scripted model")
+        for custom in raw.get("custom_modules") or []:
+            self.warn("customModules", f"{custom} is not loaded by this backend")
+        return workflow, docs
+
+
+def read_project(
+    folder: Path, config: Path | None, repo_root: Path, raw: dict[str, Any] | None = None
+) -> Project:
+    """The project's documents' data (not yet checked against the models) and warnings."""
+    path = find_config(folder, config)
+    if raw is None:
+        try:
+            raw = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as error:
+            raise DiskursConfigError(f"{path}: {error}") from None
+    if not isinstance(raw, dict):
+        raise DiskursConfigError(f"{path}: not a mapping")
+    unset: list[str] = []
+    data = _snake_keys(_resolve_env(raw, unset))
+    reader = _Reader(folder, path, repo_root)
+    for name in sorted(set(unset)):
+        reader.warn(f"${{{name}}}", "not set and no default: Diskurs reads it as ''")
+    workflow, agents = reader.read(data)
+    workflow["warnings"] = list(reader.warnings)
+    return Project(folder, path, workflow, agents, reader.warnings)
