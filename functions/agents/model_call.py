@@ -31,6 +31,7 @@ from shared.llm.json_output import check_schema, parse_json_reply
 from shared.llm.policy import call_policy
 from shared.llm.protocol import check_prompt_size, check_reply
 from shared.llm.retry import remaining, retrying
+from shared.llm.tools import ToolUse
 from shared.models import (
     MediatorProfile,
     ModelLogEntry,
@@ -100,7 +101,14 @@ def conversation_text(request: ModelRequest) -> str:
     """The prompt as logged: the text alone, or ``ROLE: text`` turns (as DL logs messages)."""
     if not request.history:
         return request.prompt
-    return "\n\n".join(f"{m.role.upper()}: {m.text}" for m in request.messages)
+    return "\n\n".join(f"{m.role.upper()}: {_turn_text(m)}" for m in request.messages)
+
+
+def _turn_text(message: Message) -> str:
+    """A turn's text, with its tool calls or results written out."""
+    results = [f"{r.name} -> {r.content}" for r in message.tool_results]
+    calls = [f"[call {c.name} {json.dumps(c.arguments)}]" for c in message.tool_calls]
+    return "\n".join(p for p in (message.text, *calls, *results) if p)
 
 
 class _Call:
@@ -208,6 +216,7 @@ def ask(
     api_keys: dict[str, Any] | None = None,
     parse: Callable[[str], Any] = parse_json_reply,
     system: str | None = None,
+    tools: ToolUse | None = None,
 ) -> Any:
     """Ask until ``validate(parsed_json)`` accepts a reply (``ask_counted`` without the stats)."""
     return ask_counted(
@@ -220,6 +229,7 @@ def ask(
         api_keys=api_keys,
         parse=parse,
         system=system,
+        tools=tools,
     )[0]
 
 
@@ -235,20 +245,26 @@ def ask_counted(
     parse: Callable[[str], Any] = parse_json_reply,
     stats: CallStats | None = None,
     system: str | None = None,
+    tools: ToolUse | None = None,
 ) -> tuple[Any, CallStats]:
     """Ask until ``validate(parsed_json)`` accepts a reply; the answer and what it cost (also
     accumulated into ``stats`` as it goes, so a caller sees the cost of a failed ask).
     ModelError (configuration, or ProviderFailing at the deadline) propagates; when turns run
     out, AnswerFailed (the agent may move on) or, with ``DLAB_MOVE_ON_WITHOUT_ANSWER=false``,
-    a ModelError (it stays)."""
+    a ModelError (it stays).
+
+    With ``tools``, a reply of tool calls is a turn too (as in Diskurs): ``tools`` records and
+    runs them, their results go back to the model; turns recorded by an earlier delivery are
+    continued from, not asked again."""
     check_prompt_size(f"{system}\n\n{prompt}" if system else prompt)
     call = _Call(site, api_keys)
     if stats is not None:
         call.stats = stats
-    history: tuple[Message, ...] = ()
+    history: tuple[Message, ...] = tools.replay() if tools is not None else ()
     last_error = ""
     turns = (retries if retries is not None else DEFAULT_RETRIES) + 1
-    for turn in range(1, turns + 1):
+    done = sum(1 for m in history if m.role == "tool")
+    for turn in range(done + 1, turns + 1):
         request = ModelRequest(
             prompt=prompt,
             response_schema=schema,
@@ -258,8 +274,14 @@ def ask_counted(
             history=history,
             credentials=call.credentials,
             system=system,
+            tools=tools.specs if tools is not None else (),
         )
         reply, started = call.generate(request)
+        if reply.tool_calls and tools is not None:
+            call.log(request, started, reply=reply, status="TOOL_CALLS")
+            history = (*history, *tools.answer(reply.tool_calls, reply.text))
+            last_error = "the model was still calling tools when its turns ran out"
+            continue
         try:
             check_reply(reply.text, expects_json=schema is not None)
             parsed = parse(reply.text)

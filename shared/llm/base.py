@@ -6,13 +6,52 @@ import dataclasses
 import urllib.parse
 from typing import Any, Literal, Protocol
 
-Role = Literal["user", "assistant"]
+Role = Literal["user", "assistant", "tool"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolSpec:
+    """A function the model may call (provider-native tool calling): its name, what it does,
+    and its arguments as a JSON Schema object."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolCall:
+    """The model asking to call a tool. ``id`` is the provider's (OpenAI, Anthropic; '' when
+    Gemini gives none); ``malformed`` says why the arguments could not be read (the call's
+    result is then that error, not a run)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    signature: str | None = None
+    """An opaque token the provider wants back with the call (Gemini's thoughtSignature)."""
+    malformed: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolResult:
+    """What a tool call came to, sent back to the model (an error is sent as one too)."""
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
 class Message:
+    """One turn. An assistant turn may carry tool calls; a ``tool`` turn carries their results
+    (each provider encodes both in its own way)."""
+
     role: Role
     text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +88,8 @@ class ModelRequest:
     """Per-call timeout (the caller bounds it by the function's remaining time)."""
     system: str | None = None
     """Instructions sent as the provider's system prompt (DL's system messages), if any."""
+    tools: tuple[ToolSpec, ...] = ()
+    """Functions offered to the model; a reply may then be tool calls instead of an answer."""
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -70,6 +111,8 @@ class ModelReply:
     text: str
     usage: Usage
     raw: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The model's tool calls (only when the request offered tools): run them, then ask again."""
 
 
 class ModelError(Exception):

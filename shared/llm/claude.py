@@ -30,9 +30,11 @@ import anthropic
 
 from shared.llm.base import (
     Credentials,
+    Message,
     ModelError,
     ModelReply,
     ModelRequest,
+    ToolCall,
     Usage,
     check_base_url,
     cut_raw,
@@ -50,6 +52,7 @@ RESPONSE_TOOL = "response"
 _EFFORTS = {"low", "medium", "high"}
 _THINKING_TYPES = {"enabled", "disabled", "adaptive"}
 _LENGTH_STOPS = {"max_tokens", "model_context_window_exceeded"}
+_THOUGHTS = {"thinking", "redacted_thinking"}
 
 
 def _options(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -113,6 +116,48 @@ def _structured(schema: dict[str, Any] | None, thinks: bool) -> dict[str, Any]:
     return {"tools": [tool], "tool_choice": choice}
 
 
+def _tools(request: ModelRequest, thinks: bool) -> dict[str, Any]:
+    """The offered functions beside the response tool. The model must be free to pick one of
+    them or the answer, so a forced response tool becomes ``any`` (``auto`` with thinking on,
+    which refuses a forced choice)."""
+    structured = _structured(request.response_schema, thinks)
+    if not request.tools:
+        return structured
+    if any(t.name == RESPONSE_TOOL for t in request.tools):
+        raise ModelError("CONFIG_ERROR", f"a tool may not be named {RESPONSE_TOOL!r} for Claude")
+    offered = [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters}
+        for t in request.tools
+    ]
+    choice = {"type": "auto"} if thinks else {"type": "any"}
+    return {"tools": [*structured.get("tools", []), *offered], "tool_choice": choice}
+
+
+def _content(message: Message) -> str | list[dict[str, Any]]:
+    """A neutral turn as Messages content: tool calls as ``tool_use`` blocks after the text,
+    results as ``tool_result`` blocks (in a user turn); empty text (refused) as one space."""
+    if message.role == "tool":
+        return [
+            {
+                "type": "tool_result",
+                "tool_use_id": r.call_id,
+                "content": r.content or " ",
+                **({"is_error": True} if r.is_error else {}),
+            }
+            for r in message.tool_results
+        ]
+    if not message.tool_calls:
+        return message.text or " "
+    signed = message.tool_calls[0].signature
+    thoughts: list[dict[str, Any]] = json.loads(signed) if signed else []
+    text = [{"type": "text", "text": message.text}] if message.text.strip() else []
+    calls = [
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+        for c in message.tool_calls
+    ]
+    return [*thoughts, *text, *calls]
+
+
 def message_params(request: ModelRequest) -> dict[str, Any]:
     """The Messages API request; unset ModelGenerationConfig keys are not sent."""
     cfg = request.generation_config
@@ -123,8 +168,10 @@ def message_params(request: ModelRequest) -> dict[str, Any]:
     params: dict[str, Any] = {
         "model": request.model_name,
         "max_tokens": most,
-        # Anthropic refuses empty text blocks; an empty turn becomes one space.
-        "messages": [{"role": m.role, "content": m.text or " "} for m in request.messages],
+        "messages": [
+            {"role": "user" if m.role == "tool" else m.role, "content": _content(m)}
+            for m in request.messages
+        ],
     }
     if request.system:
         params["system"] = request.system
@@ -138,7 +185,7 @@ def message_params(request: ModelRequest) -> dict[str, Any]:
         if value is not None:
             params[name] = value
     thinks = think is not None and think["type"] != "disabled"
-    params.update(_structured(request.response_schema, thinks))
+    params.update(_tools(request, thinks))
     return params
 
 
@@ -188,12 +235,39 @@ def _usage(data: dict[str, Any]) -> Usage:
 def _answer(content: list[Any]) -> str:
     """The response tool's input as JSON text, else the text blocks (thinking is not the
     answer)."""
-    blocks = [b for b in content if isinstance(b, dict)]
-    for block in blocks:
-        if block.get("type") == "tool_use" and block.get("name") == RESPONSE_TOOL:
+    for block in content:
+        is_use = isinstance(block, dict) and block.get("type") == "tool_use"
+        if is_use and block.get("name") == RESPONSE_TOOL:
             return json.dumps(block.get("input"), ensure_ascii=False)
+    return _text_blocks(content)
+
+
+def tool_calls(content: list[Any]) -> tuple[ToolCall, ...]:
+    """The ``tool_use`` blocks, when one calls an offered function (not just the response
+    tool): all of them, since each needs its ``tool_result`` in the next turn (an answer
+    given beside tool calls gets "not found" and is asked again)."""
+    uses = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+    if all(b.get("name") == RESPONSE_TOOL for b in uses):
+        return ()
+    thoughts = [b for b in content if isinstance(b, dict) and b.get("type") in _THOUGHTS]
+    return tuple(
+        ToolCall(
+            id=str(b.get("id") or ""),
+            name=str(b.get("name") or ""),
+            arguments=b["input"] if isinstance(b.get("input"), dict) else {},
+            # the API wants the turn's thinking blocks back before its tool_use blocks
+            signature=json.dumps(thoughts) if thoughts and not i else None,
+            malformed="" if isinstance(b.get("input"), dict) else "input is not a JSON object",
+        )
+        for i, b in enumerate(uses)
+    )
+
+
+def _text_blocks(content: list[Any]) -> str:
     return "".join(
-        b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)
+        b["text"]
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
     )
 
 
@@ -201,13 +275,14 @@ def parse_response(body: str) -> ModelReply:
     """A 200 Messages body as a reply; refusals and empty truncations as ModelErrors."""
     data = _envelope(body)
     raw = cut_raw(json.dumps(sanitize(data), ensure_ascii=False))
-    text = _answer(data["content"])
+    calls = tool_calls(data["content"])
+    text = _text_blocks(data["content"]) if calls else _answer(data["content"])
     stop = data.get("stop_reason")
     if stop == "refusal":
         raise ModelError("REFUSAL_ERROR", "generation stopped: refusal", raw=raw)
-    if stop in _LENGTH_STOPS and not text.strip():
+    if stop in _LENGTH_STOPS and not text.strip() and not calls:
         raise ModelError("LENGTH_ERROR", f"generation stopped at {stop} with no text", raw=raw)
-    return ModelReply(text=text, usage=_usage(data), raw=raw)
+    return ModelReply(text=text, usage=_usage(data), raw=raw, tool_calls=calls)
 
 
 @functools.lru_cache(maxsize=32)

@@ -8,6 +8,7 @@ request, authenticates (API key, or Vertex application default credentials) and 
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 from typing import Any
@@ -21,9 +22,12 @@ from google.genai import errors, types
 
 from shared.llm.base import (
     Credentials,
+    Message,
     ModelError,
     ModelReply,
     ModelRequest,
+    ToolCall,
+    ToolSpec,
     Usage,
     protocol_fault,
 )
@@ -49,7 +53,7 @@ _REFUSAL_FINISH = {
     "IMAGE_SAFETY",
     "IMAGE_PROHIBITED_CONTENT",
 }
-_ROLES = {"user": "user", "assistant": "model"}
+_ROLES = {"user": "user", "assistant": "model", "tool": "user"}
 _LEVELS = {
     "minimal": types.ThinkingLevel.MINIMAL,
     "low": types.ThinkingLevel.LOW,
@@ -122,7 +126,8 @@ def generate_config(request: ModelRequest, timeout_s: float) -> types.GenerateCo
     options: dict[str, Any] = {
         "safety_settings": _safety(cfg),
         "should_return_http_response": True,
-        # No tools are sent; this also silences the SDK's per-call "AFC is enabled" log line.
+        # We run the tools ourselves (recorded, once each); this also silences the SDK's
+        # per-call "AFC is enabled" log line.
         "automatic_function_calling": types.AutomaticFunctionCallingConfig(disable=True),
         # HttpOptions.timeout is in milliseconds; 0 would mean "no timeout".
         "http_options": types.HttpOptions(timeout=max(1, round(timeout_s * 1000))),
@@ -144,7 +149,9 @@ def generate_config(request: ModelRequest, timeout_s: float) -> types.GenerateCo
         options["thinking_config"] = thinking
     if request.system:
         options["system_instruction"] = request.system
-    if request.response_schema is not None:
+    if request.tools:
+        options["tools"] = [function_declarations(request.tools)]
+    if request.response_schema is not None and json_with_tools(request):
         # responseJsonSchema takes JSON Schema as is; responseSchema wants the OpenAPI subset.
         options["response_mime_type"] = "application/json"
         options["response_json_schema"] = request.response_schema
@@ -152,12 +159,56 @@ def generate_config(request: ModelRequest, timeout_s: float) -> types.GenerateCo
     return types.GenerateContentConfig(**options)
 
 
+def json_with_tools(request: ModelRequest) -> bool:
+    """Whether the JSON response schema may go with the request: before Gemini 3 the API
+    refuses function calling with a JSON response type, so with tools the schema is asked in
+    the prompt only (our parser and validation check the answer either way)."""
+    return not request.tools or "gemini-3" in request.model_name
+
+
+def function_declarations(tools: tuple[ToolSpec, ...]) -> types.Tool:
+    """The offered functions; ``parametersJsonSchema`` takes JSON Schema as is."""
+    return types.Tool(
+        function_declarations=[
+            types.FunctionDeclaration(
+                name=t.name, description=t.description, parameters_json_schema=t.parameters
+            )
+            for t in tools
+        ]
+    )
+
+
+def _call_part(call: ToolCall) -> types.Part:
+    signature = base64.b64decode(call.signature) if call.signature else None
+    return types.Part(
+        function_call=types.FunctionCall(name=call.name, args=call.arguments, id=call.id or None),
+        thought_signature=signature,
+    )
+
+
+def _parts(message: Message) -> list[types.Part]:
+    """A neutral turn's parts: results as ``functionResponse`` ({output} or {error}, as
+    Google's docs name them), calls as ``functionCall`` parts with their thought signatures."""
+    if message.role == "tool":
+        return [
+            types.Part(
+                function_response=types.FunctionResponse(
+                    name=r.name,
+                    id=r.call_id or None,
+                    response={"error" if r.is_error else "output": r.content},
+                )
+            )
+            for r in message.tool_results
+        ]
+    text = [types.Part(text=message.text)] if message.text.strip() else []
+    if message.tool_calls:
+        return [*text, *(_call_part(c) for c in message.tool_calls)]
+    return text or [types.Part(text=" ")]  # Gemini rejects empty parts
+
+
 def contents(request: ModelRequest) -> list[types.Content]:
-    """The conversation; an empty turn becomes one space (Gemini rejects empty parts)."""
-    return [
-        types.Content(role=_ROLES[m.role], parts=[types.Part(text=m.text or " ")])
-        for m in request.messages
-    ]
+    """The conversation (function responses go in a user turn)."""
+    return [types.Content(role=_ROLES[m.role], parts=_parts(m)) for m in request.messages]
 
 
 def sanitize(value: Any) -> Any:
@@ -218,6 +269,30 @@ def _answer_text(candidate: dict[str, Any]) -> str:
     )
 
 
+def tool_calls(candidate: dict[str, Any]) -> tuple[ToolCall, ...]:
+    """The candidate's ``functionCall`` parts (Gemini may give no ids; the signature goes back
+    with the call, as Gemini 3 requires)."""
+    parts = (candidate.get("content") or {}).get("parts") or []
+    return tuple(
+        _tool_call(p)
+        for p in parts
+        if isinstance(p, dict) and isinstance(p.get("functionCall"), dict)
+    )
+
+
+def _tool_call(part: dict[str, Any]) -> ToolCall:
+    call = part["functionCall"]
+    args = call.get("args")
+    signature = part.get("thoughtSignature")
+    return ToolCall(
+        id=str(call.get("id") or ""),
+        name=str(call.get("name") or ""),
+        arguments=args if isinstance(args, dict) else {},
+        signature=signature if isinstance(signature, str) else None,
+        malformed="" if isinstance(args, dict | None) else "args is not a JSON object",
+    )
+
+
 def _check_finish(finish: Any, text: str, raw: str) -> None:
     if finish in _REFUSAL_FINISH:
         raise ModelError("REFUSAL_ERROR", f"generation stopped: {finish}", raw=raw)
@@ -240,8 +315,10 @@ def parse_response(body: str) -> ModelReply:
     if not isinstance(candidate, dict):
         raise ModelError("PROVIDER_UNAVAILABLE_ERROR", "malformed candidate", True, 200, raw)
     text = _answer_text(candidate)
-    _check_finish(candidate.get("finishReason"), text, raw)
-    return ModelReply(text=text, usage=usage, raw=raw)
+    calls = tool_calls(candidate)
+    if not calls:
+        _check_finish(candidate.get("finishReason"), text, raw)
+    return ModelReply(text=text, usage=usage, raw=raw, tool_calls=calls)
 
 
 @functools.lru_cache(maxsize=32)

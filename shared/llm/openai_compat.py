@@ -22,9 +22,12 @@ import openai
 from shared.llm.base import (
     MAX_RAW_CHARS,
     Credentials,
+    Message,
     ModelError,
     ModelReply,
     ModelRequest,
+    ToolCall,
+    ToolSpec,
     Usage,
     check_base_url,
     cut_raw,
@@ -34,7 +37,14 @@ from shared.llm.retry import SdkErrors, error_for_status, retry_after
 
 Flavour = Literal["openai", "ollama"]
 
-__all__ = ["MAX_RAW_CHARS", "OpenAICompatClient", "chat_body", "ollama_base_url", "parse_response"]
+__all__ = [
+    "MAX_RAW_CHARS",
+    "OpenAICompatClient",
+    "chat_body",
+    "ollama_base_url",
+    "parse_response",
+    "tool_calls",
+]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OLLAMA_URL = "http://127.0.0.1:11434"
@@ -89,9 +99,42 @@ def _max_tokens(cfg: dict[str, Any], flavour: Flavour) -> dict[str, Any]:
     return {} if most is None else {"max_tokens": most}
 
 
-def _messages(request: ModelRequest) -> list[dict[str, str]]:
+def _turns(message: Message) -> list[dict[str, Any]]:
+    """One neutral turn as Chat Completions messages: an assistant turn's tool calls as
+    ``tool_calls`` (arguments as JSON text), each tool result as a ``tool`` message."""
+    if message.role == "tool":
+        return [
+            {"role": "tool", "tool_call_id": r.call_id, "content": r.content}
+            for r in message.tool_results
+        ]
+    turn: dict[str, Any] = {"role": message.role, "content": message.text}
+    if message.tool_calls:
+        turn["content"] = message.text or None
+        turn["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+            }
+            for c in message.tool_calls
+        ]
+    return [turn]
+
+
+def _messages(request: ModelRequest) -> list[dict[str, Any]]:
     system = [{"role": "system", "content": request.system}] if request.system else []
-    return [*system, *({"role": m.role, "content": m.text} for m in request.messages)]
+    return [*system, *(turn for m in request.messages for turn in _turns(m))]
+
+
+def tools_param(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+    """OpenAI's ``tools``: one ``function`` each (non-strict, like the response format)."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
 
 
 def chat_body(request: ModelRequest, flavour: Flavour) -> dict[str, Any]:
@@ -105,6 +148,8 @@ def chat_body(request: ModelRequest, flavour: Flavour) -> dict[str, Any]:
             "type": "json_schema",
             "json_schema": {"name": "response", "schema": request.response_schema, "strict": False},
         }
+    if request.tools:
+        body["tools"] = tools_param(request.tools)
     if cfg.get("temperature") is not None:
         body["temperature"] = cfg["temperature"]
     if cfg.get("topP") is not None:
@@ -165,9 +210,35 @@ def parse_response(body: str) -> ModelReply:
         raise ModelError("REFUSAL_ERROR", f"model refused: {message['refusal']}", raw=raw)
     if finish == "content_filter":
         raise ModelError("REFUSAL_ERROR", "generation stopped: content_filter", raw=raw)
-    if finish == "length" and not text.strip():
+    calls = tool_calls(message.get("tool_calls"))
+    if finish == "length" and not text.strip() and not calls:
         raise ModelError("LENGTH_ERROR", "generation stopped at maxTokens with no text", raw=raw)
-    return ModelReply(text=text, usage=usage, raw=raw)
+    return ModelReply(text=text, usage=usage, raw=raw, tool_calls=calls)
+
+
+def tool_calls(items: Any) -> tuple[ToolCall, ...]:
+    """The message's ``function`` tool calls; arguments that are not a JSON object make the
+    call ``malformed`` (the model is told, no tool runs)."""
+    calls: list[ToolCall] = []
+    for item in items if isinstance(items, list) else []:
+        function = item.get("function") if isinstance(item, dict) else None
+        if not isinstance(function, dict):
+            continue
+        text = function.get("arguments") or "{}"
+        try:
+            arguments = json.loads(text)
+        except ValueError:
+            arguments = None
+        problem = "" if isinstance(arguments, dict) else f"arguments are not a JSON object: {text}"
+        calls.append(
+            ToolCall(
+                id=str(item.get("id") or ""),
+                name=str(function.get("name") or ""),
+                arguments=arguments if isinstance(arguments, dict) else {},
+                malformed=problem[:500],
+            )
+        )
+    return tuple(calls)
 
 
 @functools.lru_cache(maxsize=32)

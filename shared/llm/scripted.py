@@ -13,7 +13,14 @@ from typing import Any
 
 import jsonschema
 
-from shared.llm.base import ModelReply, ModelRequest, Usage, estimate_tokens
+from shared.llm.base import (
+    ModelReply,
+    ModelRequest,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    estimate_tokens,
+)
 from shared.society import play
 from shared.society.actions import SCHEMA_TITLE as SOCIETY_SCHEMA_TITLE
 
@@ -122,11 +129,25 @@ def generate_value(rng: random.Random, schema: dict[str, Any], name: str = "") -
     return _text(rng, schema)
 
 
+def tool_call(rng: random.Random, tools: tuple[ToolSpec, ...]) -> ToolCall:
+    """A call of one of the offered tools, with arguments generated from its schema."""
+    spec = rng.choice(tools)
+    arguments = generate_value(rng, {**spec.parameters, "type": "object"})
+    return ToolCall(id=f"call_{rng.getrandbits(48):012x}", name=spec.name, arguments=arguments)
+
+
 class ScriptedModel:
-    """ModelClient that answers with generated JSON (or a sentence when no schema is given)."""
+    """ModelClient that answers with generated JSON (or a sentence when no schema is given).
+
+    Offered tools, it first calls one of them (a turn of tool calls, as a real model would),
+    and answers once the results are in the conversation."""
 
     def generate(self, request: ModelRequest) -> ModelReply:
         rng = random.Random(request.seed)
+        if request.tools and not any(m.role == "tool" for m in request.history):
+            call = tool_call(rng, request.tools)
+            usage = Usage(estimate_tokens(request.prompt), estimate_tokens(str(call.arguments)))
+            return ModelReply(text="", usage=usage, raw=None, tool_calls=(call,))
         if request.response_schema is None:
             text = _text(rng, {"minLength": 20, "maxLength": 160})
         elif request.response_schema.get("title") == SOCIETY_SCHEMA_TITLE:

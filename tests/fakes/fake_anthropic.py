@@ -80,6 +80,48 @@ def tool_use(value: Any, name: str = "response", thought: str | None = None, **k
     return message([*blocks, call], **kwargs)
 
 
+def tool_uses(*calls: tuple[str, dict[str, Any]], thought: str | None = None) -> Step:
+    """The model calling several tools in one turn (ids ``toolu_fake0``, ``toolu_fake1``...)."""
+    blocks = [thinking_block(thought)] if thought is not None else []
+    uses = [
+        {"type": "tool_use", "id": f"toolu_fake{i}", "name": name, "input": value}
+        for i, (name, value) in enumerate(calls)
+    ]
+    return message([*blocks, *uses], stop_reason="tool_use")
+
+
+def _blocks(message_: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    content = message_.get("content")
+    blocks = content if isinstance(content, list) else []
+    return [b for b in blocks if isinstance(b, dict) and b.get("type") == kind]
+
+
+def invalid_tool_turns(messages: list[dict[str, Any]]) -> str | None:
+    """The API's checks of tool turns: every ``tool_use`` answered by a ``tool_result`` in the
+    very next (user) message, and no ``tool_result`` for a call that was not made."""
+    for n, current in enumerate(messages):
+        asked = {b.get("id") for b in _blocks(current, "tool_use")}
+        following = messages[n + 1] if n + 1 < len(messages) else None
+        answered = {b.get("tool_use_id") for b in _blocks(following or {}, "tool_result")}
+        if asked and following is not None and asked - answered:
+            missing = ", ".join(sorted(str(i) for i in asked - answered))
+            return (
+                f"messages.{n + 1}: `tool_use` ids were found without `tool_result` blocks "
+                f"immediately after: {missing}. Each `tool_use` block must have a corresponding "
+                "`tool_result` block in the next message."
+            )
+        previous = messages[n - 1] if n else {}
+        made = {b.get("id") for b in _blocks(previous, "tool_use")}
+        stray = {b.get("tool_use_id") for b in _blocks(current, "tool_result")} - made
+        if stray:
+            return (
+                f"messages.{n}.content.0: unexpected `tool_use_id` found in `tool_result` "
+                f"blocks: {', '.join(sorted(str(i) for i in stray))}. Each `tool_result` block "
+                "must have a corresponding `tool_use` block in the previous message."
+            )
+    return None
+
+
 def refusal() -> Step:
     """Claude's streaming classifiers stopped the answer: stop_reason ``refusal``."""
     return message([], stop_reason="refusal", output_tokens=0)
@@ -149,7 +191,10 @@ def invalid_request(body: Any) -> str | None:
     for tool in body.get("tools") or []:
         if (tool.get("input_schema") or {}).get("type") != "object":
             return "tools.0.custom.input_schema.type: Input should be 'object'"
-    return _check_thinking(body)
+    names = [t.get("name") for t in body.get("tools") or []]
+    if len(names) != len(set(names)):
+        return "tools: Tool names must be unique."
+    return invalid_tool_turns(messages) or _check_thinking(body)
 
 
 def _keys(headers: dict[str, str]) -> set[str]:

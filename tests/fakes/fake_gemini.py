@@ -47,6 +47,61 @@ def text(
     )
 
 
+def function_calls(*calls: tuple[str, dict[str, Any]], ids: bool = False) -> Step:
+    """The model calling functions: ``functionCall`` parts (Gemini 3 signs the first), no
+    ids unless ``ids`` (the Gemini API usually sends none)."""
+    parts: list[dict[str, Any]] = []
+    for i, (name, args) in enumerate(calls):
+        call: dict[str, Any] = {"name": name, "args": args}
+        if ids:
+            call["id"] = f"fc_fake{i}"
+        part: dict[str, Any] = {"functionCall": call}
+        if i == 0:
+            part["thoughtSignature"] = "c2lnbmF0dXJl" * 4
+        parts.append(part)
+    return json_step(
+        {
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {"promptTokenCount": 11, "candidatesTokenCount": 5},
+        }
+    )
+
+
+def _parts(content: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    return [p for p in content.get("parts") or [] if isinstance(p, dict) and key in p]
+
+
+def invalid_tool_turns(model: str, body: Any) -> str | None:
+    """The API's checks of function calling: a JSON response type refused beside function
+    declarations before Gemini 3, a function response turn right after its call turn with as
+    many response parts as call parts."""
+    if not isinstance(body, dict):
+        return None
+    declared = any(t.get("functionDeclarations") for t in body.get("tools") or [])
+    mime = (body.get("generationConfig") or {}).get("responseMimeType")
+    if declared and mime == "application/json" and "gemini-3" not in model:
+        return "Function calling with a response mime type: 'application/json' is unsupported"
+    contents = body.get("contents") or []
+    for n, content in enumerate(contents):
+        responses = _parts(content, "functionResponse")
+        if not responses:
+            continue
+        calls = _parts(contents[n - 1], "functionCall") if n else []
+        if not calls:
+            return (
+                "Please ensure that function response turn comes immediately after a function "
+                "call turn."
+            )
+        if len(calls) != len(responses):
+            return (
+                "Please ensure that the number of function response parts is equal to the "
+                "number of function call parts of the function call turn."
+            )
+    return None
+
+
 def error(
     status: int,
     message: str = "scripted failure",
@@ -151,7 +206,8 @@ class FakeGemini(FakeServer):
             return error(404, f"no such method: {method} {path}")
         if self.api_key is not None and headers.get("x-goog-api-key") != self.api_key:
             return bad_api_key()
-        return None
+        reason = invalid_tool_turns(self.model_of(path), body)
+        return error(400, reason) if reason else None
 
     @staticmethod
     def model_of(path: str) -> str:

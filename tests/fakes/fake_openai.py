@@ -3,12 +3,14 @@ Azure OpenAI's ``POST /openai/deployments/{deployment}/chat/completions?api-vers
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from tests.fakes import FakeServer, Step, json_step
 
 PATH = "/v1/chat/completions"
+FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 AZURE_PATH = re.compile(
     r"^/openai/deployments/(?P<deployment>[^/?]+)/chat/completions\?(?P<query>.*)$"
 )
@@ -37,6 +39,52 @@ def text(
             },
         }
     )
+
+
+def tool_calls(*calls: tuple[str, dict[str, Any]], ids: tuple[str, ...] = ()) -> Step:
+    """The model calling functions: ``tool_calls`` (arguments as JSON text), content null,
+    finish_reason ``tool_calls``."""
+    made = [
+        {
+            "id": ids[i] if i < len(ids) else f"call_fake{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        for i, (name, arguments) in enumerate(calls)
+    ]
+    step = text(None, finish="tool_calls")
+    body = json.loads(step.body)
+    body["choices"][0]["message"]["tool_calls"] = made
+    return json_step(body)
+
+
+def invalid_tool_turns(body: Any) -> str | None:
+    """What the real API answers 400 for in a conversation with tools: a tool message that
+    answers no preceding call, a call left without its tool message, an unnamed function."""
+    if not isinstance(body, dict):
+        return None
+    for tool in body.get("tools") or []:
+        name = (tool.get("function") or {}).get("name") or ""
+        if tool.get("type") != "function" or not FUNCTION_NAME.match(name):
+            return f"Invalid 'tools': function name {name!r} must match {FUNCTION_NAME.pattern}"
+    waiting: list[str] = []
+    for message in [*(body.get("messages") or []), {"role": "end"}]:
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") not in waiting:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    "preceeding message with 'tool_calls'."
+                )
+            waiting.remove(message["tool_call_id"])
+            continue
+        if waiting:
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                f"response messages: {', '.join(waiting)}"
+            )
+        waiting = [c.get("id") for c in message.get("tool_calls") or []]
+    return None
 
 
 def error(
@@ -92,7 +140,8 @@ class FakeOpenAI(FakeServer):
             return error(
                 401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
             )
-        return None
+        reason = invalid_tool_turns(body)
+        return error(400, reason, "invalid_request_error") if reason else None
 
     def _azure(self, method: str, path: str, headers: dict[str, str]) -> Step | None:
         found = AZURE_PATH.match(path)

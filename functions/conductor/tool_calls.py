@@ -1,0 +1,155 @@
+"""A step's tool calls, recorded in Firestore so that a redelivered step never runs a tool twice.
+
+``StepTools`` is the ``ToolUse`` a step's model call runs its tools through (``model_call.ask``):
+each round of calls is recorded before any runs (the first delivery to record a round wins; a
+racing one continues from what was recorded), each call claimed in a transaction before its
+tool runs and its result stored before the model is asked again. A delivery that finds rounds
+recorded continues from them; a call it finds claimed but unfinished was cut off by a crash and
+is marked interrupted, not run again (shared/conductor/tool_calls.py).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from functions import store, transactions
+from shared import paths
+from shared.conductor.tool_calls import (
+    FINISHED,
+    TOOL_CALL,
+    ToolCallDoc,
+    ToolCallStatus,
+    call_id,
+    round_turns,
+)
+from shared.llm.base import Message, ToolCall, ToolSpec
+from shared.llm.tools import Tool, failure_text, run_tool
+from shared.models import now
+
+INTERRUPTED = "the process running it stopped before it finished; it was not run again"
+
+
+class StepTools:
+    """The tools of one step (``conversations/{c}/steps/{n}``) and their durable calls."""
+
+    def __init__(
+        self,
+        conversation_id: str,
+        step_id: str,
+        agent: str,
+        tools: Mapping[str, Tool],
+        context: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.conversation_id, self.step_id, self.agent = conversation_id, step_id, agent
+        self.tools = dict(tools)
+        self.context = dict(context or {})
+        """Values for the tools' invisible arguments (the conversation's memory)."""
+        self.holder = uuid.uuid4().hex
+        self.rounds = 0
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return tuple(t.spec for t in self.tools.values())
+
+    def path(self, round_: int, position: int) -> str:
+        return paths.build(
+            TOOL_CALL,
+            conversationId=self.conversation_id,
+            stepId=self.step_id,
+            callId=call_id(round_, position),
+        )
+
+    def recorded(self) -> dict[int, list[ToolCallDoc]]:
+        """The recorded calls by round."""
+        collection = self.path(0, 0).rsplit("/", 1)[0]
+        rounds: dict[int, list[ToolCallDoc]] = {}
+        for snap in store.every_document(collection):
+            doc = store.parse(ToolCallDoc, f"{collection}/{snap.id}", store.data_of(snap))
+            rounds.setdefault(doc.round, []).append(doc)
+        return rounds
+
+    def replay(self) -> tuple[Message, ...]:
+        turns: list[Message] = []
+        rounds = self.recorded()
+        for round_ in sorted(rounds):
+            turns += self._finish(rounds[round_])
+        self.rounds = len(rounds)
+        return tuple(turns)
+
+    def answer(self, calls: tuple[ToolCall, ...], text: str) -> tuple[Message, ...]:
+        docs = self._record(self.rounds, calls, text)
+        self.rounds += 1
+        return self._finish(docs)
+
+    # --- the record ---------------------------------------------------------------------------
+
+    def _record(self, round_: int, calls: tuple[ToolCall, ...], text: str) -> list[ToolCallDoc]:
+        """Create the round's call documents, unless a racing delivery recorded the round
+        first: then its calls are the round's (the model's turn as the record has it)."""
+        docs = [ToolCallDoc.of(round_, i, c, text, self.agent) for i, c in enumerate(calls)]
+
+        def body(transaction: Any) -> list[ToolCallDoc]:
+            first = store.snapshot_data(self.path(round_, 0), transaction)
+            if first is not None:
+                return []
+            stamp = now()
+            for doc in docs:
+                data = doc.model_copy(update={"created_at": stamp}).to_firestore()
+                transaction.create(store.ref(self.path(round_, doc.position)), data)
+            return docs
+
+        return transactions.run(body) or self.recorded()[round_]
+
+    def _finish(self, docs: list[ToolCallDoc]) -> tuple[Message, Message]:
+        """Every call of the round finished: run the requested ones (each once), mark the
+        ones cut off by a crash interrupted."""
+        finished = [
+            doc if doc.status in FINISHED else self._run_once(doc)
+            for doc in sorted(docs, key=lambda d: d.position)
+        ]
+        return round_turns(finished)
+
+    def _run_once(self, doc: ToolCallDoc) -> ToolCallDoc:
+        path = self.path(doc.round, doc.position)
+        claimed = self._move(
+            path, ToolCallStatus.REQUESTED, {"status": ToolCallStatus.RUNNING.value}
+        )
+        if claimed.status != ToolCallStatus.RUNNING or claimed.holder != self.holder:
+            # claimed before: by a run that died (or lost its lease) before storing a result
+            interrupted = {
+                "status": ToolCallStatus.INTERRUPTED.value,
+                "result": failure_text(doc.name, INTERRUPTED),
+                "is_error": True,
+            }
+            return self._move(path, ToolCallStatus.RUNNING, interrupted)
+        result = run_tool(self.tools, doc.call(), self.context)
+        stored = {
+            "status": (ToolCallStatus.FAILED if result.is_error else ToolCallStatus.DONE).value,
+            "result": result.content,
+            "is_error": result.is_error,
+        }
+        return self._move(path, ToolCallStatus.RUNNING, stored, mine=True)
+
+    def _move(
+        self, path: str, expected: ToolCallStatus, fields: dict[str, Any], mine: bool = False
+    ) -> ToolCallDoc:
+        """Apply ``fields`` if the call is still ``expected`` (and, ``mine``, still claimed by
+        this run); the call as it then is."""
+        stamp = now()
+
+        def body(transaction: Any) -> ToolCallDoc:
+            doc = store.parse(ToolCallDoc, path, store.snapshot_data(path, transaction))
+            if doc.status != expected or (mine and doc.holder != self.holder):
+                return doc
+            changes: dict[str, Any] = {**fields}
+            if fields["status"] == ToolCallStatus.RUNNING:
+                changes.update(holder=self.holder, started_at=stamp)
+            else:
+                changes["completed_at"] = stamp
+            moved = doc.model_copy(update=changes)
+            transaction.set(store.ref(path), moved.to_firestore())
+            return moved
+
+        return transactions.run(body)
