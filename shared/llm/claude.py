@@ -250,16 +250,19 @@ def tool_calls(content: list[Any]) -> tuple[ToolCall, ...]:
     if all(b.get("name") == RESPONSE_TOOL for b in uses):
         return ()
     thoughts = [b for b in content if isinstance(b, dict) and b.get("type") in _THOUGHTS]
-    return tuple(
-        ToolCall(
-            id=str(b.get("id") or ""),
-            name=str(b.get("name") or ""),
-            arguments=b["input"] if isinstance(b.get("input"), dict) else {},
-            # the API wants the turn's thinking blocks back before its tool_use blocks
-            signature=json.dumps(thoughts) if thoughts and not i else None,
-            malformed="" if isinstance(b.get("input"), dict) else "input is not a JSON object",
-        )
-        for i, b in enumerate(uses)
+    # the API wants the turn's thinking blocks back before its tool_use blocks
+    signature = json.dumps(thoughts) if thoughts else None
+    return tuple(_tool_call(b, signature if not i else None) for i, b in enumerate(uses))
+
+
+def _tool_call(block: dict[str, Any], signature: str | None) -> ToolCall:
+    given = block.get("input")
+    return ToolCall(
+        id=str(block.get("id") or ""),
+        name=str(block.get("name") or ""),
+        arguments=given if isinstance(given, dict) else {},
+        signature=signature,
+        malformed="" if isinstance(given, dict) else "input is not a JSON object",
     )
 
 

@@ -3,7 +3,6 @@
 round (the model calls, the results go back, the model answers) against a local fake speaking
 that provider's tool-call protocol, which refuses what the real API refuses."""
 
-
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -248,13 +247,20 @@ def test_a_history_that_leaves_a_call_unanswered_is_refused_as_by_the_real_api(
     assert raised.value.http_status == 400
 
 
-def test_openai_sends_tools_and_calls_in_its_own_shapes() -> None:
-    provider = PROVIDERS["openai"]
-    with openai.FakeOpenAI() as fake:
-        fake.push(openai.tool_calls(("forecast", {"city": "Oslo"}), ids=("call_A",)))
+def _second_request(name: str, calls: Step) -> Any:
+    """The body of the request that sends the results of ``calls`` back."""
+    provider = PROVIDERS[name]
+    with provider.fake() as fake:
+        fake.push(calls)
         first = provider.client.generate(_request(provider, fake))
         provider.client.generate(_request(provider, fake, _round(first)))
-    body = fake.requests[1].body
+    return fake.requests[1].body
+
+
+def test_openai_sends_tools_and_calls_in_its_own_shapes() -> None:
+    body = _second_request(
+        "openai", openai.tool_calls(("forecast", {"city": "Oslo"}), ids=("call_A",))
+    )
     assert body["tools"][0]["type"] == "function"
     assert body["tools"][0]["function"]["name"] == "forecast"
     assistant, result = body["messages"][1:3]
@@ -264,12 +270,7 @@ def test_openai_sends_tools_and_calls_in_its_own_shapes() -> None:
 
 
 def test_claude_offers_the_tools_beside_the_answer_tool_without_forcing_either() -> None:
-    provider = PROVIDERS["claude"]
-    with anthropic.FakeAnthropic() as fake:
-        fake.push(anthropic.tool_uses(("forecast", {"city": "Oslo"})))
-        first = provider.client.generate(_request(provider, fake))
-        provider.client.generate(_request(provider, fake, _round(first)))
-    body = fake.requests[1].body
+    body = _second_request("claude", anthropic.tool_uses(("forecast", {"city": "Oslo"})))
     assert [t["name"] for t in body["tools"]] == ["response", "forecast", "broken"]
     assert body["tool_choice"] == {"type": "any"}
     result = body["messages"][2]
@@ -279,12 +280,7 @@ def test_claude_offers_the_tools_beside_the_answer_tool_without_forcing_either()
 
 
 def test_gemini_before_3_gets_no_json_type_with_tools_and_its_signature_back() -> None:
-    provider = PROVIDERS["gemini"]
-    with gemini.FakeGemini() as fake:
-        fake.push(gemini.function_calls(("forecast", {"city": "Oslo"})))
-        first = provider.client.generate(_request(provider, fake))
-        provider.client.generate(_request(provider, fake, _round(first)))
-    body = fake.requests[1].body
+    body = _second_request("gemini", gemini.function_calls(("forecast", {"city": "Oslo"})))
     assert "responseMimeType" not in body.get("generationConfig", {})
     declared = body["tools"][0]["functionDeclarations"][0]
     schema = declared.get("parametersJsonSchema") or declared.get("parameters_json_schema")

@@ -1,0 +1,183 @@
+"""A step's tool calls on the real Firestore emulator: each round recorded before any tool runs,
+each call run once however often the step is delivered, a call cut off by a crash marked
+interrupted (and not run again), a racing delivery continuing from the round recorded first,
+and the model's turns through ``model_call.ask`` continued from the record."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+from google.cloud import firestore
+
+from functions.agents.model_call import CallSite, ask
+from functions.conductor.tool_calls import StepTools
+from shared.conductor.tool_calls import ToolCallStatus
+from shared.llm import providers
+from shared.llm.base import ModelReply, ModelRequest, ToolCall, Usage
+from shared.llm.tools import Tool, tool_from_function
+from shared.models import AgentModelSettings, ApiType, MediatorProfile, ProfileAgentConfig
+
+pytestmark = pytest.mark.usefixtures("clean")
+
+CID, STEP = "conv-tools", "0001"
+CALLS = f"conversations/{CID}/steps/{STEP}/toolCalls"
+
+
+class Counted:
+    """Tools that count their runs (a lock: deliveries may run in threads)."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, dict[str, Any]]] = []
+        self.lock = threading.Lock()
+
+        def lookup(city: str) -> str:
+            """
+            The weather in a city.
+
+            :param city: The city.
+            """
+            with self.lock:
+                self.runs.append(("lookup", {"city": city}))
+            return f"sunny in {city}"
+
+        def explode(reason: str) -> str:
+            """
+            Always raises.
+
+            :param reason: Why.
+            """
+            with self.lock:
+                self.runs.append(("explode", {"reason": reason}))
+            raise RuntimeError(f"exploded: {reason}")
+
+        self.tools: dict[str, Tool] = {
+            t.spec.name: t for t in map(tool_from_function, (lookup, explode))
+        }
+
+    def step(self) -> StepTools:
+        """A delivery of the step: a fresh run, as after a redelivery or a restart."""
+        return StepTools(CID, STEP, "agent", self.tools)
+
+
+def _docs(db: firestore.Client) -> list[dict[str, Any]]:
+    return sorted((d.to_dict() for d in db.collection(CALLS).get()), key=lambda d: d["round"])
+
+
+def test_a_redelivered_step_continues_from_its_recorded_calls(db: firestore.Client) -> None:
+    counted = Counted()
+    calls = (ToolCall("c1", "lookup", {"city": "Oslo"}), ToolCall("c2", "explode", {"reason": "x"}))
+    first = counted.step()
+    assert first.replay() == ()
+    asked, results = first.answer(calls, "checking")
+    assert [r.content for r in results.tool_results] == [
+        "sunny in Oslo",
+        "ERROR: Tool 'explode' execution failed: exploded: x. Please correct your input and "
+        "try again.",
+    ]
+    assert [r.is_error for r in results.tool_results] == [False, True]
+    stored = _docs(db)
+    assert [(d["name"], d["status"]) for d in stored] == [("lookup", "done"), ("explode", "failed")]
+    # the step delivered again (the first delivery died after its tools ran)
+    again = counted.step()
+    assert again.replay() == (asked, results)
+    assert again.rounds == 1
+    assert len(counted.runs) == 2  # each tool ran once
+
+
+def test_a_call_cut_off_by_a_crash_is_interrupted_not_run_again(db: firestore.Client) -> None:
+    counted = Counted()
+    dead = counted.step()
+    # the dead run recorded the round and claimed the call, then died inside the tool
+    dead._record(0, (ToolCall("c1", "lookup", {"city": "Oslo"}),), "")
+    claimed = dead._move(
+        dead.path(0, 0), ToolCallStatus.REQUESTED, {"status": ToolCallStatus.RUNNING.value}
+    )
+    assert claimed.status == ToolCallStatus.RUNNING
+    turns = counted.step().replay()
+    assert counted.runs == []
+    result = turns[1].tool_results[0]
+    assert result.is_error and "was not run again" in result.content
+    assert _docs(db)[0]["status"] == "interrupted"
+    # the dead run's late result (had it lived on) does not overwrite what the model read
+    late = dead._move(
+        dead.path(0, 0),
+        ToolCallStatus.RUNNING,
+        {"status": ToolCallStatus.DONE.value, "result": "late"},
+        mine=True,
+    )
+    assert late.status == ToolCallStatus.INTERRUPTED and _docs(db)[0]["result"] != "late"
+
+
+def test_a_recorded_call_not_yet_claimed_runs_on_the_next_delivery(db: firestore.Client) -> None:
+    counted = Counted()
+    counted.step()._record(0, (ToolCall("c1", "lookup", {"city": "Rome"}),), "")
+    turns = counted.step().replay()
+    assert turns[1].tool_results[0].content == "sunny in Rome"
+    assert counted.runs == [("lookup", {"city": "Rome"})]
+
+
+def test_racing_deliveries_take_the_round_recorded_first(db: firestore.Client) -> None:
+    counted = Counted()
+    one, two = counted.step(), counted.step()
+    one.replay(), two.replay()
+    first = one.answer((ToolCall("a", "lookup", {"city": "Oslo"}),), "")
+    second = two.answer((ToolCall("b", "lookup", {"city": "Lima"}),), "")
+    assert first == second  # the second delivery's model turn is dropped for the recorded one
+    assert counted.runs == [("lookup", {"city": "Oslo"})]
+
+
+class ToolThenAnswer:
+    """A model that calls ``lookup`` until a tool result is in the conversation, then answers
+    with the result it read; counts its calls."""
+
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest] = []
+
+    def generate(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        results = [r for m in request.history for r in m.tool_results]
+        if not results:
+            call = ToolCall(f"call{len(self.requests)}", "lookup", {"city": "Oslo"})
+            return ModelReply("", Usage(5, 5), tool_calls=(call,))
+        return ModelReply(json.dumps({"answer": results[-1].content}), Usage(5, 5))
+
+
+def _site() -> CallSite:
+    settings = AgentModelSettings(api_type=ApiType.SCRIPTED, model_name="scripted")
+    speaker = MediatorProfile(
+        private_id=f"{CID}.agent",
+        public_id="agent",
+        name="agent",
+        type="agent",
+        agent_config=ProfileAgentConfig(agent_id="agent", model_settings=settings),
+    )
+    return CallSite(
+        experiment_id=CID,
+        participant=speaker,
+        stage_id=STEP,
+        description="tools",
+        log_collection=f"conversations/{CID}/steps/{STEP}/attempts",
+    )
+
+
+def test_ask_runs_the_tool_once_across_deliveries(db: firestore.Client) -> None:
+    db.document(f"conversations/{CID}").set({"query": "q", "status": "RUNNING"})
+    counted, model = Counted(), ToolThenAnswer()
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    with providers.wrapped(lambda _client: model):
+        first = ask(_site(), "weather?", schema, lambda v: v, tools=counted.step())
+        again = ask(_site(), "weather?", schema, lambda v: v, tools=counted.step())
+    assert first == again == {"answer": "sunny in Oslo"}
+    assert counted.runs == [("lookup", {"city": "Oslo"})]
+    # the redelivery asked the model once, with the recorded round in its conversation
+    assert len(model.requests) == 3
+    replayed = model.requests[2]
+    assert [m.role for m in replayed.history] == ["assistant", "tool"]
+    assert replayed.tools and replayed.tools[0].name == "lookup"
+    logged = [
+        d.to_dict()["response"]["status"] for d in db.collection(_site().log_collection).get()
+    ]
+    assert sorted(logged) == ["OK", "OK", "TOOL_CALLS"]
