@@ -18,6 +18,7 @@ from flask import (
 from console import conductor_state as state
 from console import live_stream
 from console.context import db
+from functions.conductor import human
 from tools.owner import owned
 
 blueprint = Blueprint("conductor", __name__)
@@ -76,6 +77,19 @@ def set_memory(conversation_id: str, field: str) -> tuple[Response, int]:
         return jsonify({"field": f"memory.{field}", "reason": 'send {"value": ...}'}), 422
     state.set_memory(db(), conversation_id, field, body["value"])
     return jsonify({"field": field}), 200
+
+
+@blueprint.post("/api/conductor/<conversation_id>/answer")
+def answer(conversation_id: str) -> tuple[Response, int]:
+    """A person's answer to the conversation's waiting human step (``{"values": {...}}``),
+    checked as the step will check it before it is written."""
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict) or not isinstance(body.get("values"), dict):
+        return jsonify({"field": "values", "reason": 'send {"values": {...}}'}), 422
+    written = human.submit(conversation_id, body["values"], by="console")
+    if isinstance(written, human.Refused):
+        return jsonify({"field": written.field, "reason": written.reason}), written.status
+    return jsonify({"answer": written}), 201
 
 
 @blueprint.get("/api/conductor/<conversation_id>/events")

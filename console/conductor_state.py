@@ -49,6 +49,27 @@ class MemoryView(BaseModel):
     turn: int
 
 
+class AnswerFieldView(BaseModel):
+    """One field of a human step's answer form, from the answer's JSON Schema."""
+
+    name: str
+    type: str
+    choices: list[str]
+    value: str
+    """The step's current value (a person may keep or correct it)."""
+
+
+class WaitingView(BaseModel):
+    """The human step the conversation waits for, and what to answer."""
+
+    step: int
+    agent: str
+    question: str
+    deadline: str
+    on_deadline: str
+    fields: list[AnswerFieldView]
+
+
 class ConversationState(BaseModel):
     id: str
     workflow: str
@@ -62,6 +83,7 @@ class ConversationState(BaseModel):
     memory_fields: list[str]
     steps: list[StepView]
     errors: list[str]
+    waiting: WaitingView | None = None
 
 
 def list_conversations(db: firestore.Client, limit: int = 200) -> list[ConversationRow]:
@@ -110,14 +132,40 @@ def _attempts(ref: Any) -> list[AttemptView]:
     return sorted(out, key=lambda a: a.attempt)
 
 
+def _waiting(steps: list[Step]) -> WaitingView | None:
+    """The pending human step with its question, if the conversation waits for a person."""
+    step = next((s for s in steps if s.waiting is not None and s.status == "pending"), None)
+    if step is None or step.waiting is None:
+        return None
+    props = step.waiting.answer_schema.get("properties") or {}
+    fields = [
+        AnswerFieldView(
+            name=name,
+            type=str(prop.get("type") or "string"),
+            choices=[str(c) for c in prop.get("enum") or []],
+            value="" if step.input.get(name) is None else str(step.input.get(name)),
+        )
+        for name, prop in props.items()
+    ]
+    return WaitingView(
+        step=step.index,
+        agent=step.agent,
+        question=step.waiting.question,
+        deadline=step.waiting.deadline.isoformat(timespec="seconds"),
+        on_deadline=step.waiting.on_deadline,
+        fields=fields,
+    )
+
+
 def read_conversation(db: firestore.Client, conversation_id: str) -> ConversationState | None:
     snap = db.document(f"conversations/{conversation_id}").get()
     if not snap.exists:
         return None
     conv = Conversation.model_validate(snap.to_dict())
-    steps = []
+    steps, models = [], []
     for step_snap in snap.reference.collection("steps").get():
         step = Step.model_validate(step_snap.to_dict())
+        models.append(step)
         steps.append(
             StepView(
                 index=step.index,
@@ -158,6 +206,7 @@ def read_conversation(db: firestore.Client, conversation_id: str) -> Conversatio
         memory_fields=fields,
         steps=sorted(steps, key=lambda s: s.index),
         errors=errors,
+        waiting=_waiting(models),
     )
 
 

@@ -276,6 +276,13 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         retry=True,
     ),
     FunctionSpec(
+        name="onHumanAnswerWritten",
+        trigger=FirestoreTrigger("written", paths.HUMAN_ANSWER),
+        handler="functions.triggers.conductor:on_human_answer_written",
+        description="A person's answer to a human agent's step: wake the step that waits for it.",
+        timeout_s=60,
+    ),
+    FunctionSpec(
         name="societyWatchdog",
         trigger=ScheduleTrigger(SOCIETY_TICK_TOPIC, schedule="every 1 minutes"),
         handler="functions.triggers.society:on_society_tick",

@@ -44,6 +44,7 @@ WORKFLOW = "workflows/{workflowId}"
 WORKFLOW_AGENT = WORKFLOW + "/agents/{agentName}"
 CONVERSATION = "conversations/{conversationId}"
 CONVERSATION_STEP = CONVERSATION + "/steps/{stepId}"
+HUMAN_ANSWER = CONVERSATION + "/humanAnswers/{stepId}"
 
 
 def build(pattern: str, **params: str) -> str:

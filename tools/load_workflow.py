@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared import paths
 from shared.conductor import checks
 from shared.conductor.documents import AGENT, WORKFLOW, AgentDoc, ConductorConfig, WorkflowDoc
+from shared.conductor.human import HumanConfig
 from shared.conductor.prompt_args import PromptArgument
 from shared.models import DocumentError
 from tools import diskurs_config
@@ -61,6 +62,8 @@ class AgentEntry(_File):
     """Values of the system prompt arguments."""
     max_attempts: int = 3
     model: dict[str, Any] | None = None
+    human: HumanConfig | None = None
+    """A person answers (``shared.conductor.human``); its folder needs no system prompt."""
 
 
 class ConfigFile(_File):
@@ -104,7 +107,8 @@ def _compiled(files: dict[Path, str]) -> None:
 def _agent(folder: Path, entry: AgentEntry, model: dict[str, Any] | None) -> AgentDoc:
     where = folder / (entry.folder or entry.name)
     system, user = where / "system_prompt.jinja2", where / "user_prompt.jinja2"
-    templates = {system: _read(system), user: _read(user)}
+    optional = entry.human is not None and not system.exists()
+    templates = {system: "" if optional else _read(system), user: _read(user)}
     _compiled(templates)
     data = {
         "name": entry.name,
@@ -119,6 +123,8 @@ def _agent(folder: Path, entry: AgentEntry, model: dict[str, Any] | None) -> Age
     }
     if entry.model or model:
         data["modelSettings"] = entry.model or model
+    if entry.human is not None:
+        data["human"] = entry.human.to_firestore()
     try:
         return checks.parse_agent(str(where), data)
     except DocumentError as error:

@@ -133,7 +133,7 @@ def _first_agent_step(conv: Conversation, step: Step, wf: WorkflowDoc, name: str
     defaults = code.user().model_dump(mode="json")
     return Step(
         index=step.index + 1,
-        kind=StepKind.AGENT,
+        kind=StepKind.HUMAN if agent.human else StepKind.AGENT,
         agent=name,
         turn=conv.dispatches + 1,
         agent_step=1,

@@ -21,7 +21,7 @@ from typing import Any
 from google.cloud import firestore
 
 from functions import store, transactions, work
-from functions.conductor import commit, decide
+from functions.conductor import commit, decide, human
 from functions.conductor.decide import Completion, conversation_path, step_path
 from functions.conductor.settings import conductor_settings
 from functions.conductor.wire import ConductorStep, publish_steps
@@ -110,7 +110,11 @@ def _run_once(conversation_id: str, index: int) -> None:
     step = store.read(Step, step_path(conversation_id, index))
     if step.status != StepStatus.PENDING:
         return
-    done = decide.decide(conversation_id, conv, step)
+    done = (human.decide if step.kind == StepKind.HUMAN else decide.decide)(
+        conversation_id, conv, step
+    )
+    if done is None:
+        return  # a human step: it waits for its answer or its deadline
     if not commit.commit(conversation_id, step, done):
         return
     if done.problem is not None:
@@ -200,7 +204,10 @@ def _stalled_step(cid: str, index: int, before: datetime) -> list[ConductorStep]
     created = step.get("createdAt")
     if step.get("status") != StepStatus.PENDING.value:
         return []
-    if isinstance(created, datetime) and created > before:
+    waits = human.watch(step)
+    if waits == human.Watch.WAITING:
+        return []  # a person may still answer; writing the answer publishes it
+    if waits == human.Watch.NOT_WAITING and isinstance(created, datetime) and created > before:
         return []
     _rearm(cid, step_id(index))
     return [ConductorStep(conversation_id=cid, index=index, reason="re-drive")]

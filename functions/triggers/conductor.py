@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from functions._events import FirestoreEvent, PubSubEvent
-from functions.conductor import runner
+from functions.conductor import human, runner
 from functions.conductor.wire import ConductorStep
 
 log = logging.getLogger(__name__)
@@ -19,6 +19,10 @@ def on_conversation_created(event: FirestoreEvent) -> None:
 
 def on_conductor_step(event: PubSubEvent) -> None:
     runner.run_step(event.message(ConductorStep))
+
+
+def on_human_answer_written(event: FirestoreEvent) -> None:
+    human.wake(event.params["conversationId"], event.params["stepId"])
 
 
 def on_conductor_tick(event: PubSubEvent) -> None:

@@ -25,6 +25,7 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from shared import paths
+from shared.conductor.human import HumanConfig, HumanWait
 from shared.models import AgentModelSettings, ApiType, DocModel, Timestamp
 from shared.models._base import Count, Positive
 
@@ -284,6 +285,8 @@ class AgentDoc(Strict):
     join_conversations_name: str = "join_conversations"
     invoke_on_final: bool = True
     model_settings: AgentModelSettings | None = None
+    human: HumanConfig | None = None
+    """Set: a person answers instead of a model (``shared.conductor.human``)."""
 
     @field_validator("module")
     @classmethod
@@ -366,6 +369,8 @@ class Conversation(DocModel):
 class StepKind(StrEnum):
     CONDUCTOR = "conductor"
     AGENT = "agent"
+    HUMAN = "human"
+    """A human agent's step: it waits for a person's answer document."""
 
 
 class StepStatus(StrEnum):
@@ -401,5 +406,7 @@ class Step(DocModel):
     agent_type: str = ""
     predicate: bool | None = None
     """On a conductor step after a ``multistep_predicate`` turn: its answer (asked once)."""
+    waiting: HumanWait | None = None
+    """A human step waiting for its answer: the question, the answer's schema, the deadline."""
     created_at: Timestamp | None = None
     completed_at: Timestamp | None = None

@@ -76,7 +76,7 @@ def history_lines(steps: Sequence[Step]) -> list[str]:
     for step in steps:
         if step.kind == StepKind.CONDUCTOR and step.decision:
             lines.append(f"conductor chose {step.decision.next_agent} ({step.decision.by})")
-        elif step.kind == StepKind.AGENT and step.output is not None:
+        elif step.kind in (StepKind.AGENT, StepKind.HUMAN) and step.output is not None:
             final = " and handed back" if step.is_final else ""
             text = json.dumps(step.output, ensure_ascii=False, default=str)
             lines.append(f"{step.agent} replied {text}{final}")

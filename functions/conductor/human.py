@@ -1,0 +1,274 @@
+"""A human agent's step: it waits for a person's answer document, without holding anything.
+
+Its run (a unit of work like every step) finds the answer, or the deadline passed, or neither:
+then it writes the step's ``waiting`` map once (the question, the answer's schema, the
+deadline) and returns, so a waiting step costs no lease, no attempt and no model call. Writing
+the answer (``onHumanAnswerWritten``) publishes the step again; the conductor watchdog publishes
+it once its deadline passed. Either delivery, however often repeated, completes the step only
+through the commit transaction, so the answer (or the deadline) counts once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from google.api_core import exceptions as gexc
+
+from functions import store, transactions, work
+from functions.conductor import workflow
+from functions.conductor.decide import Completion, conversation_path, failed, step_path
+from functions.conductor.wire import ConductorStep, publish_steps
+from functions.errors import current_function, record_error
+from shared.conductor.documents import (
+    CONDUCTOR,
+    FINISH,
+    AgentDoc,
+    Conversation,
+    Decision,
+    Problem,
+    Status,
+    Step,
+    StepKind,
+    StepStatus,
+    WorkflowDoc,
+    step_id,
+)
+from shared.conductor.human import (
+    ANSWER_FIELD,
+    HumanAnswer,
+    HumanConfig,
+    HumanWait,
+    OnDeadline,
+    answer_path,
+)
+from shared.conductor.prompt_args import PromptArgument, PromptValidationError, parse_reply
+from shared.models import DocumentError, now, parse_document
+from shared.prompts import PromptTemplateError, render_template
+
+
+def decide(conversation_id: str, conversation: Conversation, step: Step) -> Completion | None:
+    """The human step's completion (answered, or the deadline passed), or None: it waits."""
+    try:
+        return _decide(conversation_id, conversation, step)
+    except DocumentError as error:
+        return failed(Problem(document=error.document, field=error.field, reason=error.reason))
+    except PromptTemplateError as error:
+        document, _, field = error.template_name.rpartition(".")
+        return failed(Problem(document=document, field=field, reason=str(error)))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Human:
+    """The step's agent, its answer class and its settings."""
+
+    workflow: WorkflowDoc
+    agent: AgentDoc
+    doc: str
+    """The agent's document, which errors in its template name."""
+    config: HumanConfig
+    answer_class: type[PromptArgument]
+    is_valid: Any
+
+
+def _human(conversation: Conversation, step: Step) -> _Human:
+    wf = workflow.read_workflow(conversation.workflow_id)
+    agent = workflow.read_agent(conversation.workflow_id, step.agent)
+    doc = workflow.agent_path(conversation.workflow_id, agent.name)
+    if agent.human is None:
+        raise DocumentError(doc, "human", "the step waits for a person, the agent is no human")
+    code = workflow.agent_code(conversation.workflow_id, agent)
+    return _Human(wf, agent, doc, agent.human, code.user, code.is_valid)
+
+
+def _decide(cid: str, conv: Conversation, step: Step) -> Completion | None:
+    human = _human(conv, step)
+    answer = read_answer(cid, step.index)
+    if answer is not None:
+        accepted = _accepted(cid, step, human, answer)
+        if accepted is not None:
+            return _handed_back(human, step, accepted.model_dump(mode="json"))
+    deadline = deadline_of(step, human.config)
+    if now() >= deadline:
+        return _deadline_passed(cid, conv, step, human, deadline)
+    _wait(cid, step, human, deadline)
+    return None
+
+
+def read_answer(conversation_id: str, index: int) -> HumanAnswer | None:
+    path = answer_path(conversation_id, step_id(index))
+    data = store.snapshot_data(path)
+    return None if data is None else parse_document(HumanAnswer, path, data)
+
+
+def deadline_of(step: Step, config: HumanConfig) -> datetime:
+    """From the step's creation (written by the commit that created it): every delivery
+    computes the same deadline, so the record it leaves is the same record."""
+    return (step.created_at or now()) + timedelta(seconds=config.deadline_seconds)
+
+
+def check(human: _Human, step: Step, values: Any) -> PromptArgument:
+    """The answer over the step's arguments (a person answers some fields, and may correct
+    the others) as the agent's answer class, passing its ``is_valid`` (PromptValidationError
+    names the problem; anything else ``is_valid`` raises is the user's code failing)."""
+    if not isinstance(values, dict):
+        raise PromptValidationError("the answer must be a map of the answer's fields")
+    arg = parse_reply(human.answer_class, {**step.input, **values})
+    work.user_code(f"{human.agent.module}.is_valid", human.is_valid, arg,
+                   passing=(PromptValidationError,))  # fmt: skip
+    return arg
+
+
+def _accepted(cid: str, step: Step, human: _Human, answer: HumanAnswer) -> PromptArgument | None:
+    """The answer, or None after one record naming the answer document (a raw write that
+    skipped the console's and the API's check): the step keeps waiting for a good one."""
+    try:
+        return check(human, step, answer.values)
+    except PromptValidationError as error:
+        path = answer_path(cid, step_id(step.index))
+        record_error(current_function(), DocumentError(path, "values", str(error)))
+        return None
+
+
+def _handed_back(human: _Human, step: Step, values: dict[str, Any]) -> Completion:
+    conductor = Step(index=step.index + 1, kind=StepKind.CONDUCTOR, agent=CONDUCTOR, turn=step.turn)
+    return Completion(
+        output=values,
+        is_final=True,
+        next_step=conductor,
+        hand_back=values,
+        memory_fields=tuple(human.workflow.conductor.memory_fields),
+    )
+
+
+def _deadline_passed(
+    cid: str, conv: Conversation, step: Step, human: _Human, deadline: datetime
+) -> Completion:
+    """One record naming the step and its missing answer, then what ``on_deadline`` says."""
+    setting = human.config.on_deadline
+    reason = f"no answer by the deadline {deadline.isoformat(timespec='seconds')} ({setting})"
+    problem = Problem(document=step_path(cid, step.index), field=ANSWER_FIELD, reason=reason)
+    if setting == OnDeadline.FAIL:
+        return Completion(status=Status.FAILED, problem=problem)  # the runner records it
+    record_error(current_function(), DocumentError(problem.document, problem.field, reason),
+                 severity="warning")  # fmt: skip
+    if setting == OnDeadline.FINISH:
+        finish = human.workflow.conductor.finish_field
+        decision = Decision(next_agent=FINISH, by="deadline", reason=reason)
+        answer = str(conv.memory_values().get(finish) or "")
+        return Completion(decision=decision, status=Status.DONE, answer=answer, output={})
+    done = _handed_back(human, step, dict(human.config.deadline_answer))
+    decision = Decision(next_agent=CONDUCTOR, by="deadline", reason=reason)
+    return dataclasses.replace(done, decision=decision, is_final=False)
+
+
+def _wait(cid: str, step: Step, human: _Human, deadline: datetime) -> None:
+    """Write the step's ``waiting`` map once, while it is pending: what the console shows."""
+    if step.waiting is not None:
+        return
+    template = f"{human.doc}.userPrompt"
+    question = render_template(human.agent.user_prompt, dict(step.input), template)
+    schema = human.answer_class.reply_schema(known=step.input)
+    wait = HumanWait(
+        question=question.strip(),
+        answer_schema=schema,
+        deadline=deadline,
+        on_deadline=human.config.on_deadline,
+    )
+    path = step_path(cid, step.index)
+
+    def body(transaction: Any) -> None:
+        data = store.snapshot_data(path, transaction) or {}
+        if data.get("status") == StepStatus.PENDING.value and not data.get("waiting"):
+            transaction.update(store.ref(path), {"waiting": wait.to_firestore()})
+
+    transactions.run(body)
+
+
+# --- waking it ------------------------------------------------------------------------------
+
+
+def wake(conversation_id: str, answer_id: str) -> None:
+    """An answer was written (or deleted): publish its step, which reads it. A document whose
+    id is no step's is recorded, naming it."""
+    if not (answer_id.isdigit() and len(answer_id) == len(step_id(0))):
+        path = answer_path(conversation_id, answer_id)
+        reason = f"the id must be the id of the step it answers (e.g. {step_id(3)})"
+        record_error(current_function(), DocumentError(path, "(id)", reason))
+        return
+    publish_steps(
+        ConductorStep(conversation_id=conversation_id, index=int(answer_id), reason="answer")
+    )
+
+
+class Watch(StrEnum):
+    """A pending step as the watchdog sees it."""
+
+    NOT_WAITING = "not waiting"
+    WAITING = "waiting"
+    """A person may still answer: nothing to re-drive."""
+    DUE = "due"
+    """Its deadline passed: publish it, so its run records the missing answer."""
+
+
+def watch(step_data: dict[str, Any]) -> Watch:
+    waiting = step_data.get("waiting")
+    if not isinstance(waiting, dict):
+        return Watch.NOT_WAITING
+    deadline = waiting.get("deadline")
+    if isinstance(deadline, datetime) and deadline > now():
+        return Watch.WAITING
+    return Watch.DUE
+
+
+# --- answering ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Refused:
+    """An answer not written: the HTTP status, the field and why."""
+
+    status: int
+    field: str
+    reason: str
+
+
+def waiting_step(conversation_id: str) -> Step | None:
+    """The conversation's current step, if it is a human step waiting for its answer."""
+    conv = store.snapshot_data(conversation_path(conversation_id)) or {}
+    index = conv.get("currentStep")
+    if conv.get("status") != Status.RUNNING.value or not isinstance(index, int) or index < 0:
+        return None
+    data = store.snapshot_data(step_path(conversation_id, index))
+    if data is None:
+        return None
+    step = parse_document(Step, step_path(conversation_id, index), data)
+    waits = step.kind == StepKind.HUMAN and step.status == StepStatus.PENDING
+    return step if waits else None
+
+
+def submit(conversation_id: str, values: Any, by: str) -> str | Refused:
+    """Write the person's answer to the conversation's waiting step, checked as the step will
+    check it; the answer document's path, or why not. The first answer counts: another one
+    for the same step is refused (409), a duplicate of the same request included."""
+    step = waiting_step(conversation_id)
+    if step is None:
+        return Refused(409, "currentStep", "the conversation waits for no answer")
+    conv = store.read(Conversation, conversation_path(conversation_id))
+    try:
+        check(_human(conv, step), step, values)
+    except PromptValidationError as error:
+        return Refused(422, "values", str(error))
+    except DocumentError as error:
+        return Refused(409, error.field, f"{error.document}: {error.reason}")
+    except work.UserCodeError as error:  # the workflow's code fails, not the person
+        return Refused(500, error.function, str(error))
+    path = answer_path(conversation_id, step_id(step.index))
+    answer = HumanAnswer(values=dict(values), by=by, created_at=now())
+    try:
+        store.ref(path).create(answer.to_firestore())
+    except gexc.AlreadyExists:
+        return Refused(409, "values", f"step {step_id(step.index)} is answered already")
+    return path

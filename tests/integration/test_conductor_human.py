@@ -1,0 +1,176 @@
+"""A person in the loop, on the real emulators: a human agent's step waits (no model call, no
+re-drive) for an answer written from the console; the answer wakes it and counts once however
+often the step is delivered; past its deadline the step leaves one record and the conversation
+goes on, finishes or fails as the agent's ``onDeadline`` says; an answer that skipped the
+checks is recorded and the step keeps waiting."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from conductor_state import REPO_ROOT, attempts, conversation, errors, finished, start, steps
+from experiment_state import settle
+
+from console.app import create_app
+from emulator.chaos import ChaosSettings
+from functions.conductor.wire import ConductorStep, publish_steps
+from shared.conductor.documents import Status
+from tools.load_workflow import load
+
+pytestmark = pytest.mark.usefixtures("clean")
+
+STALLED_ENV = "DLAB_CONDUCTOR_STALLED_SECONDS"
+QUERY = "Hi, I'm Dana. My firewall drops every packet to port 443; what should I check?"
+REVIEW = REPO_ROOT / "workflows" / "review"
+HUMAN_STEP = "0005"
+"""conductor, extractor, conductor, answerer, conductor, then the reviewer (a person)."""
+BETTER = "Check that the firewall allows outbound TCP 443 to your proxy."
+
+
+def _waiting(db, cid: str) -> Callable[[], bool]:
+    return lambda: any(s.waiting is not None for s in steps(db, cid))
+
+
+def _until(runtime, done: Callable[[], bool], seconds: float = 60) -> None:
+    """Tick the watchdog as the clock runs (a deadline needs real time to pass)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        runtime.wait_until_idle(timeout=60)
+        if done():
+            return
+        runtime.tick()
+        time.sleep(0.2)
+    raise AssertionError("not settled:\n" + runtime.deliveries_table(last=15))
+
+
+def _model_calls(db, cid: str) -> int:
+    return sum(
+        len(attempts(db, cid, s.id)) for s in db.collection(f"conversations/{cid}/steps").get()
+    )
+
+
+def test_a_human_step_waits_and_its_answer_wakes_it_once(runtime, db, monkeypatch):
+    monkeypatch.setenv(STALLED_ENV, "0")  # the watchdog would re-drive any other pending step
+    load(db, REVIEW, "review")
+    api = create_app(runtime.project, db).test_client()
+    start(db, "h1", QUERY, workflow_id="review")
+    settle(runtime, _waiting(db, "h1"), rounds=8)
+    calls = _model_calls(db, "h1")
+    runtime.clear_deliveries()
+    for _ in range(3):  # waiting: the ticks publish no step, nobody calls a model
+        runtime.tick()
+        runtime.wait_until_idle(timeout=60)
+    ran = [d.function for d in runtime.deliveries]
+    assert ran.count("conductorWatchdog") == 3 and "onConductorStep" not in ran, ran
+    conv = conversation(db, "h1")
+    assert (conv.status, conv.active_agent, conv.current_step) == (Status.RUNNING, "reviewer", 5)
+    waiting = steps(db, "h1")[5]
+    assert (waiting.kind, waiting.status) == ("human", "pending")
+    assert waiting.waiting is not None
+    assert conv.memory["answer"].value in waiting.waiting.question  # the draft, to review
+    verdict = waiting.waiting.answer_schema["properties"]["verdict"]
+    assert verdict["enum"] == ["approve", "reject"]
+    state = api.get("/api/conductor/h1/state").json
+    assert state["waiting"]["step"] == 5 and state["waiting"]["question"]
+
+    # the console checks the answer as the step will: nothing written when it is refused
+    bad = api.post("/api/conductor/h1/answer", json={"values": {"verdict": "maybe"}})
+    assert bad.status_code == 422 and "verdict must be one of" in bad.json["reason"]
+    vague = api.post("/api/conductor/h1/answer", json={"values": {"verdict": "reject"}})
+    assert vague.status_code == 422 and "needs a comment" in vague.json["reason"]
+    assert not db.document(f"conversations/h1/humanAnswers/{HUMAN_STEP}").get().exists
+
+    # the answer, duplicated by the platform and by a second click: it counts once
+    chaos = ChaosSettings(duplicate_rate=0.7, seed=3)
+    with runtime.chaos(chaos):
+        good = {"values": {"verdict": "approve", "answer": BETTER}}
+        assert api.post("/api/conductor/h1/answer", json=good).status_code == 201
+        again = api.post("/api/conductor/h1/answer", json=good)
+        assert again.status_code == 409
+        publish_steps(*[ConductorStep(conversation_id="h1", index=5) for _ in range(3)])
+        settle(runtime, finished(db, "h1"), rounds=5)
+    conv = conversation(db, "h1")
+    assert conv.status == Status.DONE, conv.error
+    assert conv.answer == BETTER  # the person corrected the draft
+    assert [(s.index, s.agent, s.status) for s in steps(db, "h1")][5:] == [
+        (5, "reviewer", "done"),
+        (6, "conductor", "done"),
+    ]
+    assert steps(db, "h1")[5].output["verdict"] == "approve"
+    assert (conv.memory["verdict"].value, conv.memory["verdict"].agent) == ("approve", "reviewer")
+    assert _model_calls(db, "h1") == calls  # the person's step called no model
+    answer = db.document(f"conversations/h1/humanAnswers/{HUMAN_STEP}").get().to_dict()
+    assert answer["by"] == "console"
+    late = api.post("/api/conductor/h1/answer", json=good)
+    assert late.status_code == 409 and late.json["field"] == "currentStep"
+
+
+@pytest.mark.parametrize(
+    ("setting", "status", "verdict"),
+    [
+        ("continue", Status.DONE, "unreviewed"),
+        ("finish", Status.DONE, None),
+        ("fail", Status.FAILED, None),
+    ],
+)
+def test_past_its_deadline_one_record_and_the_setting_decides(
+    runtime, db, setting, status, verdict
+):
+    load(db, REVIEW, "review")
+    db.document("workflows/review/agents/reviewer").update(
+        {"human.deadlineSeconds": 1, "human.onDeadline": setting}
+    )
+    start(db, "h2", QUERY, workflow_id="review")
+    _until(runtime, finished(db, "h2"))
+    conv = conversation(db, "h2")
+    assert conv.status == status, conv.error
+    human = steps(db, "h2")[5]
+    records = [e for e in errors(db, "h2") if e["field"] == "humanAnswer"]
+    assert len(records) == 1, errors(db, "h2")
+    assert records[0]["document"] == f"conversations/h2/steps/{HUMAN_STEP}"
+    assert (
+        "no answer by the deadline" in records[0]["reason"]
+        and f"({setting})" in records[0]["reason"]
+    )
+    assert records[0]["severity"] == ("error" if setting == "fail" else "warning")
+    if setting == "fail":
+        assert (conv.error.document, conv.error.field) == (records[0]["document"], "humanAnswer")
+        assert human.status == "failed" and len(steps(db, "h2")) == 6
+    elif setting == "finish":
+        assert human.decision.next_agent == "FINISH" and human.decision.by == "deadline"
+        assert conv.answer == conv.memory["answer"].value and len(steps(db, "h2")) == 6
+    else:
+        assert (
+            human.decision.by == "deadline" and steps(db, "h2")[6].decision.next_agent == "FINISH"
+        )
+        assert (conv.memory["verdict"].value, conv.memory["verdict"].agent) == (verdict, "reviewer")
+
+
+def test_an_answer_that_skipped_the_checks_is_recorded_and_the_step_keeps_waiting(runtime, db):
+    load(db, REVIEW, "review")
+    api = create_app(runtime.project, db).test_client()
+    start(db, "h3", QUERY, workflow_id="review")
+    settle(runtime, _waiting(db, "h3"), rounds=8)
+    raw = db.document(f"conversations/h3/humanAnswers/{HUMAN_STEP}")
+    raw.set({"values": {"verdict": "sure"}, "by": "a raw write"})
+    runtime.wait_until_idle(timeout=60)
+    records = [e for e in errors(db, "h3") if e["document"] == raw.path]
+    assert [(r["field"], "verdict must be one of" in r["reason"]) for r in records] == [
+        ("values", True)
+    ]
+    assert conversation(db, "h3").status == Status.RUNNING
+    assert steps(db, "h3")[5].status == "pending"
+    assert (
+        api.post("/api/conductor/h3/answer", json={"values": {"verdict": "approve"}}).status_code
+        == 409
+    )
+    raw.delete()  # the fix: remove it, then answer
+    runtime.wait_until_idle(timeout=60)
+    assert (
+        api.post("/api/conductor/h3/answer", json={"values": {"verdict": "approve"}}).status_code
+        == 201
+    )
+    settle(runtime, finished(db, "h3"), rounds=5)
+    assert conversation(db, "h3").status == Status.DONE
