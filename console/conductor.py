@@ -19,6 +19,7 @@ from console import conductor_state as state
 from console import live_stream
 from console.context import db
 from functions.conductor import human
+from tools import conversation_export
 from tools.owner import owned
 
 blueprint = Blueprint("conductor", __name__)
@@ -90,6 +91,16 @@ def answer(conversation_id: str) -> tuple[Response, int]:
     if isinstance(written, human.Refused):
         return jsonify({"field": written.field, "reason": written.reason}), written.status
     return jsonify({"answer": written}), 201
+
+
+@blueprint.get("/api/conductor/<conversation_id>/export.jsonl")
+def export(conversation_id: str) -> Response:
+    """The conversation as JSON Lines (what ``python -m tools.export --conversation`` writes)."""
+    found = conversation_export.records(db(), conversation_id)
+    if found is None:
+        abort(404)
+    headers = {"Content-Disposition": f'attachment; filename="{conversation_id}.jsonl"'}
+    return Response(conversation_export.jsonl(found), mimetype="application/jsonl", headers=headers)
 
 
 @blueprint.get("/api/conductor/<conversation_id>/events")

@@ -227,7 +227,19 @@ def cancel(db: firestore.Client, conversation_id: str) -> str:
 
 
 def set_memory(db: firestore.Client, conversation_id: str, field: str, value: Any) -> None:
-    """Steer: set one memory field (the next conductor step reads it), marked as the console's.
-    ``field`` is a plain identifier (the route checks it)."""
+    """Steer: set one memory field (the next conductor step reads it), marked as the console's,
+    and record the change (``memoryEdits``, exported with the steps' own changes). ``field`` is
+    a plain identifier (the route checks it)."""
+    ref = db.document(f"conversations/{conversation_id}")
+    edit = ref.collection("memoryEdits").document()  # one id: a retried transaction rewrites it
     kept = {"value": value, "agent": "console", "turn": 0, "step": 0}
-    db.document(f"conversations/{conversation_id}").update({f"memory.{field}": kept})
+
+    @firestore.transactional
+    def body(transaction: Any) -> None:
+        data = ref.get(transaction=transaction).to_dict() or {}
+        before = ((data.get("memory") or {}).get(field) or {}).get("value")
+        transaction.update(ref, {f"memory.{field}": kept})
+        change = {"field": field, "before": before, "after": value, "by": "console"}
+        transaction.set(edit, {**change, "at": firestore.SERVER_TIMESTAMP})
+
+    body(db.transaction())

@@ -1,6 +1,8 @@
-"""An experiment's data for analysis: the download as JSON, plus tidy tables as CSV and Parquet.
+"""An experiment's data for analysis: the download as JSON, plus tidy tables as CSV and Parquet;
+or a conductor conversation as JSON Lines.
 
     python -m tools.export EXPERIMENT_ID --out DIR [--project P]
+    python -m tools.export --conversation CONVERSATION_ID --out DIR [--project P]
 
 Writes into DIR:
   download.json        what ``GET /v1/experiments/{id}/export`` returns (functions/download.py:
@@ -9,6 +11,9 @@ Writes into DIR:
   answers.csv/.parquet one row per participant-stage answer (a survey's questions: one row each)
   messages.csv/.parquet one row per chat message
   model_calls.csv/.parquet one row per model call, with its tokens and cost
+
+A conversation is written as DIR/CONVERSATION_ID.jsonl: its steps, model attempts, tool calls,
+human answers, memory changes and error records (tools/conversation_export.py says which).
 
 Works against the emulator (FIRESTORE_EMULATOR_HOST) or a real project (application default
 credentials). The console's experiment page offers the same files as one zip (``archive``).
@@ -31,8 +36,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from google.cloud import firestore
 
 from functions import download
+from tools import conversation_export
 
 Json = dict[str, Any]
 
@@ -259,10 +266,19 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m tools.export", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("experiment_id")
+    parser.add_argument("experiment_id", nargs="?")
+    parser.add_argument("--conversation", help="export this conductor conversation instead")
     parser.add_argument("--out", type=Path, required=True, help="the folder to write into")
     parser.add_argument("--project", default=os.environ.get("GOOGLE_CLOUD_PROJECT"))
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if (args.experiment_id is None) == (args.conversation is None):
+        parser.error("name an experiment, or a conversation with --conversation")
+    return args
+
+
+def _conversation_files(project: str, conversation_id: str) -> dict[str, bytes] | None:
+    found = conversation_export.records(firestore.Client(project=project), conversation_id)
+    return None if found is None else {f"{conversation_id}.jsonl": conversation_export.jsonl(found)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -271,9 +287,13 @@ def main(argv: list[str] | None = None) -> int:
         print("error: no project: pass --project or set GOOGLE_CLOUD_PROJECT", file=sys.stderr)
         return 2
     os.environ["GOOGLE_CLOUD_PROJECT"] = args.project  # the functions' client reads it
-    found = files(args.experiment_id)
+    if args.conversation is not None:
+        found = _conversation_files(args.project, args.conversation)
+        what = f"conversation {args.conversation}"
+    else:
+        found, what = files(args.experiment_id), f"experiment {args.experiment_id}"
     if found is None:
-        print(f"error: no experiment {args.experiment_id}", file=sys.stderr)
+        print(f"error: no {what}", file=sys.stderr)
         return 1
     args.out.mkdir(parents=True, exist_ok=True)
     for name, content in found.items():

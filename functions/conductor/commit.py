@@ -12,7 +12,7 @@ from google.cloud import firestore
 from functions import store, transactions
 from functions.conductor.decide import Completion, conversation_path, step_path
 from shared.conductor import memory
-from shared.conductor.documents import Conversation, Status, Step, StepStatus
+from shared.conductor.documents import Conversation, Remembered, Status, Step, StepStatus
 from shared.models import now, parse_document
 
 
@@ -27,17 +27,25 @@ def _pending(conversation_id: str, index: int, transaction: Any) -> Conversation
     return conv if step.status == StepStatus.PENDING else None
 
 
-def _conversation_update(conv: Conversation, step: Step, done: Completion) -> dict[str, Any]:
+def _merged(conv: Conversation, step: Step, done: Completion) -> dict[str, Remembered] | None:
+    """The memory after the step's hand-back, if it hands back."""
+    if done.hand_back is None:
+        return None
+    return memory.merge(
+        conv.memory,
+        done.memory_fields,
+        done.hand_back,
+        agent=step.agent,
+        turn=step.turn,
+        step=step.index,
+    )
+
+
+def _conversation_update(
+    conv: Conversation, done: Completion, merged: dict[str, Remembered] | None
+) -> dict[str, Any]:
     update: dict[str, Any] = {"status": done.status.value, "updatedAt": now()}
-    if done.hand_back is not None:
-        merged = memory.merge(
-            conv.memory,
-            done.memory_fields,
-            done.hand_back,
-            agent=step.agent,
-            turn=step.turn,
-            step=step.index,
-        )
+    if merged is not None:
         update["memory"] = {k: v.to_firestore() for k, v in merged.items()}
     if done.next_step is not None:
         update["currentStep"] = done.next_step.index
@@ -68,9 +76,13 @@ def commit(conversation_id: str, step: Step, done: Completion) -> bool:
             "error": done.problem.reason if done.problem else "",
             "completedAt": stamp,
         }
+        merged = _merged(conv, step, done)
+        if merged is not None:
+            changed = memory.changes(conv.memory, merged)
+            step_update["memoryChanges"] = [c.to_firestore() for c in changed]
         transaction.update(store.ref(step_path(conversation_id, step.index)), step_update)
         transaction.update(
-            store.ref(conversation_path(conversation_id)), _conversation_update(conv, step, done)
+            store.ref(conversation_path(conversation_id)), _conversation_update(conv, done, merged)
         )
         if done.next_step is not None:
             nxt = done.next_step.model_copy(update={"created_at": stamp})

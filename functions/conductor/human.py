@@ -89,7 +89,9 @@ def _decide(cid: str, conv: Conversation, step: Step) -> Completion | None:
     if answer is not None:
         accepted = _accepted(cid, step, human, answer)
         if accepted is not None:
-            return _handed_back(human, step, accepted.model_dump(mode="json"))
+            output = accepted.model_dump(mode="json")
+            given = {k: v for k, v in output.items() if k in answer.values}
+            return _handed_back(human, step, output, given)
     deadline = deadline_of(step, human.config)
     if now() >= deadline:
         return _deadline_passed(cid, conv, step, human, deadline)
@@ -132,13 +134,17 @@ def _accepted(cid: str, step: Step, human: _Human, answer: HumanAnswer) -> Promp
         return None
 
 
-def _handed_back(human: _Human, step: Step, values: dict[str, Any]) -> Completion:
+def _handed_back(
+    human: _Human, step: Step, output: dict[str, Any], given: dict[str, Any]
+) -> Completion:
+    """The step's output is the whole answer class; the memory takes only the fields the
+    person gave, so a value steered in the console since the step began is not undone."""
     conductor = Step(index=step.index + 1, kind=StepKind.CONDUCTOR, agent=CONDUCTOR, turn=step.turn)
     return Completion(
-        output=values,
+        output=output,
         is_final=True,
         next_step=conductor,
-        hand_back=values,
+        hand_back=given,
         memory_fields=tuple(human.workflow.conductor.memory_fields),
     )
 
@@ -159,7 +165,8 @@ def _deadline_passed(
         decision = Decision(next_agent=FINISH, by="deadline", reason=reason)
         answer = str(conv.memory_values().get(finish) or "")
         return Completion(decision=decision, status=Status.DONE, answer=answer, output={})
-    done = _handed_back(human, step, dict(human.config.deadline_answer))
+    given = dict(human.config.deadline_answer)
+    done = _handed_back(human, step, {**step.input, **given}, given)
     decision = Decision(next_agent=CONDUCTOR, by="deadline", reason=reason)
     return dataclasses.replace(done, decision=decision, is_final=False)
 

@@ -326,6 +326,14 @@ class Remembered(DocModel):
     step: Count = 0
 
 
+class MemoryChange(DocModel):
+    """One memory field a step (or a console edit) changed: its value before and after."""
+
+    field: str
+    before: Any = None
+    after: Any = None
+
+
 class Problem(DocModel):
     document: str
     field: str
@@ -408,5 +416,7 @@ class Step(DocModel):
     """On a conductor step after a ``multistep_predicate`` turn: its answer (asked once)."""
     waiting: HumanWait | None = None
     """A human step waiting for its answer: the question, the answer's schema, the deadline."""
+    memory_changes: list[MemoryChange] = []
+    """What its hand-back changed in the memory (written by the commit that applied it)."""
     created_at: Timestamp | None = None
     completed_at: Timestamp | None = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from shared.conductor.documents import Remembered
+from shared.conductor.documents import MemoryChange, Remembered
 
 
 def merge(
@@ -38,3 +38,16 @@ def initial_arguments(
         name: memory[name].value if name in memory and memory[name].value else value
         for name, value in defaults.items()
     }
+
+
+def changes(
+    before: Mapping[str, Remembered], after: Mapping[str, Remembered]
+) -> list[MemoryChange]:
+    """The fields whose value ``after`` differs from ``before``, in ``after``'s order."""
+    return [
+        MemoryChange(
+            field=name, before=before[name].value if name in before else None, after=kept.value
+        )
+        for name, kept in after.items()
+        if name not in before or before[name].value != kept.value
+    ]

@@ -6,6 +6,7 @@ checks is recorded and the step keeps waiting."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 
@@ -17,6 +18,7 @@ from console.app import create_app
 from emulator.chaos import ChaosSettings
 from functions.conductor.wire import ConductorStep, publish_steps
 from shared.conductor.documents import Status
+from tools import export
 from tools.load_workflow import load
 
 pytestmark = pytest.mark.usefixtures("clean")
@@ -174,3 +176,64 @@ def test_an_answer_that_skipped_the_checks_is_recorded_and_the_step_keeps_waitin
     )
     settle(runtime, finished(db, "h3"), rounds=5)
     assert conversation(db, "h3").status == Status.DONE
+
+
+def test_the_export_has_every_step_attempt_answer_and_memory_change(runtime, db, tmp_path):
+    load(db, REVIEW, "review")
+    api = create_app(runtime.project, db).test_client()
+    start(db, "h4", QUERY, workflow_id="review")
+    settle(runtime, _waiting(db, "h4"), rounds=8)
+    steer = api.put("/api/conductor/h4/memory/name", json={"value": "Dana"})
+    assert steer.status_code == 200
+    raw = db.document(f"conversations/h4/humanAnswers/{HUMAN_STEP}")
+    raw.set({"values": {"verdict": "sure"}})  # an error record, then the fix
+    runtime.wait_until_idle(timeout=60)
+    raw.delete()
+    answered = {"values": {"verdict": "approve", "answer": BETTER}}
+    assert api.post("/api/conductor/h4/answer", json=answered).status_code == 201
+    settle(runtime, finished(db, "h4"), rounds=5)
+    assert (
+        export.main(["--conversation", "h4", "--out", str(tmp_path), "--project", runtime.project])
+        == 0
+    )
+    text = (tmp_path / "h4.jsonl").read_text()
+    assert api.get("/api/conductor/h4/export.jsonl").data.decode() == text  # the console's too
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert {r["conversationId"] for r in lines} == {"h4"}
+    conv = conversation(db, "h4")
+    assert lines[0]["type"] == "conversation" and lines[0]["data"]["status"] == "DONE"
+    assert lines[0]["data"]["answer"] == conv.answer == BETTER
+    by_type: dict[str, list[dict]] = {}
+    for record in lines:
+        by_type.setdefault(record["type"], []).append(record)
+    assert [r["step"] for r in by_type["step"]] == list(range(7))
+    assert by_type["step"][5]["data"]["agent"] == "reviewer"
+    for record in by_type["step"]:  # each step's attempts, as stored under it
+        index = record["step"]
+        exported = [a["data"] for a in by_type["attempt"] if a["step"] == index]
+        assert exported == [_plain(a) for a in attempts(db, "h4", record["id"])], index
+    assert {a["step"] for a in by_type["attempt"]} == {1, 3}  # the model's steps only
+    (answer,) = by_type["human_answer"]
+    assert (answer["step"], answer["data"]["values"]["verdict"]) == (5, "approve")
+    assert answer["data"]["by"] == "console"
+    changes = [c["data"] | {"step": c["step"]} for c in by_type["memory_change"]]
+    assert [c["field"] for c in changes if c["step"] == 1] == ["name", "topic", "user_question"]
+    assert {(c["field"], c["after"]) for c in changes if c["step"] == 5} == {
+        ("answer", BETTER),
+        ("verdict", "approve"),
+    }
+    (edit,) = [c for c in changes if c["by"] == "console"]
+    assert (edit["field"], edit["after"], edit["step"]) == ("name", "Dana", None)
+    assert edit["before"] == next(c["after"] for c in changes if c["field"] == "name")
+    replayed: dict[str, object] = {}  # the changes, in time order, make the final memory
+    for change in sorted(changes, key=lambda c: c["at"]):
+        assert replayed.get(change["field"]) == change["before"], change
+        replayed[change["field"]] = change["after"]
+    assert replayed == conv.memory_values()
+    errors_ = [(e["data"]["document"], e["data"]["field"]) for e in by_type["error"]]
+    assert errors_ == [(raw.path, "values")]
+
+
+def _plain(data: dict) -> dict:
+    """A stored document as the export writes it (times as ISO 8601)."""
+    return json.loads(json.dumps(data, default=lambda t: t.isoformat()))
