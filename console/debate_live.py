@@ -62,7 +62,7 @@ def _cluster(s: debate_state.DebateState, c: Any) -> ClusterRow:
     return ClusterRow(
         id=c.id,
         layer=c.layer,
-        name=c.name,
+        name=c.label,
         members=c.members,
         head=c.head_agent,
         debates=c.debates,

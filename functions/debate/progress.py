@@ -161,10 +161,11 @@ def _after_debate(
 
 
 def head_agent(d: str, debate: Debate, cluster: Cluster) -> DebateAgent:
-    """The seed's head agent: a first-layer head holds its category's data; a head above
-    represents heads and reads their debate (their data is in their statements)."""
+    """The seed's head agent: a first-layer head holds its cluster's data (its category's, or
+    its part's of a split category); a head above represents heads and reads their debate
+    (their data is in their statements)."""
     if cluster.layer == 1:
-        name = naming.category_head(debate.name, cluster.name)
+        name = naming.category_head(debate.name, cluster.name, cluster.part, cluster.parts)
         members = docs.read_many(DebateAgent, [docs.agent(d, m) for m in cluster.dynamic])
         entries = [e for a in members.values() if a is not None for e in a.entries]
     else:

@@ -100,6 +100,9 @@ class Debate(DocModel):
     num_layers: Annotated[int, Field(ge=1, le=10)] = 2
     token_limit: Positive = 400
     """Most data tokens one leaf agent holds (an entry larger than this gets an agent alone)."""
+    max_cluster_size: Annotated[int, Field(ge=2, le=100)] = 8
+    """Most leaf agents of one category in one first-layer cluster: a larger category is split
+    into several clusters (``packing.cluster_sizes``), so no debate memory grows with the data."""
     seed: int = 0
     diversity_threshold: Fraction = 0.5
     static_agents: list[StaticAgentSpec] = []
@@ -162,6 +165,9 @@ class Cluster(DocModel):
     index: Count
     name: str
     """The category for layer 1, ``Cluster{i}`` above."""
+    part: Count = 0
+    parts: Positive = 1
+    """A category larger than ``maxClusterSize`` is ``parts`` clusters; this is number ``part``."""
     members: list[str]
     dynamic: list[str] = []
     head_agent: str = ""
@@ -173,6 +179,13 @@ class Cluster(DocModel):
     reason: str = ""
     complete: bool = False
     outputs: dict[str, str] = {}
+
+    @property
+    def label(self) -> str:
+        """The name as people read it: ``News (part 2 of 3)`` for a split category."""
+        if self.parts == 1:
+            return self.name
+        return f"{self.name} (part {self.part + 1} of {self.parts})"
 
 
 class Difference(DocModel):

@@ -15,8 +15,11 @@ def leaf_agent(debate: str, category: str, i: int) -> str:
     return f"{debate}_{slug(category)}_Agent{i}"
 
 
-def category_head(debate: str, category: str) -> str:
-    return f"{debate}_{slug(category)}_HeadAgent"
+def category_head(debate: str, category: str, part: int = 0, parts: int = 1) -> str:
+    """The seed's ``{DEBATE}_{CATEGORY}_HeadAgent``; a category split into several clusters has
+    one head per part: ``{DEBATE}_{CATEGORY}_Part{p}_HeadAgent``."""
+    split = f"_Part{part}" if parts > 1 else ""
+    return f"{debate}_{slug(category)}{split}_HeadAgent"
 
 
 def cluster_head(debate: str, cluster_index: int, layer: int) -> str:

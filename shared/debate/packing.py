@@ -313,23 +313,55 @@ def _static_agents(debate: Debate, data: list[dict[str, Any]]) -> list[DebateAge
     ]
 
 
-def _cluster(index: int, name: str, agents: Sequence[DebateAgent], synthesize: bool) -> Cluster:
+def _cluster(
+    index: int,
+    name: str,
+    agents: Sequence[DebateAgent],
+    synthesize: bool,
+    part: tuple[int, int] = (0, 1),
+) -> Cluster:
     return Cluster(
         id=naming.cluster_id(1, index),
         layer=1,
         index=index,
         name=name,
+        part=part[0],
+        parts=part[1],
         members=[a.name for a in agents],
         dynamic=[a.name for a in agents if a.dynamic],
         synthesize=synthesize,
     )
 
 
+def cluster_sizes(agents: int, max_size: int) -> list[int]:
+    """How a category's ``agents`` split into first-layer clusters: ``ceil(agents / max_size)``
+    clusters whose sizes differ by at most one, larger first. A cluster's prompts carry every
+    member's statements of every round, so a round costs about size² statements: bounding the
+    size bounds each prompt, and keeps a large category from costing as much as all-to-all."""
+    if agents <= 0:
+        return []
+    parts = math.ceil(agents / max(1, max_size))
+    base, extra = divmod(agents, parts)
+    return [base + 1 if i < extra else base for i in range(parts)]
+
+
+def _split(agents: Sequence[DebateAgent], max_size: int) -> list[list[DebateAgent]]:
+    """Consecutive runs of ``agents`` (packing order: neighbouring entries, and the pieces of a
+    cut entry, stay together) of the ``cluster_sizes``."""
+    out: list[list[DebateAgent]] = []
+    start = 0
+    for size in cluster_sizes(len(agents), max_size):
+        out.append(list(agents[start : start + size]))
+        start += size
+    return out
+
+
 def first_layer(
     debate: Debate, data: list[dict[str, Any]], text_field: str | None = None
 ) -> FirstLayer:
-    """The agents and the first layer's clusters for ``debate.mode``. Static agents join the
-    category clusters in turn (static agent i → cluster i mod clusters); static agents hold all
+    """The agents and the first layer's clusters for ``debate.mode``: a cluster per category, or
+    per part of a category larger than ``maxClusterSize`` (``cluster_sizes``). Static agents join
+    the clusters in turn (static agent i → cluster i mod clusters); static agents hold all
     the data, so their ``entries`` stay empty and the prompt reads the debate's data. Leaf
     agents hold entries, or pieces of one (``pieces``; ``text_field``: the kit's)."""
     statics = _static_agents(debate, data)
@@ -349,11 +381,14 @@ def first_layer(
     if debate.mode == DebateMode.ALL_TO_ALL:
         members = [*all_leaves, *statics]
         return FirstLayer(members, [_cluster(0, "AllToAll", members, False)])
-    members_of = {c: list(group) for c, group in leaves.items()}
-    categories = list(members_of)
+    groups: list[tuple[str, tuple[int, int], list[DebateAgent]]] = []
+    for category, group in leaves.items():
+        parts = _split(group, debate.max_cluster_size)
+        groups.extend((category, (p, len(parts)), members) for p, members in enumerate(parts))
     for i, static in enumerate(statics):
-        members_of[categories[i % len(categories)]].append(static)
+        groups[i % len(groups)][2].append(static)
     clusters = [
-        _cluster(i, category, members_of[category], True) for i, category in enumerate(categories)
+        _cluster(i, category, members, True, part)
+        for i, (category, part, members) in enumerate(groups)
     ]
     return FirstLayer([*all_leaves, *statics], clusters)

@@ -250,3 +250,39 @@ def test_a_malformed_debate_document_is_an_error_record_naming_the_field(
     assert (record["document"], record["field"]) == ("debates/bad", "name")
     assert record["occurrences"] == 1
     assert not list(db.collection("debates/bad/layers").stream())
+
+
+def _one_category(**overrides: Any) -> dict[str, Any]:
+    """The example's data all in one category, so it must split at ``maxClusterSize`` 2."""
+    settings = _settings(**overrides)
+    settings["data"] = [{**e, "category": "Company"} for e in settings["data"]]
+    return settings
+
+
+def test_a_category_over_max_cluster_size_debates_in_parts_the_same_under_chaos(
+    runtime, db
+) -> None:
+    """Issue 31 item 2: a category larger than ``maxClusterSize`` is several first-layer
+    clusters, each with its own head holding only its part's data; under chaos delivery the
+    same statements, clusters and decision."""
+    plain = _run(runtime, db, "split", _one_category(maxClusterSize=2))
+    assert plain.errors == [] and plain.debate.decision
+    layer1 = [c for c in plain.clusters if c.layer == 1]
+    assert len(layer1) >= 3 and {c.name for c in layer1} == {"Company"}
+    assert [c.part for c in layer1] == list(range(len(layer1)))
+    assert all(c.parts == len(layer1) and 1 <= len(c.dynamic) <= 2 for c in layer1)
+    leaves = {a.name: a for a in plain.agents if a.role == "leaf" and a.dynamic}
+    assert Counter(m for c in layer1 for m in c.dynamic) == Counter(list(leaves))
+    heads = {a.name: a for a in plain.agents if a.role == "head" and a.layer == 1}
+    for c in (c for c in layer1 if c.debates):
+        assert c.head_agent == f"NVDA_Company_Part{c.part}_HeadAgent" and c.head_agent in heads
+        held = [e for m in c.dynamic for e in leaves[m].entries]
+        assert heads[c.head_agent].entries == held  # its part's data, not the category's
+    clusters2 = [c for c in plain.clusters if c.layer == 2]
+    assert len(clusters2) == math.ceil(len(layer1) / (plain.debate.num_rounds + 1))
+    runtime.reset()
+    settings = ChaosSettings.from_env(duplicate_rate=0.5, fault_rate=0.0, seed=9)
+    with runtime.chaos(settings) as run:
+        chaotic = _run(runtime, db, "split", _one_category(maxClusterSize=2))
+    assert chaotic.fingerprint() == plain.fingerprint()
+    assert run.counts()["duplicated"] > 0

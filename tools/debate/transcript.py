@@ -33,7 +33,7 @@ def markdown(state: DebateState) -> str:
     for layer in state.layers:
         lines.append(f"## Layer {layer.index}\n")
         for c in (c for c in state.clusters if c.layer == layer.index):
-            lines.append(f"### {c.id} {c.name}: {', '.join(c.members)}\n")
+            lines.append(f"### {c.id} {c.label}: {', '.join(c.members)}\n")
             if c.reason:
                 lines.append(f"_Debates: {c.debates} ({c.reason})_\n")
             lines.extend(_cluster_lines(state, c.id))
