@@ -6,6 +6,7 @@ python -m bench --only election   # one section (repeatable)
 python -m bench --only stress     # the chat stress script (not in the full run; 20+ minutes)
 python -m bench --only cost       # the cost report (also python -m bench.cost)
 python -m bench --only debate     # hierarchical vs all-to-all debate (not in the full run)
+python -m bench --only debate_shapes  # the same over category shapes, with decisions (not either)
 python -m bench --rtt-ms 10       # every Firestore / Pub/Sub round trip of the functions 10 ms
 python -m bench.report            # the summary of the last saved run again
 """
@@ -24,6 +25,7 @@ from bench import (
     conductor,
     cost,
     debate,
+    debate_shapes,
     election,
     latency,
     overhead,
@@ -35,7 +37,7 @@ from bench.stack import Stack, add_rtt_argument, machine, say
 from emulator.config import add_processes_argument
 
 SECTIONS = ("overhead", "latency", "transitions", "election", "conductor")
-EXTRA_SECTIONS = ("stress", "cost", "debate")
+EXTRA_SECTIONS = ("stress", "cost", "debate", "debate_shapes")
 """Run only when named with --only: the stress runs take longer than the rest together; the cost
 report has its own command too (``python -m bench.cost``)."""
 DEFAULT_OUT = Path(__file__).resolve().parent / "results.json"
@@ -81,6 +83,7 @@ def _sizes(quick: bool) -> dict[str, Any]:
             },
             "stress": {"runs": 2, "chaos_runs": 1},
             "debate": {"agents": (8,), "parallel_agents": 8},
+            "debate_shapes": {"agents": (8,), "shapes": ("3", "29/2/1")},
             "conductor": {
                 "agents": 10,
                 "messages": {"race": 6, "claim": 10, "conductor": 10},
@@ -107,6 +110,7 @@ def _sizes(quick: bool) -> dict[str, Any]:
         },
         "stress": {"runs": 10, "chaos_runs": 10},
         "debate": {"agents": (8, 32, 128), "parallel_agents": 32},
+        "debate_shapes": {"agents": (8, 32, 128)},
         "conductor": {
             "agents": 10,
             "messages": {"race": 15, "claim": 60, "conductor": 60},
@@ -167,6 +171,11 @@ def main(argv: list[str] | None = None) -> int:
                 stack, seed=args.seed, workers=args.workers, **sizes["debate"]
             )
             print(debate.summary(results["sections"]["debate"]))
+        if "debate_shapes" in sections:
+            results["sections"]["debate_shapes"] = debate_shapes.run(
+                stack, seed=args.seed, workers=args.workers, **sizes["debate_shapes"]
+            )
+            print(debate_shapes.summary(results["sections"]["debate_shapes"]))
         if "conductor" in sections:
             results["sections"]["conductor"] = conductor.run(
                 stack, seed=args.seed, workers=args.workers, **sizes["conductor"]

@@ -23,22 +23,26 @@ _SOURCES = ("Reuters", "Bloomberg", "Company filing", "BLS", "Reddit", "X (Twitt
 _RELIABILITY = ("high", "medium", "low")
 
 
+def entry(rng: random.Random, i: int, category: str, signal: str = "") -> dict[str, Any]:
+    """One data entry of about 60 tokens (a leaf agent's worth at a 100-token limit);
+    ``signal``: a word the reading model takes as evidence (``bullish``, ``bearish``)."""
+    comment = f"a {signal} comment" if signal else "a comment"
+    return {
+        "source": rng.choice(_SOURCES),
+        "date": f"2025-05-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00Z",
+        "reliability": rng.choice(_RELIABILITY),
+        "category": category,
+        "data": f"Item {i}: NVIDIA-related news with a figure of {rng.randint(1, 99)}% and "
+        f"{comment} on demand, supply, rates or sentiment that matters for the next days.",
+    }
+
+
 def data(agents: int, seed: int) -> list[dict[str, Any]]:
-    """One entry per leaf agent (about 60 tokens each, a 100-token limit), pre-categorized
-    into ``max(2, agents // 8)`` categories of equal size."""
+    """One entry per leaf agent, pre-categorized into ``max(2, agents // 8)`` categories of
+    equal size."""
     rng = random.Random(seed)
     categories = max(2, agents // 8)
-    return [
-        {
-            "source": rng.choice(_SOURCES),
-            "date": f"2025-05-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00Z",
-            "reliability": rng.choice(_RELIABILITY),
-            "category": f"Topic{i % categories}",
-            "data": f"Item {i}: NVIDIA-related news with a figure of {rng.randint(1, 99)}% and "
-            f"a comment on demand, supply, rates or sentiment that matters for the next days.",
-        }
-        for i in range(agents)
-    ]
+    return [entry(rng, i, f"Topic{i % categories}") for i in range(agents)]
 
 
 def settings(agents: int, mode: str, seed: int, api_type: str = "SCRIPTED") -> dict[str, Any]:
@@ -54,9 +58,7 @@ def settings(agents: int, mode: str, seed: int, api_type: str = "SCRIPTED") -> d
     }
 
 
-def _wait(
-    rt: Any, db: firestore.Client, debate_id: str, timeout: float
-) -> debate_state.DebateState:
+def wait(rt: Any, db: firestore.Client, debate_id: str, timeout: float) -> debate_state.DebateState:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         s = debate_state.read(db, debate_id)
@@ -66,7 +68,7 @@ def _wait(
     raise TimeoutError(f"debate {debate_id} not done after {timeout} s")
 
 
-def _figures(s: debate_state.DebateState, seconds: float) -> dict[str, Any]:
+def figures(s: debate_state.DebateState, seconds: float) -> dict[str, Any]:
     return {
         "leafAgents": sum(1 for a in s.agents if a.role == "leaf"),
         "statements": len(s.statements),
@@ -91,10 +93,10 @@ def _one(stack: Stack, agents: int, mode: str, seed: int, workers: int) -> dict[
         db = firestore.Client(project=rt.project)
         t0 = time.monotonic()
         db.document("debates/b").set(settings(agents, mode, seed))
-        s = _wait(rt, db, "b", timeout=1800)
-        figures = _figures(s, time.monotonic() - t0)
-    say(f"  {figures['modelCalls']} calls, {figures['tokens']:,} tokens, {figures['seconds']} s")
-    return figures
+        s = wait(rt, db, "b", timeout=1800)
+        measured = figures(s, time.monotonic() - t0)
+    say(f"  {measured['modelCalls']} calls, {measured['tokens']:,} tokens, {measured['seconds']} s")
+    return measured
 
 
 def _parallel(stack: Stack, agents: int, seed: int, workers: int) -> dict[str, Any]:
@@ -105,7 +107,7 @@ def _parallel(stack: Stack, agents: int, seed: int, workers: int) -> dict[str, A
         with fake_model(FAKE_LATENCY_S, seed):
             t0 = time.monotonic()
             db.document("debates/f").set(settings(agents, "hierarchical", seed, API_TYPE))
-            s = _wait(rt, db, "f", timeout=1800)
+            s = wait(rt, db, "f", timeout=1800)
             wall = time.monotonic() - t0
         latencies = [
             (snap.to_dict() or {}).get("latencyMs", 0.0)
@@ -114,7 +116,7 @@ def _parallel(stack: Stack, agents: int, seed: int, workers: int) -> dict[str, A
     total = sum(latencies) / 1000
     sequential_steps = 2 * (1 + 2 + 1)  # per layer: openings, 2 rounds, synthesis
     result = {
-        **_figures(s, wall),
+        **figures(s, wall),
         "workers": workers,
         "wallSeconds": round(wall, 1),
         "modelLatencySumSeconds": round(total, 1),
