@@ -74,6 +74,7 @@ def figures(s: debate_state.DebateState, seconds: float) -> dict[str, Any]:
         "statements": len(s.statements),
         "modelCalls": s.model_calls,
         "promptTokens": sum(x.prompt_tokens for x in s.statements),
+        "maxPromptTokens": max((x.prompt_tokens for x in s.statements), default=0),
         "completionTokens": sum(x.completion_tokens for x in s.statements),
         "tokens": s.tokens,
         "layers": len(s.layers),

@@ -155,14 +155,15 @@ def summary(section: dict[str, Any]) -> str:
     lines = [
         "Hierarchical (split at maxClusterSize 8 / unsplit) vs all-to-all, reading model",
         "  agents | shape | layer-1 sizes | all-to-all tokens | split tokens saved | unsplit "
-        "saved | right | all-to-all | split | unsplit",
+        "saved | largest prompt a2a / split / unsplit | right | all-to-all | split | unsplit",
     ]
     for r in section["rows"]:
         a, s, u = r["allToAll"], r["split"], r.get("unsplit")
         unsplit_saved = f"{u['tokenSaving']:.1%}" if u else "(same)"
+        largest = " / ".join(f"{x['maxPromptTokens']:,}" for x in (a, s, u) if x)
         lines.append(
             f"  {r['leafAgents']:6d} | {r['shape']:8s} | {s['layer1Sizes']} | {a['tokens']:,} | "
-            f"{s['tokenSaving']:.1%} | {unsplit_saved} | {r['right']} | "
+            f"{s['tokenSaving']:.1%} | {unsplit_saved} | {largest} | {r['right']} | "
             f"{_decision(a, r['right'])} | {_decision(s, r['right'])} | {_decision(u, r['right'])}"
         )
     return "\n".join(lines)

@@ -4,7 +4,10 @@ formation algorithm), and the rule for whether a cluster debates at all.
 - Number of clusters: the seed computes ``C_i`` from ``C_prev`` and ``num_rounds`` (it gives no
   closed form); we take ``C_i = ceil(C_prev / (num_rounds + 1))``: a cluster that debates
   ``num_rounds`` rounds after its openings gathers ``num_rounds + 1`` head agents, so more
-  rounds merge faster and any ``num_rounds >= 1`` shrinks the count every layer.
+  rounds merge faster and any ``num_rounds >= 1`` shrinks the count every layer. ``C_1`` is
+  the first layer's clusters: one per category, or per part of a category larger than
+  ``maxClusterSize`` (``packing.cluster_sizes``); so an upper cluster holds at most
+  ``num_rounds + 1`` heads whatever the categories were.
 - Target size ``ceil(n / C)``. Agents are taken in a seeded shuffle; the first C start the
   clusters; each next agent joins the not-yet-full cluster whose diversity score (sum of
   pairwise ``compare_responses``) rises most, the rise weighted by ``1 - size/target`` so small
