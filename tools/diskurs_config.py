@@ -449,7 +449,7 @@ class _Reader:
             found.append(entry.to_firestore())
         return found
 
-    def memory_class(self, raw: dict[str, Any], conductor: dict[str, Any] | None) -> dict:
+    def memory_class(self, raw: dict[str, Any]) -> dict[str, Any]:
         """Where the ``LongtermMemory`` class is: the top-level ``longtermMemory`` (a class in a
         file, or one the project's files define), else the conductor's ``longtermMemoryClass``."""
         memory = raw.get("longterm_memory")
@@ -468,8 +468,6 @@ class _Reader:
                 "longtermMemoryClass": memory["type"],
                 "longtermMemoryLocation": self.stored(path),
             }
-        if conductor is None:
-            self.warn("longtermMemory", "no conductor: the memory is not used")
         return {"longtermMemoryClass": memory["type"]}
 
     def read(self, raw: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -504,12 +502,15 @@ class _Reader:
         if conductors:
             entry, conductor_doc = conductors[0]
             workflow["conductor"] = self.conductor(entry, conductor_doc, names)
-            workflow["conductor"].update(self.memory_class(raw, conductor_doc))
+            workflow["conductor"].update(self.memory_class(raw))
             if conductor_doc.get("modelSettings"):
                 workflow["modelSettings"] = conductor_doc["modelSettings"]
             first_is_conductor = first == entry["name"]
         else:
-            workflow["conductor"] = {"maxDispatches": DEFAULT_MAX_DISPATCHES}
+            workflow["conductor"] = {
+                "maxDispatches": DEFAULT_MAX_DISPATCHES,
+                **self.memory_class(raw),
+            }
             first_is_conductor = False
         if not first_is_conductor:
             workflow["firstContact"] = first

@@ -3,12 +3,15 @@
     python -m tools.run_conversation "Hi, I'm Dana; my firewall drops port 443" --local
     python -m tools.run_conversation "..." --workflow example      # against `make up`
     python -m tools.run_conversation --resume ID                   # a FAILED one, once fixed
+    python -m tools.run_conversation "..." --workflow-dir DIR [--config FILE] --local
 
 ``--local`` starts the emulators and the functions in this process (the scripted model unless
 a provider is configured, see README), loads ``workflows/<workflow>`` and runs the query; without
 it the command writes the conversation into the emulators of ``make up`` (or the project named
 by GOOGLE_CLOUD_PROJECT) and follows it there. A conversation that FAILS ends the command at
 once, non-zero, with its error records printed (docs/CONDUCTOR.md, *Faults and bounds*).
+``--workflow-dir`` loads a workflow folder of either format (a Diskurs project as Diskurs spells
+it, docs/DISKURS.md) and allows its files to the functions (``DLAB_WORKFLOW_DIRS``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 from google.cloud import firestore
 
 from shared.conductor.documents import ACTIVE, Conversation, Step
-from tools.load_workflow import WorkflowError, load
+from tools.load_workflow import WorkflowError, read_workflow, write
 from tools.owner import owned
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -38,9 +41,10 @@ def _line(step: Step) -> str:
         d = step.decision
         what = f"→ {d.next_agent} ({d.by}{': ' + d.reason if d.reason else ''})" if d else ""
         return f"conductor {what}"
-    output = json.dumps(step.output, ensure_ascii=False) if step.output else ""
+    output = json.dumps(step.output, ensure_ascii=False, default=str) if step.output else ""
     final = "  [final: hands back]" if step.is_final else ""
-    return f"{step.agent} (turn {step.turn}, step {step.agent_step}) {output}{final}"
+    note = f"  ({step.note})" if step.note else ""
+    return f"{step.agent} (turn {step.turn}, step {step.agent_step}) {output}{final}{note}"
 
 
 def follow(
@@ -52,6 +56,9 @@ def follow(
     t0 = time.monotonic()
     steps = db.collection(f"conversations/{conversation_id}/steps")
     while True:
+        conv = Conversation.model_validate(
+            db.document(f"conversations/{conversation_id}").get().to_dict()
+        )  # before the steps: a conversation that ended has all its steps printed below
         for snap in sorted(steps.get(), key=lambda s: s.id):
             step = Step.model_validate(snap.to_dict())
             if step.index in shown or step.status == "pending":
@@ -64,9 +71,6 @@ def follow(
                 f"[{time.monotonic() - t0:6.1f}s] #{step.index} {_line(step)}{tries}{error}",
                 file=out,
             )
-        conv = Conversation.model_validate(
-            db.document(f"conversations/{conversation_id}").get().to_dict()
-        )
         if conv.status not in ACTIVE:
             return conv
         if time.monotonic() - t0 > timeout:
@@ -107,13 +111,26 @@ def resume(db: firestore.Client, conversation_id: str) -> str:
 def transcript(conv: Conversation, out: Any = None) -> None:
     out = out or sys.stdout
     print(f"\nstatus   {conv.status}", file=out)
-    if conv.answer:
+    if conv.outcome:
+        print(f"outcome  {conv.outcome}", file=out)
+    if conv.result is not None:
+        print(f"result   {json.dumps(conv.result, ensure_ascii=False, default=str)}", file=out)
+    elif conv.answer:
         print(f"answer   {conv.answer}", file=out)
+    for warning in conv.warnings:
+        print(f"warning  {warning}", file=out)
     if conv.error:
         print(f"error    {conv.error.document} · {conv.error.field}: {conv.error.reason}", file=out)
     print("memory", file=out)
     for name, kept in conv.memory.items():
         print(f"  {name:<14} {kept.value!r}  (set by {kept.agent}, turn {kept.turn})", file=out)
+
+
+def allow(folder: Path) -> None:
+    """Let the functions import the folder's files (``DLAB_WORKFLOW_DIRS``), in this process
+    and the runtime's it starts."""
+    known = [p for p in os.environ.get("DLAB_WORKFLOW_DIRS", "").split(":") if p]
+    os.environ["DLAB_WORKFLOW_DIRS"] = ":".join([*known, str(folder.resolve())])
 
 
 @contextlib.contextmanager
@@ -131,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("query", nargs="?", default="")
     parser.add_argument("--resume", metavar="ID", help="resume a FAILED conversation, follow it")
-    parser.add_argument("--workflow", default="example", help="workflow id (default: example)")
+    parser.add_argument("--workflow", default="", help="workflow id (default: example)")
+    parser.add_argument("--workflow-dir", type=Path, help="a workflow folder to load (--local)")
+    parser.add_argument("--config", type=Path, help="its config file (default: config.yml)")
     parser.add_argument("--local", action="store_true", help="start emulators and functions here")
     parser.add_argument("--id", help="conversation id (default: a new one)")
     parser.add_argument("--timeout", type=float, default=300)
@@ -141,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give a query, or --resume ID")
     if args.resume and args.local:
         parser.error("--resume follows a conversation of `make up` (--local starts empty)")
+    if args.workflow_dir is not None:
+        allow(args.workflow_dir)
+    folder = args.workflow_dir or REPO_ROOT / "workflows" / (args.workflow or "example")
+    workflow_id = args.workflow or (folder.resolve().name if args.workflow_dir else "example")
     conversation_id = args.resume or args.id or uuid.uuid4().hex[:12]
     clients = (
         _local() if args.local else contextlib.nullcontext(firestore.Client(project=args.project))
@@ -149,16 +172,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.resume:
             print(f"conversation  conversations/{conversation_id} {resume(db, conversation_id)}")
         else:
-            if args.local:
+            if args.local or args.workflow_dir is not None:
                 try:
-                    load(db, REPO_ROOT / "workflows" / args.workflow, args.workflow)
+                    workflow, agents = read_workflow(folder, args.config)
                 except WorkflowError as error:
                     print(f"error: {error}", file=sys.stderr)
                     return 1
+                for warning in workflow.warnings:
+                    print(f"warning: {warning}", file=sys.stderr)
+                write(db, workflow, agents, workflow_id)
             db.document(f"conversations/{conversation_id}").set(
-                owned({"query": args.query, "workflowId": args.workflow, "status": "PENDING"})
+                owned({"query": args.query, "workflowId": workflow_id, "status": "PENDING"})
             )
-            print(f"conversation  conversations/{conversation_id} ({args.workflow})")
+            print(f"conversation  conversations/{conversation_id} ({workflow_id})")
         return _outcome(db, conversation_id, args.timeout)
 
 

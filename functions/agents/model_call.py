@@ -217,6 +217,7 @@ def ask(
     parse: Callable[[str], Any] = parse_json_reply,
     system: str | None = None,
     tools: ToolUse | None = None,
+    corrective: Callable[[str], str] = corrective_turn,
 ) -> Any:
     """Ask until ``validate(parsed_json)`` accepts a reply (``ask_counted`` without the stats)."""
     return ask_counted(
@@ -230,6 +231,7 @@ def ask(
         parse=parse,
         system=system,
         tools=tools,
+        corrective=corrective,
     )[0]
 
 
@@ -246,12 +248,14 @@ def ask_counted(
     stats: CallStats | None = None,
     system: str | None = None,
     tools: ToolUse | None = None,
+    corrective: Callable[[str], str] = corrective_turn,
 ) -> tuple[Any, CallStats]:
     """Ask until ``validate(parsed_json)`` accepts a reply; the answer and what it cost (also
     accumulated into ``stats`` as it goes, so a caller sees the cost of a failed ask).
     ModelError (configuration, or ProviderFailing at the deadline) propagates; when turns run
     out, AnswerFailed (the agent may move on) or, with ``DLAB_MOVE_ON_WITHOUT_ANSWER=false``,
-    a ModelError (it stays).
+    a ModelError (it stays). ``corrective`` makes the turn that sends a validation error back
+    (a conductor workflow may send it verbatim, as Diskurs does).
 
     With ``tools``, a reply of tool calls is a turn too (as in Diskurs): ``tools`` records and
     runs them, their results go back to the model; turns recorded by an earlier delivery are
@@ -293,7 +297,7 @@ def ask_counted(
             history = (
                 *history,
                 Message("assistant", reply.text),
-                Message("user", corrective_turn(last_error)),
+                Message("user", corrective(last_error)),
             )
             continue
         except Exception as error:  # the validator's own failure (user code): the call is logged

@@ -8,8 +8,14 @@ from typing import Any
 
 from functions.agents.model_call import CallSite, ask
 from shared import paths
-from shared.conductor.documents import ATTEMPTS, CONDUCTOR
+from shared.conductor.documents import ATTEMPTS, CONDUCTOR, ValidationMessage
 from shared.models import AgentModelSettings, MediatorProfile, ProfileAgentConfig
+from shared.prompts import corrective_turn
+
+
+def _verbatim(reason: str) -> str:
+    """Diskurs sends a validation error's message to the model as it is."""
+    return reason
 
 
 def ask_step(
@@ -21,10 +27,11 @@ def ask_step(
     schema: dict[str, Any],
     validate: Callable[[Any], Any],
     max_attempts: int,
+    message: ValidationMessage = ValidationMessage.WRAPPED,
 ) -> Any:
-    """Ask until ``validate`` accepts a reply (at most ``max_attempts`` replies). Raises as
-    ``ask`` does: AnswerFailed when the attempts ran out, ProviderFailing in an outage, a
-    ModelError for a configuration the provider refuses."""
+    """Ask until ``validate`` accepts a reply (at most ``max_attempts`` replies), each error
+    sent back as ``message`` says. Raises as ``ask`` does: AnswerFailed when the attempts ran
+    out, ProviderFailing in an outage, a ModelError for a configuration the provider refuses."""
     speaker = MediatorProfile(
         private_id=f"{conversation_id}.{agent}",
         public_id=agent,
@@ -39,4 +46,5 @@ def ask_step(
         description=f"{agent} step {step_id}",
         log_collection=paths.build(ATTEMPTS, conversationId=conversation_id, stepId=step_id),
     )
-    return ask(site, prompt, schema, validate, retries=max_attempts - 1)
+    corrective = _verbatim if message == ValidationMessage.VERBATIM else corrective_turn
+    return ask(site, prompt, schema, validate, retries=max_attempts - 1, corrective=corrective)

@@ -10,7 +10,7 @@ from typing import Any
 from google.cloud import firestore
 
 from functions import store, transactions
-from functions.conductor.decide import Completion, conversation_path, step_path
+from functions.conductor.completion import Completion, conversation_path, step_path
 from shared.conductor import memory
 from shared.conductor.documents import Conversation, Remembered, Status, Step, StepStatus
 from shared.models import now, parse_document
@@ -56,6 +56,11 @@ def _conversation_update(
         update["answer"] = done.answer
     if done.problem is not None:
         update["error"] = done.problem.to_firestore()
+    if done.outcome:
+        update["outcome"] = done.outcome
+        update["result"] = done.result
+    if done.warnings:
+        update["warnings"] = firestore.ArrayUnion(list(done.warnings))
     return update
 
 
@@ -74,6 +79,7 @@ def commit(conversation_id: str, step: Step, done: Completion) -> bool:
             "isFinal": done.is_final,
             "decision": done.decision.to_firestore() if done.decision else None,
             "error": done.problem.reason if done.problem else "",
+            "note": done.note,
             "completedAt": stamp,
         }
         merged = _merged(conv, step, done)

@@ -21,7 +21,7 @@ from typing import Any
 from google.cloud import firestore
 
 from functions import store, transactions, work
-from functions.conductor import commit, decide, human
+from functions.conductor import commit, decide, human, workflow
 from functions.conductor.decide import Completion, conversation_path, step_path
 from functions.conductor.settings import conductor_settings
 from functions.conductor.wire import ConductorStep, publish_steps
@@ -39,6 +39,7 @@ from shared.conductor.documents import (
     StepKind,
     StepStatus,
     UnitFailure,
+    WorkflowFormat,
     step_id,
 )
 from shared.models import DocumentError, now, parse_document
@@ -73,12 +74,12 @@ def _start_once(conversation_id: str) -> bool:
         if conv.status != Status.PENDING or conv.current_step >= 0:
             return False
         stamp = now()
-        first = Step(index=0, kind=StepKind.CONDUCTOR, agent=CONDUCTOR, created_at=stamp)
+        first = _first_step(conv).model_copy(update={"created_at": stamp})
         transaction.create(store.ref(step_path(conversation_id, 0)), first.to_firestore())
         update = {
             "status": Status.RUNNING.value,
             "currentStep": 0,
-            "activeAgent": CONDUCTOR,
+            "activeAgent": first.agent,
             "createdAt": conv.created_at or stamp,
             "updatedAt": stamp,
         }
@@ -89,6 +90,21 @@ def _start_once(conversation_id: str) -> bool:
     if started:
         publish_steps(ConductorStep(conversation_id=conversation_id, index=0, reason="start"))
     return started
+
+
+def _first_step(conv: Conversation) -> Step:
+    """Step 0: the conductor, or the workflow's first contact agent (a Diskurs project's
+    ``first_contact``). A workflow that cannot be read starts with the conductor, whose step
+    fails naming the document."""
+    try:
+        wf = workflow.read_workflow(conv.workflow_id)
+    except DocumentError:
+        return Step(index=0, kind=StepKind.CONDUCTOR, agent=CONDUCTOR)
+    name = wf.starts_with()
+    if name not in wf.agents:
+        agent = CONDUCTOR if wf.format == WorkflowFormat.DLAB else name
+        return Step(index=0, kind=StepKind.CONDUCTOR, agent=agent)
+    return Step(index=0, kind=StepKind.AGENT, agent=name, turn=1, agent_step=1)
 
 
 def run_step(message: ConductorStep) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from diskurs.entities import LongtermMemory
 from diskurs.prompt import DefaultConductorPromptArgument
 from pydantic import ValidationError
 
@@ -26,7 +27,14 @@ from shared import paths
 from shared.conductor import arguments, checks
 from shared.conductor.arguments import ArgumentClass
 from shared.conductor.code_files import load_file
-from shared.conductor.documents import AGENT, WORKFLOW, AgentDoc, AgentType, WorkflowDoc
+from shared.conductor.documents import (
+    AGENT,
+    WORKFLOW,
+    AgentDoc,
+    AgentType,
+    WorkflowDoc,
+    WorkflowFormat,
+)
 from shared.conductor.prompt_args import PromptValidationError
 from shared.models import DocumentError
 
@@ -84,6 +92,14 @@ def _class(module: Any, name: str, doc: str, field: str) -> ArgumentClass:
         reason = f"{module.__name__} has no PromptArgument class named {name!r}"
         raise DocumentError(doc, field, reason)
     return typing.cast(ArgumentClass, found)
+
+
+def code_name(agent: AgentDoc, function: str) -> str:
+    """A user function as error records name it: ``workflows.x.prompt.is_valid``, or the file's
+    path and the function (``agents/first/prompt.py:is_valid``)."""
+    if agent.module:
+        return f"{agent.module}.{function}"
+    return f"{agent.prompt_location}/{agent.code_filename}:{function}"
 
 
 def allowed_roots() -> list[Path]:
@@ -181,3 +197,48 @@ def system_arguments(agent: AgentDoc, code: AgentCode, doc: str) -> dict[str, An
         first = error.errors()[0]
         field = ".".join(["systemArguments", *(str(p) for p in first["loc"])])
         raise DocumentError(doc, field, first["msg"]) from None
+
+
+def conductor_agent(workflow_id: str, workflow: WorkflowDoc) -> AgentDoc | None:
+    """A Diskurs project's conductor agent (its templates, prompt class, functions); None for
+    this project's format, whose conductor is the workflow's ``conductor`` map alone, and for a
+    project without a conductor."""
+    if workflow.format != WorkflowFormat.DISKURS:
+        return None
+    path = agent_path(workflow_id, workflow.conductor.name)
+    data = store.snapshot_data(path)
+    return None if data is None else checks.parse_agent(path, data)
+
+
+def memory_class(workflow_id: str, workflow: WorkflowDoc) -> type[LongtermMemory] | None:
+    """A Diskurs project's ``LongtermMemory`` class: in ``longtermMemoryLocation``, else the
+    one of that name the project's files define (the conductor's first), else Diskurs' own
+    base class, as Diskurs looks it up; None when the project has no memory."""
+    name = workflow.conductor.longterm_memory_class
+    if workflow.format != WorkflowFormat.DISKURS or not name:
+        return None
+    doc = workflow_path(workflow_id)
+    location = workflow.conductor.longterm_memory_location
+    if location:
+        where = Path(location)
+        path = code_file(str(where.parent), where.name, doc, "conductor.longtermMemoryLocation")
+        found = getattr(import_file(path, doc, "conductor.longtermMemoryLocation"), name, None)
+        if not arguments.is_memory_class(found):
+            reason = f"{location} defines no LongtermMemory class {name!r}"
+            raise DocumentError(doc, "conductor.longtermMemoryClass", reason)
+        return typing.cast(type[LongtermMemory], found)
+    conductor = conductor_agent(workflow_id, workflow)
+    modules = [agent_module(workflow_id, conductor)] if conductor else []
+    modules += [agent_module(workflow_id, read_agent(workflow_id, a)) for a in workflow.agents]
+    for module in modules:
+        found = getattr(module, name, None)
+        if arguments.is_memory_class(found):
+            return typing.cast(type[LongtermMemory], found)
+    return LongtermMemory
+
+
+def memory_fields(workflow: WorkflowDoc, cls: type[LongtermMemory] | None) -> list[str]:
+    """The fields the memory keeps: the memory class's, or this project's ``memoryFields``."""
+    if workflow.format == WorkflowFormat.DISKURS:
+        return arguments.memory_fields(cls) if cls is not None else []
+    return list(workflow.conductor.memory_fields)

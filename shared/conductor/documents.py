@@ -362,6 +362,8 @@ class Conversation(DocModel):
     active_agent: str = ""
     error: Problem | None = None
     failure: UnitFailure | None = None
+    metadata: dict[str, Any] = {}
+    """Diskurs' ``DiskursInput.metadata``: what the project's functions find on the conversation."""
     result: dict[str, Any] | None = None
     """Diskurs' ``final_result``: what ``finalize``, ``fail`` or a finalizer returned."""
     outcome: str = ""

@@ -46,14 +46,23 @@ def agent_prompt(
     user_args: Mapping[str, Any],
     query: str,
     schema: dict[str, Any],
+    *,
+    lenient: bool = False,
 ) -> str:
     """System prompt, the user's query, the user prompt and the reply format, as one text.
-    ``template_base`` names the agent's document in errors."""
+    ``template_base`` names the agent's document in errors; ``lenient``: an undefined variable
+    renders empty (a Diskurs project's templates, as Diskurs renders them)."""
     system = render_template(
-        agent.system_prompt, {"query": query, **system_args}, f"{template_base}.systemPrompt"
+        agent.system_prompt,
+        {"query": query, **system_args},
+        f"{template_base}.systemPrompt",
+        lenient=lenient,
     )
     user = render_template(
-        agent.user_prompt, {"query": query, **user_args}, f"{template_base}.userPrompt"
+        agent.user_prompt,
+        {"query": query, **user_args},
+        f"{template_base}.userPrompt",
+        lenient=lenient,
     )
     parts = [system.strip(), f"The user's query: {query}", user.strip()]
     return "\n\n".join(p for p in parts if p) + "\n" + response_format_block(schema)

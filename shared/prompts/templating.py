@@ -74,21 +74,35 @@ _ENV = BoundedEnvironment(
 )
 
 
+_LENIENT_ENV = BoundedEnvironment(autoescape=False, keep_trailing_newline=True)
+"""Jinja2's default Undefined (an undefined variable renders empty, is false), as Diskurs renders
+its projects' templates; bounded like the strict one."""
+
+
 @functools.lru_cache(maxsize=512)
 def _compile(source: str) -> Template:
     return _ENV.from_string(source)
+
+
+@functools.lru_cache(maxsize=512)
+def _compile_lenient(source: str) -> Template:
+    return _LENIENT_ENV.from_string(source)
 
 
 def has_template_syntax(text: str) -> bool:
     return any(marker in text for marker in _MARKERS)
 
 
-def render_template(source: str, variables: Mapping[str, Any], template_name: str) -> str:
-    """Render ``source``; PromptTemplateError names ``template_name`` and the variable."""
+def render_template(
+    source: str, variables: Mapping[str, Any], template_name: str, *, lenient: bool = False
+) -> str:
+    """Render ``source``; PromptTemplateError names ``template_name`` and the variable.
+    ``lenient``: an undefined variable renders empty (a Diskurs project's templates)."""
     if not has_template_syntax(source):
         return source
+    compile_ = _compile_lenient if lenient else _compile
     try:
-        return render_bounded(lambda: _compile(source), variables)
+        return render_bounded(lambda: compile_(source), variables)
     except _UndefinedVariable as exc:
         raise PromptTemplateError(template_name, exc.variable, str(exc.message)) from None
     except TemplateSyntaxError as exc:

@@ -79,7 +79,9 @@ def test_a_validator_error_is_a_corrective_turn(runtime, db):
     assert steps(db, "c2")[1].output["topic"] != "weather"
 
 
-def test_attempts_running_out_stop_the_conversation_with_the_reason(runtime, db):
+def test_attempts_running_out_stop_the_conversation_with_the_reason(runtime, db, monkeypatch):
+    """This project's semantics (``DLAB_CONDUCTOR_NO_VALID_REPLY=fail``)."""
+    monkeypatch.setenv("DLAB_CONDUCTOR_NO_VALID_REPLY", "fail")
     load_example(db)
     model = Scripted()
     model.reply("Extract all the following entities", {"topic": "proxy"}, times=-1)
@@ -94,6 +96,25 @@ def test_attempts_running_out_stop_the_conversation_with_the_reason(runtime, db)
     assert "concise description of the user's question" in conv.error.reason
     assert len(attempts(db, "c3", "0001")) == 3
     assert [e["field"] for e in errors(db, "c3")] == ["output"]
+
+
+def test_attempts_running_out_carry_on_as_diskurs_does_until_the_dispatch_cap(runtime, db):
+    """Diskurs' semantics (the default): the step ends with its arguments unchanged and 'No
+    valid answer found after 3 trials.'; the turn goes on, hands back after maxAgentSteps, and
+    the conductor's rules send the extractor again until the dispatch cap ends the loop."""
+    load_example(db)
+    model = Scripted()
+    model.reply("Extract all the following entities", {"topic": "proxy"}, times=-1)
+    with runtime.model_wrapper(model.wrap):
+        start(db, "c3c", QUERY)
+        settle(runtime, finished(db, "c3c"), rounds=40)
+    conv = conversation(db, "c3c")
+    assert conv.status == Status.FAILED and conv.error.field == "dispatches"
+    turns = [s for s in steps(db, "c3c") if s.agent == "extractor"]
+    assert len(turns) == 6 * 4  # maxDispatches turns of maxAgentSteps steps
+    assert all(s.note.startswith("No valid answer found after 3 trials.") for s in turns)
+    assert all(s.output["topic"] == "" and s.status == "done" for s in turns)
+    assert len(attempts(db, "c3c", "0001")) == 3
 
 
 def test_an_agent_keeps_going_until_is_final(runtime, db):

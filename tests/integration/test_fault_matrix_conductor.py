@@ -35,6 +35,14 @@ from workflows.example.extractor import prompt as extractor_prompt
 
 pytestmark = pytest.mark.usefixtures("clean")
 
+
+@pytest.fixture(autouse=True)
+def failing_semantics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This matrix measures this project's semantics: a step whose replies ran out FAILS the
+    conversation (Diskurs' default carries on: tests/integration/test_diskurs.py)."""
+    monkeypatch.setenv("DLAB_CONDUCTOR_NO_VALID_REPLY", "fail")
+
+
 WF = "faults"
 QUERY = "Hi, I'm Dana. My firewall drops every packet to port 443; what should I check?"
 STALLED_ENV = "DLAB_CONDUCTOR_STALLED_SECONDS"

@@ -1,0 +1,60 @@
+"""Asking the model for a step's arguments: the reply checked syntactically and by the user's
+``is_valid`` (whose message goes back to the model, verbatim as Diskurs sends it or wrapped, as
+the workflow's semantics say), and the attempts running out: Diskurs carries on with the
+arguments it had ('No valid answer found after n trials.'), this project's format may fail."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from diskurs.errors import PromptValidationError as DiskursValidationError
+
+from functions import work
+from functions.agents.model_call import AnswerFailed
+from functions.conductor import calling
+from functions.conductor.turns import Context
+from shared.conductor import arguments
+from shared.conductor.documents import NoValidReply, ValidationMessage, step_id
+from shared.conductor.prompt_args import PromptValidationError
+
+
+def validator(
+    user: arguments.ArgumentClass, is_valid: Callable[[Any], Any], current: Any, name: str
+) -> Callable[[Any], Any]:
+    """Syntactic (the reply into the arguments), then the user's ``is_valid``: its
+    ``PromptValidationError`` (ours or Diskurs') goes back to the model; anything else it
+    raises ends the step at once (asking again would not fix it)."""
+
+    def validate(parsed: Any) -> Any:
+        arg = arguments.parse(user, parsed, current)
+        try:
+            work.user_code(name, is_valid, arg, passing=arguments.validation_errors())
+        except DiskursValidationError as error:
+            raise PromptValidationError(str(error)) from None
+        return arg
+
+    return validate
+
+
+def ask(
+    ctx: Context,
+    agent: str,
+    settings: Any,
+    prompt: str,
+    schema: dict[str, Any],
+    validate: Callable[[Any], Any],
+    attempts: int,
+) -> tuple[Any, str]:
+    """The reply, or (carrying on, as Diskurs) None and the note when the attempts ran out."""
+    message = ctx.semantics.validation_message or ValidationMessage.VERBATIM
+    try:
+        found = calling.ask_step(
+            ctx.cid, step_id(ctx.step.index), agent, settings, prompt, schema, validate,
+            attempts, message,
+        )  # fmt: skip
+    except AnswerFailed as error:
+        if ctx.semantics.no_valid_reply != NoValidReply.CARRY_ON:
+            raise
+        return None, f"No valid answer found after {error.attempts} trials. ({error.last_error})"
+    return found, ""
