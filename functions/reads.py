@@ -174,20 +174,31 @@ def fresh(enabled: bool = True) -> Iterator[None]:
 
 
 @functools.cache
-def _pool(pid: int) -> concurrent.futures.ThreadPoolExecutor:
-    """One pool per process (by pid: a forked child gets its own, not the parent's threads)."""
-    return concurrent.futures.ThreadPoolExecutor(POOL_THREADS, thread_name_prefix=THREAD_PREFIX)
+def _pool(pid: int, level: int) -> concurrent.futures.ThreadPoolExecutor:
+    """One pool per process and level (by pid: a forked child gets its own, not the parent's
+    threads)."""
+    return concurrent.futures.ThreadPoolExecutor(
+        POOL_THREADS, thread_name_prefix=f"{THREAD_PREFIX}-{level}"
+    )
 
 
 def _submit(call: Callable[[], T]) -> Callable[[], T]:
-    """Start ``call`` on the pool with this context (the invocation's reads, its function
-    name); what waits for it. From a pool thread it runs here (a pool thread waiting on the
-    pool could wait for ever once every thread does)."""
-    if threading.current_thread().name.startswith(THREAD_PREFIX):
+    """Start ``call`` on a pool with this context (the invocation's reads, its function name);
+    what waits for it. A call started from the first pool's thread (a read started beside an
+    election that reads three things at once) goes to the second pool; from the second, it runs
+    here. The second pool's threads never wait on a pool, so no thread waits for ever."""
+    name = threading.current_thread().name
+    if name.startswith(f"{THREAD_PREFIX}-1"):
         result = call()
         return lambda: result
-    future = _pool(os.getpid()).submit(contextvars.copy_context().run, call)
+    level = 1 if name.startswith(f"{THREAD_PREFIX}-0") else 0
+    future = _pool(os.getpid(), level).submit(contextvars.copy_context().run, call)
     return future.result
+
+
+def start(call: Callable[[], T]) -> Callable[[], T]:
+    """Start ``call`` now, beside what the caller does next; what waits for its result."""
+    return _submit(call)
 
 
 def together(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
@@ -265,6 +276,12 @@ class Recent(Generic[T]):
             if serves(value):
                 return value
         return self.now(key, load)
+
+    def young(self, key: Hashable) -> bool:
+        """Whether a read of ``key`` started at most ``max_age_s`` ago (in flight or done)."""
+        with self._lock:
+            read = self._latest.get((clients.project_id(), key))
+        return read is not None and time.monotonic() - read.started <= self.max_age_s
 
     def _forget_old(self, now: float) -> None:
         old = [k for k, r in self._latest.items() if now - r.started > self.max_age_s]

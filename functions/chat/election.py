@@ -72,6 +72,12 @@ class ElectionPolicy(Protocol):
         """The reply's election when it is ready to post (held for the post)."""
         ...
 
+    def reads_beside_election(self, room: Room, turn: AgentTurn) -> bool:
+        """Whether the reply's read before its post goes beside its election at post time (a
+        round trip each, independent): only a turn that will try the election itself, since
+        a losing turn's read is for nothing."""
+        ...
+
     def post(self, room: Room, reply: Reply) -> messages.Posted:
         """Write the elected reply."""
         ...
@@ -159,6 +165,11 @@ class Race:
             return
         with messages.lock(room, turn.log_id, owner, take=messages.take_election) as held:
             yield Ballot(held.taken, turn.log_id, held)
+
+    def reads_beside_election(self, room: Room, turn: AgentTurn) -> bool:
+        """A turn elected at post time that no other turn of this instance has tried the
+        election for (one that has loses on that try)."""
+        return not self.claims(turn) and not messages.election_tried_here(room, turn.log_id)
 
     def post(self, room: Room, reply: Reply) -> messages.Posted:
         return messages.post(

@@ -276,6 +276,12 @@ def take_election(room: Room, log_id: str, owner: dict[str, Any]) -> leases.Held
     return won if tried_here else None
 
 
+def election_tried_here(room: Room, log_id: str) -> bool:
+    """Whether a turn of this instance tried the race election a moment ago: a turn that tries
+    now waits for that try and loses without one of its own (``take_election``)."""
+    return _elections.young(room.log_path(log_id))
+
+
 Take = Callable[[Room, str, dict[str, Any]], leases.Held | None]
 
 

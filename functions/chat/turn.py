@@ -15,6 +15,7 @@ import logging
 import random
 import time
 import uuid
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
@@ -535,21 +536,43 @@ def _speak(scene: Scene, decision: Decision, public: ChatPublicData) -> TurnOutc
     delay = typing_delay_s(decision.message, agent.settings.words_per_minute, rng)
     if delay:
         time.sleep(delay)
-    with scene.policy.at_post(room, turn, _responder(agent)) as ballot:
-        if not ballot.won:
-            return TurnOutcome.NOT_ELECTED
-        outcome = _post_if_wanted(scene, decision, public, named_in=ballot.named_in)
-        if outcome == TurnOutcome.SPOKE:
-            ballot.keep()
-        return outcome
+    read = functools.partial(_read_again, scene, public)
+    beside = reads.start(read) if scene.policy.reads_beside_election(room, turn) else None
+    try:
+        with scene.policy.at_post(room, turn, _responder(agent)) as ballot:
+            if not ballot.won:
+                return TurnOutcome.NOT_ELECTED
+            again = beside() if beside is not None else read()
+            beside = None  # the post's now: it ends the transaction the read began
+            outcome = _post_if_wanted(scene, decision, again, named_in=ballot.named_in)
+            if outcome == TurnOutcome.SPOKE:
+                ballot.keep()
+            return outcome
+    finally:
+        if beside is not None:
+            _drop(beside)
+
+
+def _drop(read: Callable[[], Again]) -> None:
+    """A read made beside an election the turn lost: its transaction, if it began one, ends."""
+    try:
+        _, _, thread_read = read()
+    except Exception:  # the read failed: nothing to end, and the lost election is the outcome
+        return
+    if thread_read is not None:
+        thread_read.close()
+
+
+Again = tuple[list[ChatMessage], ChatPublicData, transactions.Begun | None]
+"""The chat read again after the model answered (``_read_again``)."""
 
 
 def _post_if_wanted(
-    scene: Scene, decision: Decision, public: ChatPublicData, named_in: str | None = None
+    scene: Scene, decision: Decision, again: Again, named_in: str | None = None
 ) -> TurnOutcome | Refusal:
-    """Post unless the chat moved on while the model answered (read again now)."""
+    """Post unless the chat moved on while the model answered (``again``: read since)."""
     turn, agent = scene.turn, scene.agent
-    history, public, thread_read = _read_again(scene, public)
+    history, public, thread_read = again
     with thread_read or contextlib.nullcontext():
         if gates.stale(agent, history, turn.trigger_chat_id, public.current_discussion_id):
             return TurnOutcome.MOVED_ON_AFTER_DELAY
@@ -561,9 +584,7 @@ def _post_if_wanted(
         return _post(scene, message, history, slot, named_in, thread_read)
 
 
-def _read_again(
-    scene: Scene, public: ChatPublicData
-) -> tuple[list[ChatMessage], ChatPublicData, transactions.Begun | None]:
+def _read_again(scene: Scene, public: ChatPublicData) -> Again:
     """The history after the model's call, and the public data if it can have moved on: a
     group chat's threads, read at the same time (a private chat's comes from its history).
     With threads, the post's transaction begins beside them with its read of the thread

@@ -156,18 +156,37 @@ def test_all_at_once_keeps_the_order_of_the_calls():
     assert reads.all_together([]) == []
 
 
-def test_a_pool_thread_that_asks_for_more_runs_them_itself():
-    """Every pool thread waiting on reads queued behind it would never end: from a pool thread,
-    the reads run where they are."""
+def test_reads_nested_in_pool_threads_never_wait_for_ever():
+    """A pool thread waiting on reads queued behind it in its own pool could wait for ever:
+    reads started from the first pool go to the second, and from the second run where they
+    are, however many ask at once."""
 
-    def nested() -> list[int]:
+    def innermost() -> list[int]:
         return reads.all_together([lambda: 1, lambda: 2])
 
-    calls = [nested for _ in range(20)]  # more than the pool has threads
-    results: list[list[list[int]]] = []
+    def nested() -> list[list[int]]:
+        return reads.all_together([innermost, innermost])
+
+    calls = [nested for _ in range(reads.POOL_THREADS + 8)]  # more than a pool has threads
+    results: list[list[list[list[int]]]] = []
     waiting = threading.Thread(
         target=lambda: results.append(reads.all_together(calls)), daemon=True
     )
     waiting.start()
     waiting.join(timeout=10)
-    assert results == [[[1, 2]] * 20]
+    assert results == [[[[1, 2], [1, 2]]] * len(calls)]
+
+
+def test_a_read_started_beside_another_still_reads_its_parts_at_once():
+    """A read started beside an election (``reads.start``) that reads three things at once
+    reads them at once, not one after the other, though it runs on a pool thread."""
+    all_started = threading.Barrier(3, timeout=5)
+
+    def part(name: str) -> str:
+        all_started.wait()
+        return name
+
+    later = reads.start(
+        lambda: reads.three(lambda: part("a"), lambda: part("b"), lambda: part("c"))
+    )
+    assert later() == ("a", "b", "c")
