@@ -124,6 +124,13 @@ def policy_for(stage: StageConfig) -> ElectionPolicy:
     return policies[stage.election_policy](stage)
 
 
+def claims_from_the_start(turn: AgentTurn) -> bool:
+    """Whether the turn says itself that its policy claims the message (a claim turn carries
+    the order it was asked in), so that its claim can be taken beside its first reads. The
+    stage's policy, read with them, has the last word."""
+    return bool(turn.order) and not (turn.is_opening or turn.conducted or turn.readiness_only)
+
+
 def _may_ask_everyone(turn: AgentTurn, why_not: Refusal) -> bool:
     """A group chat message's turn that was not overtaken by the chat (a stale turn asks
     nothing: the chat moved on)."""

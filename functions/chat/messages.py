@@ -240,6 +240,16 @@ class Lock:
     log_id: str
     taken: bool
     kept: bool = False
+    held: leases.Held | None = None
+
+    def let_go(self) -> None:
+        """Release it now, before the block ends: the turn will not do the work it guards and
+        hands it to another, which must find it free."""
+        if self.taken and not self.kept:
+            if self.held is not None:
+                leases.stop_renewing(self.held)
+            release_lock(self.room, self.log_id)
+            self.kept = True  # nothing left for the block's end to release
 
     def keep(self, *, mark_done: bool = False) -> None:
         """The work it guarded is done: the lock stays, as the record that it was done.
@@ -303,7 +313,7 @@ def lock(
     within one lease (``release_unfinished``). ``needed=False`` yields a lock that is held
     without taking anything; ``take``: how it is taken (``take_election``)."""
     taken = take(room, log_id, owner) if needed else None
-    held = Lock(room, log_id, taken is not None or not needed)
+    held = Lock(room, log_id, taken is not None or not needed, held=taken)
     if not needed:
         held.kept = True
     if taken is not None:

@@ -128,6 +128,8 @@ class Scene:
     turn: AgentTurn
     stage: ConversationStage
     agent: ChatAgent
+    claim: messages.Lock | None = None
+    """The message's claim, taken with the turn's first reads (``_run_claimed``)."""
 
     @property
     def room(self) -> Room:
@@ -200,7 +202,26 @@ def run(turn: AgentTurn) -> TurnResult:
     if turn.conducted and not conducted.still_picked(turn):
         return TurnResult(TurnOutcome.NOT_ELECTED)  # the conductor has picked another since
     with reads.ahead(), store.writing_later():  # logs: with the post
-        return _run(turn, _read_first(turn))
+        if not election.claims_from_the_start(turn):
+            return _run(turn, _read_first(turn), None)
+        return _run_claimed(turn)
+
+
+def _run_claimed(turn: AgentTurn) -> TurnResult:
+    """A claim turn takes the message's claim beside its first reads (a round trip each, and
+    most such turns answer); another delivery holding it stops this one at once. A turn that
+    then does not answer lets it go before handing the message on."""
+    owner = {"agentType": turn.agent_type, "privateId": turn.agent_id}
+    taking = reads.start(lambda: messages.take_lock(turn.room, turn.log_id, owner))
+    try:
+        history = _read_first(turn)
+    except BaseException:
+        _drop_claim(turn, taking)
+        raise
+    with messages.lock(turn.room, turn.log_id, owner, take=lambda *_: taking()) as claim:
+        if not claim.taken:
+            return TurnResult(TurnOutcome.ALREADY_CLAIMED)
+        return _run(turn, history, claim)
 
 
 def _read_first(turn: AgentTurn) -> list[ChatMessage]:
@@ -246,12 +267,29 @@ def _keys_path(experiment_id: str) -> str:
     return creator_keys_path(experiment) or ""
 
 
-def _run(turn: AgentTurn, history: list[ChatMessage]) -> TurnResult:
+def _drop_claim(turn: AgentTurn, taking: Callable[[], Any]) -> None:
+    """The turn failed before it used the claim it took: released, so a retry takes it again."""
+    try:
+        taken = taking()
+    except Exception:  # not taken: nothing to release, and the turn's own failure is raised
+        return
+    if taken is not None:
+        messages.release_lock(turn.room, turn.log_id)
+
+
+def _run(turn: AgentTurn, history: list[ChatMessage], claim: messages.Lock | None) -> TurnResult:
     stage = store.read_stage(turn.experiment_id, turn.stage_id)
     scene = _load(turn, stage)
     if isinstance(scene, TurnOutcome):  # e.g. it left since the fan-out
+        if claim is not None:
+            claim.let_go()
         election.policy_for(stage).hand_on(turn)
         return TurnResult(scene)
+    if claim is not None:
+        if not scene.claims:  # the stage's policy changed since the fan-out
+            claim.let_go()
+        else:
+            scene = dataclasses.replace(scene, claim=claim)
     public = rooms.state(scene.room, history)
     if scene.turn_based and turn.is_opening and history:
         # the chat was opened meanwhile: the holder answers its last message, once (the same
@@ -374,7 +412,7 @@ def _nobody_may_answer(
 def _respond(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -> TurnResult:
     """Claim (if the policy says so), ask the model, speak; then readiness to end."""
     turn, agent = scene.turn, scene.agent
-    with messages.lock(scene.room, turn.log_id, _responder(agent), needed=scene.claims) as held:
+    with _claimed(scene) as held:
         if not held.taken:
             return TurnResult(TurnOutcome.ALREADY_CLAIMED)
         fixed = agent.settings.initial_message.strip() if turn.is_opening else ""
@@ -390,6 +428,7 @@ def _respond(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
                 # waits like a stage move: the claim is released on the way out and
                 # onAgentTurn, which is retried, runs the turn again
                 raise ProviderUnavailable(reason) from error
+            held.let_go()
             _after_failure(scene, public)
             return TurnResult(TurnOutcome.MODEL_FAILED)
         outcome = _speak(scene, decision, public)
@@ -397,6 +436,7 @@ def _respond(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
             held.keep(mark_done=outcome != TurnOutcome.SPOKE)
         elif outcome == TurnOutcome.SPOKE:
             held.keep()
+        held.let_go()  # before the message is handed on
     if outcome == TurnOutcome.DECLINED:
         scene.policy.hand_on(turn)
     participant = scene.participant
@@ -468,8 +508,20 @@ def _responder(agent: ChatAgent) -> dict[str, Any]:
     return {"agentType": agent.type, "privateId": agent.private_id, "publicId": agent.public_id}
 
 
+def _claimed(scene: Scene) -> contextlib.AbstractContextManager[messages.Lock]:
+    """The message's claim for the answer: the one taken with the turn's first reads, or taken
+    now if the policy claims (``needed``)."""
+    if scene.claim is not None:
+        return contextlib.nullcontext(scene.claim)
+    turn = scene.turn
+    return messages.lock(turn.room, turn.log_id, _responder(scene.agent), needed=scene.claims)
+
+
 def _pass_on(scene: Scene, result: TurnResult) -> TurnResult:
-    """A turn that will not answer hands the message to whoever its policy asks next."""
+    """A turn that will not answer hands the message to whoever its policy asks next (its
+    claim, if it took one, let go first)."""
+    if scene.claim is not None:
+        scene.claim.let_go()
     scene.policy.hand_on(scene.turn)
     return result
 
