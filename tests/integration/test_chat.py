@@ -312,6 +312,44 @@ def test_claim_passes_a_message_on_when_the_first_in_order_has_left(runtime, db)
     assert any(m["senderId"] == "agent-1" for m in chat_messages(db, e))
 
 
+def test_a_claim_turn_whose_claim_another_delivery_holds_stops_before_its_model(runtime, db):
+    """A claim turn takes the message's claim beside its first reads: a delivery that finds
+    another holding it stops there (no model call, no message); once the holder let it go
+    without answering, the next delivery takes it and answers."""
+    e = chat_experiment(db, mediator=False, electionPolicy="claim")
+    config = persona_prompt(db, e, max_responses=5)
+    db.document(f"experiments/{e}/agentParticipants/talker/prompts/chat").update(
+        {"structuredOutputConfig": ALWAYS_SPEAKS}
+    )
+    with runtime.delivery_policy(Losing(lambda d: d.function == "onAgentTurn")):
+        here = agent(db, e, "chat", number=1, agentConfig=config)
+        chats = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/chats"
+        db.document(f"{chats}/h1").set(
+            {
+                "id": "h1",
+                "type": "participant",
+                "message": "Which project first?",
+                "senderId": "human-1",
+                "timestamp": datetime.now(UTC),
+                "profile": {"name": "Hu"},
+            }
+        )
+        runtime.wait_until_idle(timeout=60)
+    room = Room(e, "cohort-a", "chat")
+    other = {"agentType": "participant", "privateId": here}
+    assert messages.take_lock(room, "h1-participant", other) is not None  # another delivery
+    request = AgentTurn.in_room(room, "participant", here, trigger_chat_id="h1", order=(here,))
+    assert turn.run(request).outcome == "already-claimed"
+    assert not [log for log in model_logs(db, e) if "reply to h1" in log.description]
+    messages.release_lock(room, "h1-participant")  # the holder did not answer
+    assert turn.run(request).outcome == "spoke"
+    assert trigger_logs(db, e)["h1-participant"]["privateId"] == here
+    assert [m["senderId"] for m in chat_messages(db, e) if m["type"] == "participant"] == [
+        "human-1",
+        "agent-1",
+    ]
+
+
 def test_claim_policy_costs_about_one_call_per_message(runtime, db):
     e = chat_experiment(db, mediator=False, electionPolicy="claim")
     config = persona_prompt(db, e, max_responses=3)
