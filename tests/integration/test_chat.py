@@ -280,14 +280,8 @@ def test_twenty_agents_racing_one_reply_per_message(runtime, db):
     assert max(per_sender.values()) <= 2  # maxResponses, the opening included
 
 
-def test_claim_passes_a_message_on_when_the_first_in_order_has_left(runtime, db):
-    """The claim order is fixed at fan-out; an agent gone by its turn passes the message on."""
-    e = chat_experiment(db, mediator=False, electionPolicy="claim")
-    config = persona_prompt(db, e, max_responses=5)
-    db.document(f"experiments/{e}/agentParticipants/talker/prompts/chat").update(
-        {"structuredOutputConfig": ALWAYS_SPEAKS}
-    )
-    gone = agent(db, e, "end", number=0, agentConfig=config, currentStatus="SUCCESS")
+def _human_asks(db, e: str) -> None:
+    """A human's message ``h1`` in the group chat."""
     chats = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/chats"
     db.document(f"{chats}/h1").set(
         {
@@ -299,6 +293,17 @@ def test_claim_passes_a_message_on_when_the_first_in_order_has_left(runtime, db)
             "profile": {"name": "Hu"},
         }
     )
+
+
+def test_claim_passes_a_message_on_when_the_first_in_order_has_left(runtime, db):
+    """The claim order is fixed at fan-out; an agent gone by its turn passes the message on."""
+    e = chat_experiment(db, mediator=False, electionPolicy="claim")
+    config = persona_prompt(db, e, max_responses=5)
+    db.document(f"experiments/{e}/agentParticipants/talker/prompts/chat").update(
+        {"structuredOutputConfig": ALWAYS_SPEAKS}
+    )
+    gone = agent(db, e, "end", number=0, agentConfig=config, currentStatus="SUCCESS")
+    _human_asks(db, e)
     runtime.wait_until_idle(timeout=60)  # nobody was there to answer
     here = agent(db, e, "chat", number=1, agentConfig=config)
     runtime.wait_until_idle(timeout=60)
@@ -323,17 +328,7 @@ def test_a_claim_turn_whose_claim_another_delivery_holds_stops_before_its_model(
     )
     with runtime.delivery_policy(Losing(lambda d: d.function == "onAgentTurn")):
         here = agent(db, e, "chat", number=1, agentConfig=config)
-        chats = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat/chats"
-        db.document(f"{chats}/h1").set(
-            {
-                "id": "h1",
-                "type": "participant",
-                "message": "Which project first?",
-                "senderId": "human-1",
-                "timestamp": datetime.now(UTC),
-                "profile": {"name": "Hu"},
-            }
-        )
+        _human_asks(db, e)
         runtime.wait_until_idle(timeout=60)
     room = Room(e, "cohort-a", "chat")
     other = {"agentType": "participant", "privateId": here}
