@@ -88,6 +88,7 @@ DEBATE_TURN_TOPIC = "debate-turn"
 DEBATE_WATCHDOG_TOPIC = "debate-watchdog-tick"
 CONDUCTOR_STEP_TOPIC = "conductor-step"
 CONDUCTOR_TICK_TOPIC = "conductor-tick"
+CONDUCTOR_BRANCH_TOPIC = "conductor-branch"
 CHAT_CONDUCTOR_TOPIC = "chat-conductor"
 
 REGISTRY: tuple[FunctionSpec, ...] = (
@@ -281,6 +282,16 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         handler="functions.triggers.conductor:on_human_answer_written",
         description="A person's answer to a human agent's step: wake the step that waits for it.",
         timeout_s=60,
+    ),
+    FunctionSpec(
+        name="onConductorBranch",
+        trigger=PubSubTrigger(CONDUCTOR_BRANCH_TOPIC),
+        handler="functions.triggers.conductor:on_conductor_branch",
+        description=(
+            "One agent step of a parallel agent's branch; the last branch done publishes the "
+            "join step, which completes once."
+        ),
+        retry=True,
     ),
     FunctionSpec(
         name="societyWatchdog",

@@ -42,6 +42,8 @@ def _line(step: Step) -> str:
         what = f"→ {d.next_agent} ({d.by}{': ' + d.reason if d.reason else ''})" if d else ""
         return f"conductor {what}"
     output = json.dumps(step.output, ensure_ascii=False, default=str) if step.output else ""
+    if step.kind == "join":
+        return f"{step.agent} joined {step.input.get('branches', 0)} branches {output}"
     final = "  [final: hands back]" if step.is_final else ""
     note = f"  ({step.note})" if step.note else ""
     return f"{step.agent} (turn {step.turn}, step {step.agent_step}) {output}{final}{note}"

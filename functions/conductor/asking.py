@@ -51,7 +51,7 @@ def ask(
     try:
         found = calling.ask_step(
             ctx.cid, step_id(ctx.step.index), agent, settings, prompt, schema, validate,
-            attempts, message,
+            attempts, message, log_collection=ctx.log,
         )  # fmt: skip
     except AnswerFailed as error:
         if ctx.semantics.no_valid_reply != NoValidReply.CARRY_ON:

@@ -28,6 +28,7 @@ def ask_step(
     validate: Callable[[Any], Any],
     max_attempts: int,
     message: ValidationMessage = ValidationMessage.WRAPPED,
+    log_collection: str = "",
 ) -> Any:
     """Ask until ``validate`` accepts a reply (at most ``max_attempts`` replies), each error
     sent back as ``message`` says. Raises as ``ask`` does: AnswerFailed when the attempts ran
@@ -44,7 +45,8 @@ def ask_step(
         participant=speaker,
         stage_id=step_id,
         description=f"{agent} step {step_id}",
-        log_collection=paths.build(ATTEMPTS, conversationId=conversation_id, stepId=step_id),
+        log_collection=log_collection
+        or paths.build(ATTEMPTS, conversationId=conversation_id, stepId=step_id),
     )
     corrective = _verbatim if message == ValidationMessage.VERBATIM else corrective_turn
     return ask(site, prompt, schema, validate, retries=max_attempts - 1, corrective=corrective)

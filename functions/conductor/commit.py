@@ -12,7 +12,8 @@ from google.cloud import firestore
 from functions import store, transactions
 from functions.conductor.completion import Completion, conversation_path, step_path
 from shared.conductor import memory
-from shared.conductor.documents import Conversation, Remembered, Status, Step, StepStatus
+from shared.conductor.branches import branch_path
+from shared.conductor.documents import Conversation, Remembered, Status, Step, StepStatus, step_id
 from shared.models import now, parse_document
 
 
@@ -93,6 +94,10 @@ def commit(conversation_id: str, step: Step, done: Completion) -> bool:
         if done.next_step is not None:
             nxt = done.next_step.model_copy(update={"created_at": stamp})
             transaction.create(store.ref(step_path(conversation_id, nxt.index)), nxt.to_firestore())
+            for branch in done.branches:  # a parallel agent's fan-out, with its join step
+                path = branch_path(conversation_id, step_id(nxt.index), branch.index)
+                made = branch.model_copy(update={"created_at": stamp, "updated_at": stamp})
+                transaction.create(store.ref(path), made.to_firestore())
         return True
 
     return transactions.run(body, settled=lambda: _settled(conversation_id, step.index))

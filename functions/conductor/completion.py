@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from shared import paths
+from shared.conductor.branches import Branch
 from shared.conductor.documents import CONVERSATION, STEP, Decision, Problem, Status, Step, step_id
 
 
@@ -32,6 +33,8 @@ class Completion:
     """On the step: what happened that is not an error ('No valid answer found after...')."""
     warnings: tuple[str, ...] = ()
     """Added to the conversation's ``warnings``."""
+    branches: tuple[Branch, ...] = ()
+    """A parallel agent's fan-out: created with ``next_step`` (its join step) at commit."""
 
 
 def conversation_path(conversation_id: str) -> str:

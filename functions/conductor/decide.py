@@ -8,11 +8,12 @@ follows a step of a turn is ``turns``'."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 from functions import work
 from functions.agents.model_call import AnswerFailed
-from functions.conductor import workflow
+from functions.conductor import parallel_steps, workflow
 from functions.conductor.asking import ask, validator
 from functions.conductor.completion import (
     Completion,
@@ -53,6 +54,8 @@ def decide(conversation_id: str, conversation: Conversation, step: Step) -> Comp
         ctx = Context.of(conversation_id, conversation, step, wf)
         if step.kind == StepKind.CONDUCTOR:
             return conduct(ctx)
+        if step.kind == StepKind.JOIN:
+            return parallel_steps.join(ctx)
         return agent_step(ctx)
     except ProviderFailing:
         raise
@@ -108,6 +111,10 @@ def multistep(ctx: Context) -> Completion:
     return after_step(ctx, agent, code.user, arguments.dump(arg), final=final, note=note)
 
 
-BY_TYPE: dict[AgentType, AgentStep] = {}
+BY_TYPE: dict[AgentType, AgentStep] = {
+    AgentType.PARALLEL_MULTISTEP: functools.partial(
+        parallel_steps.parallel_agent, multistep=multistep
+    ),
+}
 """Agent types whose steps are not a multi-step agent's (``parallel_multistep``'s fan-out, the
 LLM compiler's plan): their modules register here; the others run as ``multistep``."""

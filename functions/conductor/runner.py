@@ -21,10 +21,10 @@ from typing import Any
 from google.cloud import firestore
 
 from functions import store, transactions, work
-from functions.conductor import commit, decide, human, workflow
+from functions.conductor import commit, decide, human, parallel, parallel_steps, workflow
 from functions.conductor.decide import Completion, conversation_path, step_path
 from functions.conductor.settings import conductor_settings
-from functions.conductor.wire import ConductorStep, publish_steps
+from functions.conductor.wire import ConductorBranch, ConductorStep, publish_branches, publish_steps
 from functions.errors import current_function, record_error
 from shared import paths
 from shared.conductor.documents import (
@@ -119,6 +119,14 @@ def run_step(message: ConductorStep) -> None:
     work.run(unit)
 
 
+def run_branch(message: ConductorBranch) -> None:
+    """One agent step of a parallel agent's branch (``parallel.run_branch``), a unit of work
+    whose end fails the conversation as a step's does."""
+    fail = functools.partial(_fail, message.conversation_id)
+    turns = {"agent": functools.partial(parallel_steps.branch_reply, decide.multistep)}
+    parallel.run_branch(message, turns, fail)
+
+
 def _run_once(conversation_id: str, index: int) -> None:
     conv = store.read(Conversation, conversation_path(conversation_id))
     if conv.status != Status.RUNNING or conv.current_step != index:
@@ -126,6 +134,9 @@ def _run_once(conversation_id: str, index: int) -> None:
     step = store.read(Step, step_path(conversation_id, index))
     if step.status != StepStatus.PENDING:
         return
+    rearm = functools.partial(_rearm, conversation_id)
+    if step.kind == StepKind.JOIN and not parallel.ready(conversation_id, step, rearm):
+        return  # its branches still run (those standing still were published again)
     done = (human.decide if step.kind == StepKind.HUMAN else decide.decide)(
         conversation_id, conv, step
     )
@@ -135,6 +146,7 @@ def _run_once(conversation_id: str, index: int) -> None:
         return
     if done.problem is not None:
         _record(done)
+    publish_branches(*parallel.branch_messages(conversation_id, done.next_step, done.branches))
     if done.next_step is not None:
         publish_steps(
             ConductorStep(

@@ -39,6 +39,8 @@ class Context:
     semantics: Semantics
     memory_class: type[LongtermMemory] | None
     fields: tuple[str, ...]
+    log: str = ""
+    """Where the step's model attempts are logged ('': under the step; a branch's under it)."""
 
     @classmethod
     def of(cls, cid: str, conv: Conversation, step: Step, wf: WorkflowDoc) -> Context:

@@ -1,6 +1,6 @@
-"""Conductor workflows: a conversation document starts one; each step is one Pub/Sub turn; the
-scheduled tick starts conversations whose creation event was lost and re-drives steps whose
-invocation died."""
+"""Conductor workflows: a conversation document starts one; each step, and each agent step of a
+parallel agent's branch, is one Pub/Sub turn; the scheduled tick starts conversations whose
+creation event was lost and re-drives steps whose invocation died."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import logging
 
 from functions._events import FirestoreEvent, PubSubEvent
 from functions.conductor import human, runner
-from functions.conductor.wire import ConductorStep
+from functions.conductor.wire import ConductorBranch, ConductorStep
 
 log = logging.getLogger(__name__)
 
@@ -19,6 +19,10 @@ def on_conversation_created(event: FirestoreEvent) -> None:
 
 def on_conductor_step(event: PubSubEvent) -> None:
     runner.run_step(event.message(ConductorStep))
+
+
+def on_conductor_branch(event: PubSubEvent) -> None:
+    runner.run_branch(event.message(ConductorBranch))
 
 
 def on_human_answer_written(event: FirestoreEvent) -> None:

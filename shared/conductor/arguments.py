@@ -20,7 +20,7 @@ from diskurs.entities import LongtermMemory, PromptField
 from diskurs.entities import PromptArgument as DiskursArgument
 from diskurs.errors import PromptValidationError as DiskursValidationError
 from diskurs.prompt import validate_dataclass
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from shared.conductor.prompt_args import PromptArgument, PromptValidationError, parse_reply
 
@@ -96,7 +96,10 @@ def load(cls: ArgumentClass, values: Mapping[str, Any]) -> Any:
     if not is_diskurs(cls):
         return cls.model_validate(dict(values))
     known = {k: v for k, v in values.items() if k in field_names(cls)}
-    return cls.from_dict(known)  # type: ignore[union-attr]
+    try:  # not Diskurs' from_dict: it makes the string of a `list[str] | str` field a list
+        return TypeAdapter(cls).validate_python(known)  # of its characters
+    except ValidationError:  # a value off its annotation, as Diskurs' own parsing lets through
+        return cls.from_dict(known)  # type: ignore[union-attr]
 
 
 def dump(instance: Any) -> dict[str, Any]:

@@ -379,6 +379,8 @@ class Conversation(DocModel):
 class StepKind(StrEnum):
     CONDUCTOR = "conductor"
     AGENT = "agent"
+    JOIN = "join"
+    """Waits for a parallel agent's branches (``shared.conductor.branches``), then joins them."""
     HUMAN = "human"
     """A human agent's step: it waits for a person's answer document."""
 
@@ -416,6 +418,9 @@ class Step(DocModel):
     agent_type: str = ""
     predicate: bool | None = None
     """On a conductor step after a ``multistep_predicate`` turn: its answer (asked once)."""
+    after_join: bool = False
+    """An agent step of a parallel agent's turn after its join (``invokeOnFinal``): the turn's
+    end hands back, it does not branch again."""
     waiting: HumanWait | None = None
     """A human step waiting for its answer: the question, the answer's schema, the deadline."""
     memory_changes: list[MemoryChange] = []

@@ -89,6 +89,9 @@ def history_lines(steps: Sequence[Step]) -> list[str]:
             final = " and handed back" if step.is_final else ""
             text = json.dumps(step.output, ensure_ascii=False, default=str)
             lines.append(f"{step.agent} replied {text}{final}")
+        elif step.kind == StepKind.JOIN and step.output is not None:
+            text = json.dumps(step.output, ensure_ascii=False, default=str)
+            lines.append(f"{step.agent} joined its branches into {text}")
     return lines
 
 
