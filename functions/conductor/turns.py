@@ -64,8 +64,14 @@ class Context:
         return step_path(self.cid, self.step.index)
 
     def memory(self, more: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The memory's values (with ``more`` merged over them: a hand-back not yet committed)."""
-        return {**self.conv.memory_values(), **(more or {})}
+        """The memory's values (with ``more`` merged over them: a hand-back not yet committed);
+        with a ``LongtermMemory`` class, all its fields (``user_query`` the query), as Diskurs
+        initializes arguments from the instance."""
+        values = {**self.conv.memory_values(), **(more or {})}
+        if self.memory_class is None:
+            return values
+        found = arguments.memory_instance(self.memory_class, values, self.conv.query)
+        return dict(found.to_dict())
 
     def longterm_memory(self, more: Mapping[str, Any] | None = None) -> Any:
         """The memory as the project's ``LongtermMemory`` instance (None without one)."""

@@ -22,7 +22,7 @@ from experiment_state import settle
 from console.app import create_app
 from emulator.chaos import ChaosSettings
 from functions.conductor.wire import ConductorStep, publish_steps
-from shared.conductor.documents import Status
+from shared.conductor.documents import Conversation, Status
 
 pytestmark = pytest.mark.usefixtures("clean")
 
@@ -79,16 +79,21 @@ def test_a_validator_error_is_a_corrective_turn(runtime, db):
     assert steps(db, "c2")[1].output["topic"] != "weather"
 
 
-def test_attempts_running_out_stop_the_conversation_with_the_reason(runtime, db, monkeypatch):
-    """This project's semantics (``DLAB_CONDUCTOR_NO_VALID_REPLY=fail``)."""
-    monkeypatch.setenv("DLAB_CONDUCTOR_NO_VALID_REPLY", "fail")
+def _never_valid(runtime, db, cid: str) -> Conversation:
+    """The example, its extractor never giving a valid reply, run to its end."""
     load_example(db)
     model = Scripted()
     model.reply("Extract all the following entities", {"topic": "proxy"}, times=-1)
     with runtime.model_wrapper(model.wrap):
-        start(db, "c3", QUERY)
-        settle(runtime, finished(db, "c3"), rounds=5)
-    conv = conversation(db, "c3")
+        start(db, cid, QUERY)
+        settle(runtime, finished(db, cid), rounds=40)
+    return conversation(db, cid)
+
+
+def test_attempts_running_out_stop_the_conversation_with_the_reason(runtime, db, monkeypatch):
+    """This project's semantics (``DLAB_CONDUCTOR_NO_VALID_REPLY=fail``)."""
+    monkeypatch.setenv("DLAB_CONDUCTOR_NO_VALID_REPLY", "fail")
+    conv = _never_valid(runtime, db, "c3")
     assert conv.status == Status.FAILED
     assert conv.error.document == "conversations/c3/steps/0001"
     assert conv.error.field == "output"
@@ -102,13 +107,7 @@ def test_attempts_running_out_carry_on_as_diskurs_does_until_the_dispatch_cap(ru
     """Diskurs' semantics (the default): the step ends with its arguments unchanged and 'No
     valid answer found after 3 trials.'; the turn goes on, hands back after maxAgentSteps, and
     the conductor's rules send the extractor again until the dispatch cap ends the loop."""
-    load_example(db)
-    model = Scripted()
-    model.reply("Extract all the following entities", {"topic": "proxy"}, times=-1)
-    with runtime.model_wrapper(model.wrap):
-        start(db, "c3c", QUERY)
-        settle(runtime, finished(db, "c3c"), rounds=40)
-    conv = conversation(db, "c3c")
+    conv = _never_valid(runtime, db, "c3c")
     assert conv.status == Status.FAILED and conv.error.field == "dispatches"
     turns = [s for s in steps(db, "c3c") if s.agent == "extractor"]
     assert len(turns) == 6 * 4  # maxDispatches turns of maxAgentSteps steps

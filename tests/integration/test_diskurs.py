@@ -1,0 +1,348 @@
+"""Diskurs projects on the real emulators and the scripted model: Diskurs' own forum_setup
+example end to end (only its llms: changed), and small projects written as a Diskurs user writes
+them (dataclass prompt arguments, Input/Output fields, a LongtermMemory, routing functions,
+can_finalize / finalize / fail, heuristic agents, finalizers, first_contact, topics), with
+Diskurs' semantics: the validation message verbatim, and carrying on when trials run out."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from conductor_state import Scripted, attempts, conversation, finished, start, steps
+from experiment_state import settle
+
+from shared.conductor.documents import Status, StepKind
+from tools.load_workflow import load
+
+pytestmark = pytest.mark.usefixtures("clean")
+
+ROOT = Path(__file__).resolve().parents[2]
+FORUM = ROOT / "examples" / "diskurs" / "forum_setup"
+QUERY = "What is the meaning of life?"
+
+
+@pytest.fixture
+def allowed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The projects' folders may be imported by the functions (``DLAB_WORKFLOW_DIRS``)."""
+    monkeypatch.setenv("DLAB_WORKFLOW_DIRS", f"{FORUM.parent}:{tmp_path}")
+    return tmp_path
+
+
+def test_diskurs_forum_setup_runs_unchanged_to_its_own_fail(runtime, db, allowed):
+    """The example's conductor can never finalize (its memory's test_flag stays 0), so Diskurs
+    routes until maxDispatches (50) and ends with the project's own fail(memory); its
+    finalizer_agent is never defined (a load warning). So it does here, step by step."""
+    load(db, FORUM, "forum")
+    start(db, "f1", QUERY, "forum")
+    settle(runtime, finished(db, "f1"), rounds=60, timeout=300)
+    conv = conversation(db, "f1")
+    assert conv.status == Status.DONE, conv.error
+    assert conv.outcome == "fail"
+    assert conv.result == {"error": "Failed to finalize", "user_query": QUERY, "test_flag": 0}
+    found = steps(db, "f1")
+    conducting = [s for s in found if s.kind == StepKind.CONDUCTOR]
+    turns = [s for s in found if s.kind == StepKind.AGENT]
+    assert len(conducting) == 50 and len(turns) == 49  # Diskurs counts the conductor's visits
+    assert {s.agent for s in turns} <= {"first_agent", "second_agent"}
+    assert all(s.decision.next_agent == t.agent for s, t in zip(conducting, turns, strict=False))
+    assert all(s.is_final and len(s.output["answer"]) > 10 for s in turns)  # is_final, 1 step
+    workflow = db.document("workflows/forum").get().to_dict()
+    assert any("'finalizer_agent' is not an agent" in w for w in workflow["warnings"])
+
+
+MEMORY = """\
+from dataclasses import dataclass
+from diskurs import LongtermMemory
+
+
+@dataclass
+class DeskMemory(LongtermMemory):
+    urgency: int = 0
+    answer: str = ""
+    closing: str = ""
+"""
+
+BOSS = """\
+def ready(memory):
+    return bool(memory.answer)
+
+
+def wrap_up(memory):
+    return {"answer": memory.answer, "urgency": memory.urgency}
+"""
+
+RULES = """\
+def unclassified(conversation):
+    return conversation.longterm_memory.urgency == 0
+
+
+def classified(conversation):
+    return conversation.longterm_memory.urgency > 0 and not conversation.longterm_memory.answer
+"""
+
+CLASSIFIER = """\
+from dataclasses import dataclass
+from diskurs import InputField, OutputField, PromptArgument, PromptValidationError
+
+
+@dataclass
+class ClassifierPrompt(PromptArgument):
+    user_query: InputField[str] = ""
+    urgency: OutputField[int] = 0
+    summary: OutputField[str] = ""
+
+
+def is_valid(arg):
+    if not 1 <= arg.urgency <= 10:
+        raise PromptValidationError("Urgency must be between 1 and 10")
+    return True
+"""
+
+ANSWERER = """\
+from dataclasses import dataclass
+from diskurs import InputField, OutputField, PromptArgument
+
+
+@dataclass
+class AnswererPrompt(PromptArgument):
+    urgency: InputField[int] = 0
+    answer: OutputField[str] = ""
+
+
+async def answer(conversation, call_tool, llm_client):
+    arg = conversation.prompt_argument
+    arg.answer = f"urgency {arg.urgency}: {conversation.longterm_memory.user_query}"
+    return conversation.update(prompt_argument=arg)
+"""
+
+CLOSER = """\
+from dataclasses import dataclass
+from diskurs import InputField, OutputField, PromptArgument
+
+
+@dataclass
+class CloserPrompt(PromptArgument):
+    answer: InputField[str] = ""
+    closing: OutputField[str] = ""
+"""
+
+
+def _write(folder: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return folder
+
+
+def _desk(folder: Path, finalizer: bool) -> Path:
+    """A support desk: the boss (conductor) routes by rules.py to the classifier (a model
+    agent) and the answerer (a heuristic agent), then finalizes by wrap_up or the closer."""
+    closer = """
+      - name: closer
+        type: multistep_finalizer
+        llm: fake
+        prompt: {type: multistep_prompt, location: closer, promptArgumentClass: CloserPrompt}
+        finalProperties: [closing]
+    """
+    config = f"""
+    first_contact: boss
+    longtermMemory: {{type: DeskMemory, location: memory.py}}
+    llms: [{{name: fake, type: scripted}}]
+    agents:
+      - name: boss
+        type: conductor
+        llm: fake
+        prompt: {{type: conductor_prompt, location: boss, canFinalizeName: ready,
+                  finalizeName: wrap_up}}
+        topics: [classifier, answerer]
+        {"finalizerName: closer" if finalizer else ""}
+        maxDispatches: 6
+        rules:
+          - {{name: first, description: x, location: boss, conditionName: unclassified,
+             targetAgent: classifier}}
+          - {{name: then, description: x, location: boss, conditionName: classified,
+             targetAgent: answerer}}
+      - name: classifier
+        type: multistep
+        llm: fake
+        prompt: {{type: multistep_prompt, location: classifier,
+                  promptArgumentClass: ClassifierPrompt}}
+        topics: [boss]
+      - name: answerer
+        type: heuristic
+        prompt: {{type: heuristic_prompt, location: answerer,
+                  promptArgumentClass: AnswererPrompt, heuristicSequenceName: answer}}
+        topics: [boss]
+    {closer if finalizer else ""}
+    """
+    template = "Classify: {{ user_query }} {{ not_a_field }}"
+    files = {
+        "config.yml": config,
+        "memory.py": MEMORY,
+        "boss/prompt.py": BOSS,
+        "boss/rules.py": RULES,
+        "boss/agent_description.txt": "routes",
+        "classifier/prompt.py": CLASSIFIER,
+        "classifier/system_template.jinja2": "You classify support requests.",
+        "classifier/user_template.jinja2": template,
+        "classifier/agent_description.txt": "rates urgency",
+        "answerer/prompt.py": ANSWERER,
+        "answerer/user_template.jinja2": "{{ answer }}",
+        "answerer/agent_description.txt": "answers",
+        "closer/prompt.py": CLOSER,
+        "closer/system_template.jinja2": "Close politely.",
+        "closer/user_template.jinja2": "The answer was {{ answer }}.",
+        "closer/agent_description.txt": "closes",
+    }
+    return _write(folder / ("desk_closer" if finalizer else "desk"), files)
+
+
+def test_a_diskurs_conductor_routes_by_functions_and_finalizes_with_its_memory(
+    runtime, db, allowed
+):
+    """Route functions on Diskurs' Conversation; the classifier's int field with a default 0
+    is filled (1..10) by the scripted model; a wrong first reply gets is_valid's message
+    verbatim; the heuristic answerer takes its InputField from the memory; can_finalize then
+    the project's finalize(memory) is the result."""
+    load(db, _desk(allowed, finalizer=False), "desk")
+    model = Scripted()
+    model.reply("Classify:", {"urgency": 42, "summary": "too urgent"})
+    with runtime.model_wrapper(model.wrap):
+        start(db, "d1", QUERY, "desk")
+        settle(runtime, finished(db, "d1"))
+    conv = conversation(db, "d1")
+    assert conv.status == Status.DONE, conv.error
+    urgency = conv.memory["urgency"].value
+    assert 1 <= urgency <= 10 and conv.memory["urgency"].agent == "classifier"
+    assert conv.outcome == "finalize"
+    assert conv.result == {"answer": f"urgency {urgency}: {QUERY}", "urgency": urgency}
+    found = steps(db, "d1")
+    assert [(s.kind, s.agent) for s in found] == [
+        ("conductor", "boss"),
+        ("agent", "classifier"),
+        ("conductor", "boss"),
+        ("agent", "answerer"),
+        ("conductor", "boss"),
+    ]
+    assert [s.decision.by for s in found if s.decision][:2] == ["rule", "rule"]
+    tries = attempts(db, "d1", "0001")
+    assert [t["response"]["status"] for t in tries] == ["INVALID_RESPONSE", "OK"]
+    corrective = next(r for r in model.prompts if r.history).history[-1].text
+    assert corrective == "Urgency must be between 1 and 10"  # verbatim, as Diskurs sends it
+    assert "Classify: " + QUERY in model.prompts[0].prompt  # InputField from the memory
+    assert attempts(db, "d1", "0003") == []  # the heuristic agent: no model call
+
+
+def test_a_diskurs_finalizer_agent_gives_the_result_its_final_properties(runtime, db, allowed):
+    load(db, _desk(allowed, finalizer=True), "desk2")
+    start(db, "d2", QUERY, "desk2")
+    settle(runtime, finished(db, "d2"))
+    conv = conversation(db, "d2")
+    assert conv.status == Status.DONE, conv.error
+    assert conv.outcome == "finalizer"
+    found = steps(db, "d2")
+    assert found[-1].agent == "closer" and found[-1].input["answer"].startswith("urgency ")
+    assert conv.result == {"closing": found[-1].output["closing"]} and conv.result["closing"]
+
+
+def test_trials_running_out_carry_on_with_no_valid_answer(runtime, db, allowed):
+    """Diskurs' semantics: the classifier never gives a valid urgency; its step ends with
+    'No valid answer found after 5 trials.' and its arguments unchanged, is_final (Diskurs'
+    default: always) ends the turn, the rules send it again, and the conductor's cap ends the
+    conversation with fail() (here Diskurs' default: the memory and an error)."""
+    load(db, _desk(allowed, finalizer=False), "desk3")
+    model = Scripted()
+    model.reply("Classify:", {"urgency": 99}, times=-1)
+    with runtime.model_wrapper(model.wrap):
+        start(db, "d3", QUERY, "desk3")
+        settle(runtime, finished(db, "d3"), rounds=60)
+    conv = conversation(db, "d3")
+    assert conv.status == Status.DONE and conv.outcome == "fail"
+    assert conv.result["error"] == "Failed to finalize conversation"
+    assert conv.result["urgency"] == 0 and conv.result["user_query"] == QUERY
+    turns = [s for s in steps(db, "d3") if s.agent == "classifier"]
+    assert [s.agent_step for s in turns] == [1] * 5  # maxDispatches - 1 turns of one step
+    assert all(s.note.startswith("No valid answer found after 5 trials.") for s in turns)
+    assert all(s.output["urgency"] == 0 for s in turns)
+    assert len(attempts(db, "d3", "0001")) == 5
+
+
+CHAIN = """
+first_contact: reader
+llms: [{name: fake, type: scripted}]
+agents:
+  - name: reader
+    type: multistep
+    llm: fake
+    maxReasoningSteps: 2
+    prompt: {type: multistep_prompt, location: reader, promptArgumentClass: ReaderPrompt}
+    topics: [collector]
+  - name: collector
+    type: heuristic_finalizer
+    renderPrompt: false
+    prompt: {type: heuristic_prompt, location: collector, promptArgumentClass: CollectorPrompt}
+    finalProperties: [items]
+"""
+
+READER = """\
+from dataclasses import dataclass, field
+from diskurs import PromptArgument
+
+
+@dataclass
+class ReaderPrompt(PromptArgument):
+    items: list[str] = field(default_factory=list)
+
+
+def is_final(arg):
+    return False  # every reasoning step, until maxReasoningSteps
+"""
+
+COLLECTOR = """\
+from dataclasses import dataclass, field
+from diskurs import PromptArgument
+
+
+@dataclass
+class CollectorPrompt(PromptArgument):
+    items: list[str] = field(default_factory=list)
+
+
+def heuristic_sequence(conversation, call_tool, llm_client):
+    arg = conversation.prompt_argument
+    arg.items = [conversation.chat[0].content.upper()]
+    return conversation.update(prompt_argument=arg)
+"""
+
+
+def test_a_project_without_a_conductor_follows_its_topics_to_a_heuristic_finalizer(
+    runtime, db, allowed
+):
+    folder = _write(
+        allowed / "chain",
+        {
+            "config.yml": CHAIN,
+            "reader/prompt.py": READER,
+            "reader/system_template.jinja2": "Read.",
+            "reader/user_template.jinja2": "Items so far: {{ items }}",
+            "reader/agent_description.txt": "reads",
+            "collector/prompt.py": COLLECTOR,
+            "collector/agent_description.txt": "collects",
+        },
+    )
+    load(db, folder, "chain")
+    start(db, "c1", "list these", "chain")
+    settle(runtime, finished(db, "c1"))
+    conv = conversation(db, "c1")
+    assert conv.status == Status.DONE, conv.error
+    found = steps(db, "c1")
+    assert [(s.agent, s.agent_step) for s in found] == [
+        ("reader", 1),
+        ("reader", 2),
+        ("collector", 1),
+    ]
+    assert found[1].input == found[0].output  # the second reasoning step builds on the first
+    assert conv.outcome == "finalizer" and conv.result == {"items": ["LIST THESE"]}
