@@ -29,6 +29,25 @@ class AttemptView(BaseModel):
     reply: str
 
 
+class ToolCallView(BaseModel):
+    id: str
+    name: str
+    arguments: str
+    status: str
+    result: str
+    is_error: bool
+
+
+class MemoryChangeView(BaseModel):
+    """One change of a memory field: by a step's hand-back, or a console edit (step None)."""
+
+    step: int | None
+    who: str
+    field: str
+    before: str
+    after: str
+
+
 class StepView(BaseModel):
     index: int
     kind: str
@@ -40,6 +59,7 @@ class StepView(BaseModel):
     is_final: bool
     error: str
     attempts: list[AttemptView]
+    tool_calls: list[ToolCallView] = []
 
 
 class MemoryView(BaseModel):
@@ -84,6 +104,7 @@ class ConversationState(BaseModel):
     steps: list[StepView]
     errors: list[str]
     waiting: WaitingView | None = None
+    memory_changes: list[MemoryChangeView] = []
 
 
 def list_conversations(db: firestore.Client, limit: int = 200) -> list[ConversationRow]:
@@ -132,6 +153,47 @@ def _attempts(ref: Any) -> list[AttemptView]:
     return sorted(out, key=lambda a: a.attempt)
 
 
+def _tool_calls(ref: Any) -> list[ToolCallView]:
+    out = []
+    for snap in sorted(ref.collection("toolCalls").get(), key=lambda s: s.id):
+        d = snap.to_dict() or {}
+        out.append(
+            ToolCallView(
+                id=snap.id,
+                name=str(d.get("name", "")),
+                arguments=str(d.get("arguments", ""))[:400],
+                status=str(d.get("status", "")),
+                result=str(d.get("result", ""))[:400],
+                is_error=bool(d.get("isError")),
+            )
+        )
+    return out
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _memory_changes(steps: list[Step], edits: list[dict[str, Any]]) -> list[MemoryChangeView]:
+    """The steps' recorded changes, then the console's edits, each in the order made."""
+    by_steps = [
+        MemoryChangeView(
+            step=s.index, who=f"{s.agent} (turn {s.turn})", field=c.field,
+            before=_json(c.before), after=_json(c.after),
+        )
+        for s in sorted(steps, key=lambda s: s.index)
+        for c in s.memory_changes
+    ]  # fmt: skip
+    by_console = [
+        MemoryChangeView(
+            step=None, who=str(e.get("by") or "console"), field=str(e.get("field", "")),
+            before=_json(e.get("before")), after=_json(e.get("after")),
+        )
+        for e in sorted(edits, key=lambda e: str(e.get("at") or ""))
+    ]  # fmt: skip
+    return by_steps + by_console
+
+
 def _waiting(steps: list[Step]) -> WaitingView | None:
     """The pending human step with its question, if the conversation waits for a person."""
     step = next((s for s in steps if s.waiting is not None and s.status == "pending"), None)
@@ -178,6 +240,7 @@ def read_conversation(db: firestore.Client, conversation_id: str) -> Conversatio
                 is_final=step.is_final,
                 error=step.error,
                 attempts=_attempts(step_snap.reference),
+                tool_calls=_tool_calls(step_snap.reference),
             )
         )
     workflow = db.document(f"workflows/{conv.workflow_id}").get().to_dict() or {}
@@ -207,6 +270,9 @@ def read_conversation(db: firestore.Client, conversation_id: str) -> Conversatio
         steps=sorted(steps, key=lambda s: s.index),
         errors=errors,
         waiting=_waiting(models),
+        memory_changes=_memory_changes(
+            models, [e.to_dict() or {} for e in snap.reference.collection("memoryEdits").get()]
+        ),
     )
 
 

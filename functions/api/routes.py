@@ -15,7 +15,7 @@ from collections.abc import Callable
 import flask
 
 from functions import api_keys
-from functions.api import cohorts, experiments, limits
+from functions.api import cohorts, conversations, experiments, limits
 from functions.api.http import ApiError, Call, answer, authenticate, browser_refusal, error
 
 log = logging.getLogger(__name__)
@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 Handler = Callable[[Call], flask.Response]
 _E = "/v1/experiments/(?P<id>[^/]+)"
 _C = "/v1/experiments/(?P<experimentId>[^/]+)/cohorts"
+_V = "/v1/conversations/(?P<id>[^/]+)"
 ROUTES: tuple[tuple[str, str, Handler], ...] = (
     ("GET", "/v1/experiments", experiments.list_experiments),
     ("POST", "/v1/experiments", experiments.create_experiment),
@@ -37,6 +38,8 @@ ROUTES: tuple[tuple[str, str, Handler], ...] = (
     ("GET", _C + "/(?P<cohortId>[^/]+)", cohorts.get_cohort),
     ("PUT", _C + "/(?P<cohortId>[^/]+)", cohorts.update_cohort),
     ("DELETE", _C + "/(?P<cohortId>[^/]+)", cohorts.delete_cohort),
+    ("GET", _V, conversations.get_conversation),
+    ("POST", _V + "/answer", conversations.answer_step),
 )
 _COMPILED = tuple((method, re.compile(pattern + "/?"), h) for method, pattern, h in ROUTES)
 VERSION = "1.0.0"

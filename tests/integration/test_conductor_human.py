@@ -11,11 +11,13 @@ import time
 from collections.abc import Callable
 
 import pytest
+import requests
 from conductor_state import REPO_ROOT, attempts, conversation, errors, finished, start, steps
 from experiment_state import settle
 
 from console.app import create_app
 from emulator.chaos import ChaosSettings
+from functions import api_keys
 from functions.conductor.wire import ConductorStep, publish_steps
 from shared.conductor.documents import Status
 from tools import export
@@ -237,3 +239,37 @@ def test_the_export_has_every_step_attempt_answer_and_memory_change(runtime, db,
 def _plain(data: dict) -> dict:
     """A stored document as the export writes it (times as ISO 8601)."""
     return json.loads(json.dumps(data, default=lambda t: t.isoformat()))
+
+
+def test_a_client_answers_through_the_rest_api(runtime, db):
+    load(db, REVIEW, "review")
+    owner, other = "owner@example.com", "someone@example.com"
+    db.document("conversations/h5").set(
+        {"query": QUERY, "workflowId": "review", "status": "PENDING", "creator": owner}
+    )
+    base = runtime.http_url("api") + "/v1/conversations/h5"
+
+    def call(key: str, method: str, route: str = "", body: object = None) -> requests.Response:
+        headers = {"Authorization": f"Bearer {key}"}
+        return requests.request(method, base + route, json=body, headers=headers, timeout=60)
+
+    mine, _ = api_keys.create(owner, "tests")
+    theirs, _ = api_keys.create(other, "tests")
+    settle(runtime, _waiting(db, "h5"), rounds=8)
+    seen = call(mine, "GET").json()
+    assert (seen["status"], seen["currentStep"], seen["waiting"]["step"]) == ("RUNNING", 5, 5)
+    assert seen["waiting"]["answerSchema"]["properties"]["verdict"]["enum"] == ["approve", "reject"]
+    assert "The drafted answer:" in seen["waiting"]["question"]
+    assert call(theirs, "GET").status_code == 403
+    refused = call(theirs, "POST", "/answer", {"values": {"verdict": "approve"}})
+    assert refused.status_code == 403
+    bad = call(mine, "POST", "/answer", {"values": {"verdict": "later"}})
+    assert bad.status_code == 422 and "verdict must be one of" in bad.json()["error"]
+    assert call(mine, "POST", "/answer", {"verdict": "approve"}).status_code == 400
+    assert call(mine, "POST", "/answer", {"values": {"verdict": "approve"}}).status_code == 201
+    assert call(mine, "POST", "/answer", {"values": {"verdict": "approve"}}).status_code == 409
+    settle(runtime, finished(db, "h5"), rounds=5)
+    assert conversation(db, "h5").status == Status.DONE
+    answer = db.document(f"conversations/h5/humanAnswers/{HUMAN_STEP}").get().to_dict()
+    assert answer["by"] == f"api:{owner}"
+    assert call(mine, "GET").json()["waiting"] is None

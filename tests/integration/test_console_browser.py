@@ -19,6 +19,7 @@ from console.browser import BrowserMissing, headless_chromium
 from console.server import ConsoleServer
 from emulator.processes import free_port
 from tools.load_template import load
+from tools.load_workflow import load as load_workflow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO_ROOT / "templates" / "group_decision_locked.json"
@@ -106,3 +107,35 @@ def _replace(textarea, text: str) -> None:
     """Set a textarea's value in one step (typing a long JSON key by key is slow)."""
     driver = textarea.parent
     driver.execute_script("arguments[0].value = arguments[1];", textarea, text)
+
+
+def test_a_person_answers_a_waiting_step_in_the_conversation_view(
+    console: str, browser: WebDriver, db: firestore.Client
+):
+    """The conversation view shows the human step's question and a form built from its answer
+    fields; a refused answer shows why, an accepted one wakes the step and the view follows the
+    conversation to DONE, with the steps' memory changes."""
+    load_workflow(db, REPO_ROOT / "workflows" / "review", "review")
+    db.document("conversations/b1").set(
+        {"query": "My firewall drops port 443", "workflowId": "review", "status": "PENDING"}
+    )
+    browser.get(f"{console}/conductor/b1")
+    form = browser.find_element(By.ID, "answer-form")
+    _wait(browser, form.is_displayed, "the waiting step's form")
+    question = browser.find_element(By.ID, "waiting-question").text
+    assert "The drafted answer:" in question
+    verdict = form.find_element(By.NAME, "verdict")
+    verdict.find_element(By.CSS_SELECTOR, 'option[value="reject"]').click()
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    refusal = browser.find_element(By.ID, "answer-error")
+    _wait(browser, lambda: "needs a comment" in refusal.text, "the refusal's reason")
+    assert not db.document("conversations/b1/humanAnswers/0005").get().exists
+    form.find_element(By.NAME, "comment").send_keys("Name the port range too.")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    status = browser.find_element(By.ID, "status")
+    _wait(browser, lambda: status.text == "DONE", "the conversation DONE")
+    answer = db.document("conversations/b1/humanAnswers/0005").get().to_dict()
+    assert answer["values"] == {"verdict": "reject", "comment": "Name the port range too."}
+    assert not browser.find_element(By.ID, "waiting").is_displayed()
+    changes = browser.find_element(By.ID, "memory-changes").text
+    assert "reviewer (turn 3) verdict" in changes and '"reject"' in changes
