@@ -58,6 +58,8 @@ class StepView(BaseModel):
     summary: str
     is_final: bool
     error: str
+    note: str = ""
+    """What happened that is not an error (a human step's missed deadline, ...)."""
     attempts: list[AttemptView]
     tool_calls: list[ToolCallView] = []
 
@@ -239,6 +241,7 @@ def read_conversation(db: firestore.Client, conversation_id: str) -> Conversatio
                 summary=_summary(step),
                 is_final=step.is_final,
                 error=step.error,
+                note=step.note,
                 attempts=_attempts(step_snap.reference),
                 tool_calls=_tool_calls(step_snap.reference),
             )

@@ -34,7 +34,8 @@ function stepRow(step) {
   return el("tr", { "data-index": String(step.index), class: step.status },
     el("td", {}, String(step.index)), el("td", {}, who),
     el("td", { class: `status ${step.status}` }, step.status + (step.is_final ? " · final" : "")),
-    el("td", {}, step.summary, step.error ? el("div", { class: "error" }, step.error) : ""),
+    el("td", {}, step.summary, step.error ? el("div", { class: "error" }, step.error) : "",
+      step.note ? el("div", { class: "muted" }, step.note) : ""),
     el("td", {}, attempts));
 }
 

@@ -17,23 +17,29 @@ from typing import Any
 
 from google.api_core import exceptions as gexc
 
-from functions import store, transactions, work
+from functions import store, transactions
 from functions.conductor import workflow
-from functions.conductor.decide import Completion, conversation_path, failed, step_path
+from functions.conductor.asking import validator
+from functions.conductor.completion import (
+    Completion,
+    conversation_path,
+    ended,
+    failed,
+    step_path,
+)
+from functions.conductor.turns import Context, after_step
 from functions.conductor.wire import ConductorStep, publish_steps
 from functions.errors import current_function, record_error
+from functions.work import UserCodeError
+from shared.conductor import arguments
 from shared.conductor.documents import (
-    CONDUCTOR,
-    FINISH,
     AgentDoc,
     Conversation,
-    Decision,
     Problem,
     Status,
     Step,
     StepKind,
     StepStatus,
-    WorkflowDoc,
     step_id,
 )
 from shared.conductor.human import (
@@ -44,7 +50,7 @@ from shared.conductor.human import (
     OnDeadline,
     answer_path,
 )
-from shared.conductor.prompt_args import PromptArgument, PromptValidationError, parse_reply
+from shared.conductor.prompt_args import PromptValidationError
 from shared.models import DocumentError, now, parse_document
 from shared.prompts import PromptTemplateError, render_template
 
@@ -52,7 +58,7 @@ from shared.prompts import PromptTemplateError, render_template
 def decide(conversation_id: str, conversation: Conversation, step: Step) -> Completion | None:
     """The human step's completion (answered, or the deadline passed), or None: it waits."""
     try:
-        return _decide(conversation_id, conversation, step)
+        return _decide(_human(conversation_id, conversation, step))
     except DocumentError as error:
         return failed(Problem(document=error.document, field=error.field, reason=error.reason))
     except PromptTemplateError as error:
@@ -62,40 +68,41 @@ def decide(conversation_id: str, conversation: Conversation, step: Step) -> Comp
 
 @dataclasses.dataclass(frozen=True)
 class _Human:
-    """The step's agent, its answer class and its settings."""
+    """The step in its conversation and workflow, its agent and the agent's code."""
 
-    workflow: WorkflowDoc
+    ctx: Context
     agent: AgentDoc
     doc: str
     """The agent's document, which errors in its template name."""
     config: HumanConfig
-    answer_class: type[PromptArgument]
-    is_valid: Any
+    code: workflow.AgentCode
+
+    def values(self) -> dict[str, Any]:
+        """The step's arguments, as the agent's answer class holds them."""
+        return arguments.dump(arguments.load(self.code.user, self.ctx.step.input))
 
 
-def _human(conversation: Conversation, step: Step) -> _Human:
+def _human(cid: str, conversation: Conversation, step: Step) -> _Human:
     wf = workflow.read_workflow(conversation.workflow_id)
     agent = workflow.read_agent(conversation.workflow_id, step.agent)
     doc = workflow.agent_path(conversation.workflow_id, agent.name)
     if agent.human is None:
         raise DocumentError(doc, "human", "the step waits for a person, the agent is no human")
     code = workflow.agent_code(conversation.workflow_id, agent)
-    return _Human(wf, agent, doc, agent.human, code.user, code.is_valid)
+    return _Human(Context.of(cid, conversation, step, wf), agent, doc, agent.human, code)
 
 
-def _decide(cid: str, conv: Conversation, step: Step) -> Completion | None:
-    human = _human(conv, step)
-    answer = read_answer(cid, step.index)
+def _decide(human: _Human) -> Completion | None:
+    step = human.ctx.step
+    answer = read_answer(human.ctx.cid, step.index)
     if answer is not None:
-        accepted = _accepted(cid, step, human, answer)
+        accepted = _accepted(human, answer)
         if accepted is not None:
-            output = accepted.model_dump(mode="json")
-            given = {k: v for k, v in output.items() if k in answer.values}
-            return _handed_back(human, step, output, given)
+            return _handed_back(human, arguments.dump(accepted), set(answer.values))
     deadline = deadline_of(step, human.config)
     if now() >= deadline:
-        return _deadline_passed(cid, conv, step, human, deadline)
-    _wait(cid, step, human, deadline)
+        return _deadline_passed(human, deadline)
+    _wait(human, deadline)
     return None
 
 
@@ -111,80 +118,78 @@ def deadline_of(step: Step, config: HumanConfig) -> datetime:
     return (step.created_at or now()) + timedelta(seconds=config.deadline_seconds)
 
 
-def check(human: _Human, step: Step, values: Any) -> PromptArgument:
+def check(human: _Human, values: Any) -> Any:
     """The answer over the step's arguments (a person answers some fields, and may correct
-    the others) as the agent's answer class, passing its ``is_valid`` (PromptValidationError
-    names the problem; anything else ``is_valid`` raises is the user's code failing)."""
+    the others), checked as a model's reply is: into the agent's answer class (ours or
+    Diskurs'), then its ``is_valid`` (PromptValidationError names the problem; anything else
+    it raises is the user's code failing)."""
     if not isinstance(values, dict):
         raise PromptValidationError("the answer must be a map of the answer's fields")
-    arg = parse_reply(human.answer_class, {**step.input, **values})
-    work.user_code(f"{human.agent.module}.is_valid", human.is_valid, arg,
-                   passing=(PromptValidationError,))  # fmt: skip
-    return arg
+    current = human.values()
+    name = workflow.code_name(human.agent, "is_valid")
+    return validator(human.code.user, human.code.is_valid, current, name)({**current, **values})
 
 
-def _accepted(cid: str, step: Step, human: _Human, answer: HumanAnswer) -> PromptArgument | None:
+def _accepted(human: _Human, answer: HumanAnswer) -> Any:
     """The answer, or None after one record naming the answer document (a raw write that
     skipped the console's and the API's check): the step keeps waiting for a good one."""
     try:
-        return check(human, step, answer.values)
+        return check(human, answer.values)
     except PromptValidationError as error:
-        path = answer_path(cid, step_id(step.index))
+        path = answer_path(human.ctx.cid, step_id(human.ctx.step.index))
         record_error(current_function(), DocumentError(path, "values", str(error)))
         return None
 
 
 def _handed_back(
-    human: _Human, step: Step, output: dict[str, Any], given: dict[str, Any]
+    human: _Human, output: dict[str, Any], given: set[str], note: str = ""
 ) -> Completion:
-    """The step's output is the whole answer class; the memory takes only the fields the
-    person gave, so a value steered in the console since the step began is not undone."""
-    conductor = Step(index=step.index + 1, kind=StepKind.CONDUCTOR, agent=CONDUCTOR, turn=step.turn)
-    return Completion(
-        output=output,
-        is_final=True,
-        next_step=conductor,
-        hand_back=given,
-        memory_fields=tuple(human.workflow.conductor.memory_fields),
-    )
+    """The turn ends as a model agent's final step ends it (the memory, ``topics``, a
+    finalizer's result); the memory takes only the fields the person gave, so a value steered
+    in the console since the step began is not undone."""
+    done = after_step(human.ctx, human.agent, human.code.user, output, final=True, note=note)
+    kept = {k: v for k, v in (done.hand_back or {}).items() if k in given}
+    return dataclasses.replace(done, hand_back=kept, memory_fields=tuple(kept))
 
 
-def _deadline_passed(
-    cid: str, conv: Conversation, step: Step, human: _Human, deadline: datetime
-) -> Completion:
+def _deadline_passed(human: _Human, deadline: datetime) -> Completion:
     """One record naming the step and its missing answer, then what ``on_deadline`` says."""
     setting = human.config.on_deadline
     reason = f"no answer by the deadline {deadline.isoformat(timespec='seconds')} ({setting})"
-    problem = Problem(document=step_path(cid, step.index), field=ANSWER_FIELD, reason=reason)
+    where = step_path(human.ctx.cid, human.ctx.step.index)
     if setting == OnDeadline.FAIL:
+        problem = Problem(document=where, field=ANSWER_FIELD, reason=reason)
         return Completion(status=Status.FAILED, problem=problem)  # the runner records it
-    record_error(current_function(), DocumentError(problem.document, problem.field, reason),
+    record_error(current_function(), DocumentError(where, ANSWER_FIELD, reason),
                  severity="warning")  # fmt: skip
     if setting == OnDeadline.FINISH:
-        finish = human.workflow.conductor.finish_field
-        decision = Decision(next_agent=FINISH, by="deadline", reason=reason)
-        answer = str(conv.memory_values().get(finish) or "")
-        return Completion(decision=decision, status=Status.DONE, answer=answer, output={})
+        finish = human.ctx.wf.conductor.finish_field
+        value = human.ctx.memory().get(finish)
+        result = {finish: value} if value not in (None, "") else None
+        return ended("deadline", result, output=human.values(), note=reason)
     given = dict(human.config.deadline_answer)
-    done = _handed_back(human, step, {**step.input, **given}, given)
-    decision = Decision(next_agent=CONDUCTOR, by="deadline", reason=reason)
-    return dataclasses.replace(done, decision=decision, is_final=False)
+    return _handed_back(human, {**human.values(), **given}, set(given), note=reason)
 
 
-def _wait(cid: str, step: Step, human: _Human, deadline: datetime) -> None:
+def _wait(human: _Human, deadline: datetime) -> None:
     """Write the step's ``waiting`` map once, while it is pending: what the console shows."""
+    step = human.ctx.step
     if step.waiting is not None:
         return
+    values = human.values()
     template = f"{human.doc}.userPrompt"
-    question = render_template(human.agent.user_prompt, dict(step.input), template)
-    schema = human.answer_class.reply_schema(known=step.input)
+    question = render_template(
+        human.agent.user_prompt, {"query": human.ctx.conv.query, **values}, template,
+        lenient=human.ctx.diskurs,
+    )  # fmt: skip
+    schema = arguments.reply_schema(human.code.user, known=values)
     wait = HumanWait(
         question=question.strip(),
         answer_schema=schema,
         deadline=deadline,
         on_deadline=human.config.on_deadline,
     )
-    path = step_path(cid, step.index)
+    path = step_path(human.ctx.cid, step.index)
 
     def body(transaction: Any) -> None:
         data = store.snapshot_data(path, transaction) or {}
@@ -265,12 +270,12 @@ def submit(conversation_id: str, values: Any, by: str) -> str | Refused:
         return Refused(409, "currentStep", "the conversation waits for no answer")
     conv = store.read(Conversation, conversation_path(conversation_id))
     try:
-        check(_human(conv, step), step, values)
+        check(_human(conversation_id, conv, step), values)
     except PromptValidationError as error:
         return Refused(422, "values", str(error))
     except DocumentError as error:
         return Refused(409, error.field, f"{error.document}: {error.reason}")
-    except work.UserCodeError as error:  # the workflow's code fails, not the person
+    except UserCodeError as error:  # the workflow's code fails, not the person
         return Refused(500, error.function, str(error))
     path = answer_path(conversation_id, step_id(step.index))
     answer = HumanAnswer(values=dict(values), by=by, created_at=now())
