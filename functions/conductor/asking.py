@@ -17,6 +17,7 @@ from functions.conductor.turns import Context
 from shared.conductor import arguments
 from shared.conductor.documents import NoValidReply, ValidationMessage, step_id
 from shared.conductor.prompt_args import PromptValidationError
+from shared.llm.tools import ToolUse
 
 
 def validator(
@@ -45,13 +46,15 @@ def ask(
     schema: dict[str, Any],
     validate: Callable[[Any], Any],
     attempts: int,
+    tools: ToolUse | None = None,
 ) -> tuple[Any, str]:
-    """The reply, or (carrying on, as Diskurs) None and the note when the attempts ran out."""
+    """The reply, or (carrying on, as Diskurs) None and the note when the attempts ran out.
+    ``tools``: the agent's tools (``toolbox.step_tools``)."""
     message = ctx.semantics.validation_message or ValidationMessage.VERBATIM
     try:
         found = calling.ask_step(
             ctx.cid, step_id(ctx.step.index), agent, settings, prompt, schema, validate,
-            attempts, message, log_collection=ctx.log,
+            attempts, message, log_collection=ctx.log, tools=tools,
         )  # fmt: skip
     except AnswerFailed as error:
         if ctx.semantics.no_valid_reply != NoValidReply.CARRY_ON:

@@ -9,6 +9,7 @@ from typing import Any
 from functions.agents.model_call import CallSite, ask
 from shared import paths
 from shared.conductor.documents import ATTEMPTS, CONDUCTOR, ValidationMessage
+from shared.llm.tools import ToolUse
 from shared.models import AgentModelSettings, MediatorProfile, ProfileAgentConfig
 from shared.prompts import corrective_turn
 
@@ -29,10 +30,12 @@ def ask_step(
     max_attempts: int,
     message: ValidationMessage = ValidationMessage.WRAPPED,
     log_collection: str = "",
+    tools: ToolUse | None = None,
 ) -> Any:
     """Ask until ``validate`` accepts a reply (at most ``max_attempts`` replies), each error
     sent back as ``message`` says. Raises as ``ask`` does: AnswerFailed when the attempts ran
-    out, ProviderFailing in an outage, a ModelError for a configuration the provider refuses."""
+    out, ProviderFailing in an outage, a ModelError for a configuration the provider refuses.
+    ``tools``: the step's tools, each call recorded under the step (``tool_calls.StepTools``)."""
     speaker = MediatorProfile(
         private_id=f"{conversation_id}.{agent}",
         public_id=agent,
@@ -49,4 +52,12 @@ def ask_step(
         or paths.build(ATTEMPTS, conversationId=conversation_id, stepId=step_id),
     )
     corrective = _verbatim if message == ValidationMessage.VERBATIM else corrective_turn
-    return ask(site, prompt, schema, validate, retries=max_attempts - 1, corrective=corrective)
+    return ask(
+        site,
+        prompt,
+        schema,
+        validate,
+        retries=max_attempts - 1,
+        corrective=corrective,
+        tools=tools,
+    )

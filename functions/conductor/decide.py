@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from functions import work
 from functions.agents.model_call import AnswerFailed
-from functions.conductor import parallel_steps, workflow
+from functions.conductor import parallel_steps, toolbox, workflow
 from functions.conductor.asking import ask, validator
 from functions.conductor.completion import (
     Completion,
@@ -105,7 +105,10 @@ def multistep(ctx: Context) -> Completion:
     )
     validate = validator(code.user, code.is_valid, values, workflow.code_name(agent, "is_valid"))
     settings = agent.model_settings or ctx.wf.model_settings
-    reply, note = ask(ctx, agent.name, settings, prompt, schema, validate, agent.max_attempts)
+    tools = toolbox.step_tools(ctx, agent)
+    reply, note = ask(
+        ctx, agent.name, settings, prompt, schema, validate, agent.max_attempts, tools
+    )  # fmt: skip
     arg = reply if reply is not None else arguments.load(code.user, values)
     final = bool(work.user_code(workflow.code_name(agent, "is_final"), code.is_final, arg))
     return after_step(ctx, agent, code.user, arguments.dump(arg), final=final, note=note)

@@ -15,10 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from functions import store, transactions
-from shared import paths
 from shared.conductor.tool_calls import (
     FINISHED,
-    TOOL_CALL,
+    TOOL_CALLS,
     ToolCallDoc,
     ToolCallStatus,
     call_id,
@@ -32,17 +31,19 @@ INTERRUPTED = "the process running it stopped before it finished; it was not run
 
 
 class StepTools:
-    """The tools of one step (``conversations/{c}/steps/{n}``) and their durable calls."""
+    """The tools of one step and their durable calls, under ``owner`` (the step's document,
+    ``conversations/{c}/steps/{n}``, or a parallel branch's, whose agent steps share it: their
+    calls' ids start with ``prefix``)."""
 
     def __init__(
         self,
-        conversation_id: str,
-        step_id: str,
+        owner: str,
         agent: str,
         tools: Mapping[str, Tool],
         context: Mapping[str, Any] | None = None,
+        prefix: str = "",
     ) -> None:
-        self.conversation_id, self.step_id, self.agent = conversation_id, step_id, agent
+        self.collection, self.prefix, self.agent = f"{owner}/{TOOL_CALLS}", prefix, agent
         self.tools = dict(tools)
         self.context = dict(context or {})
         """Values for the tools' invisible arguments (the conversation's memory)."""
@@ -54,19 +55,16 @@ class StepTools:
         return tuple(t.spec for t in self.tools.values())
 
     def path(self, round_: int, position: int) -> str:
-        return paths.build(
-            TOOL_CALL,
-            conversationId=self.conversation_id,
-            stepId=self.step_id,
-            callId=call_id(round_, position),
-        )
+        return f"{self.collection}/{self.prefix}{call_id(round_, position)}"
 
     def recorded(self) -> dict[int, list[ToolCallDoc]]:
         """The recorded calls by round."""
-        collection = self.path(0, 0).rsplit("/", 1)[0]
         rounds: dict[int, list[ToolCallDoc]] = {}
-        for snap in store.every_document(collection):
-            doc = store.parse(ToolCallDoc, f"{collection}/{snap.id}", store.data_of(snap))
+        for snap in store.every_document(self.collection):
+            if not snap.id.startswith(self.prefix):
+                continue
+            path = f"{self.collection}/{snap.id}"
+            doc = store.parse(ToolCallDoc, path, store.data_of(snap))
             rounds.setdefault(doc.round, []).append(doc)
         return rounds
 

@@ -3,6 +3,8 @@
 Layout::
 
     conversations/{c}/steps/{n}/toolCalls/{rr-pp}   ToolCallDoc (round rr, position pp)
+    conversations/{c}/steps/{n}/branches/{bb}/toolCalls/{ss.rr-pp}
+                                                    a parallel branch's, of its agent step ss
 
 A round is one model turn of tool calls. Its calls are recorded (``requested``) before any of
 them runs, claimed (``running``) in a transaction before the tool runs, and their result stored
@@ -22,7 +24,9 @@ from shared.llm.base import Message, ToolCall, ToolResult
 from shared.models import DocModel, Timestamp
 from shared.models._base import Count
 
-TOOL_CALL = paths.CONVERSATION_STEP + "/toolCalls/{callId}"
+TOOL_CALLS = "toolCalls"
+"""The calls' collection, under the step (or branch) document."""
+TOOL_CALL = paths.CONVERSATION_STEP + f"/{TOOL_CALLS}/{{callId}}"
 
 
 def call_id(round_: int, position: int) -> str:

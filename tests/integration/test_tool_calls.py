@@ -59,7 +59,7 @@ class Counted:
 
     def step(self) -> StepTools:
         """A delivery of the step: a fresh run, as after a redelivery or a restart."""
-        return StepTools(CID, STEP, "agent", self.tools)
+        return StepTools(f"conversations/{CID}/steps/{STEP}", "agent", self.tools)
 
 
 def _docs(db: firestore.Client) -> list[dict[str, Any]]:

@@ -1,0 +1,106 @@
+"""An agent's tools in a conductor workflow on the real emulators: the model calls a tool and
+answers with its result, a tool that raises returns its error to the model and the conversation
+goes on, and a step redelivered after its tool ran does not run it again.
+
+The workflow is the example with tools added the way a workflow document holds them (Diskurs'
+``tools`` entries, a project file by path: ``tests/integration/tooling/tools.py``, whose tools
+log each run to a file); the model is the scripted one, which calls an offered tool, then
+answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conductor_state import attempts, conversation, finished, start, steps
+from experiment_state import settle
+from tool_state import QUERY, WF, logging_tools, runs, tool_calls, with_tools
+
+from shared.conductor.documents import Status
+from shared.llm.base import ModelClient, ModelReply, ModelRequest
+
+pytestmark = pytest.mark.usefixtures("clean")
+
+ANSWERER_STEP = "0003"
+"""The example's rules: conductor, extractor, conductor, answerer (step 3), conductor."""
+
+
+@pytest.fixture
+def tool_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return logging_tools(tmp_path, monkeypatch)
+
+
+def test_an_agent_calls_its_tool_and_answers_with_its_result(runtime, db, tool_log):
+    with_tools(db, "lookup")
+    start(db, "t1", QUERY, WF)
+    settle(runtime, finished(db, "t1"), rounds=5)
+    conv = conversation(db, "t1")
+    assert conv.status == Status.DONE, conv.error
+    [call] = tool_calls(db, "t1", ANSWERER_STEP)
+    assert call["name"] == "lookup" and call["status"] == "done" and not call["isError"]
+    assert call["result"].startswith("sunny in ")
+    assert runs(tool_log) == [f"lookup {call['result'].removeprefix('sunny in ')}"]
+    tries = attempts(db, "t1", ANSWERER_STEP)
+    assert [a["response"]["status"] for a in tries] == ["TOOL_CALLS", "OK"]
+    assert f"lookup -> {call['result']}" in tries[1]["prompt"]  # the result reached the model
+    assert tool_calls(db, "t1", "0001") == []  # the extractor has no tools
+    assert [s.status for s in steps(db, "t1")] == ["done"] * 5
+
+
+def test_a_tool_that_raises_returns_its_error_to_the_model(runtime, db, tool_log):
+    with_tools(db, "explode")
+    start(db, "t2", QUERY, WF)
+    settle(runtime, finished(db, "t2"), rounds=5)
+    conv = conversation(db, "t2")
+    assert conv.status == Status.DONE, conv.error  # the step went on
+    [call] = tool_calls(db, "t2", ANSWERER_STEP)
+    assert call["status"] == "failed" and call["isError"]
+    assert call["result"].startswith("ERROR: Tool 'explode' execution failed: exploded: ")
+    assert call["result"].endswith("Please correct your input and try again.")
+    tries = attempts(db, "t2", ANSWERER_STEP)
+    assert "ERROR: Tool 'explode' execution failed" in tries[-1]["prompt"]
+    assert runs(tool_log) == ["explode"]
+    assert conv.error is None
+
+
+class DiesAfterTheTool:
+    """The model, except that the step's first request carrying a tool result kills its
+    delivery (as an instance dying after the tool ran, before the step's commit)."""
+
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest] = []
+        self.killed = False
+
+    def wrap(self, client: ModelClient) -> ModelClient:
+        outer = self
+
+        class Wrapped:
+            def generate(self, request: ModelRequest) -> ModelReply:
+                if request.tools:
+                    outer.requests.append(request)
+                if any(m.tool_results for m in request.history) and not outer.killed:
+                    outer.killed = True
+                    raise RuntimeError("the instance died")
+                return client.generate(request)
+
+        return Wrapped()
+
+
+def test_a_redelivered_step_does_not_call_its_tool_twice(runtime, db, tool_log):
+    with_tools(db, "lookup")
+    model = DiesAfterTheTool()
+    with runtime.model_wrapper(model.wrap):
+        start(db, "t3", QUERY, WF)
+        settle(runtime, finished(db, "t3"), rounds=8)
+    conv = conversation(db, "t3")
+    assert conv.status == Status.DONE, conv.error
+    assert model.killed
+    assert len(runs(tool_log)) == 1  # the tool ran once
+    [call] = tool_calls(db, "t3", ANSWERER_STEP)
+    assert call["status"] == "done"
+    # the model was asked for the tool call once; both deliveries sent the recorded round
+    asking = [r for r in model.requests if not r.history]
+    answering = [r for r in model.requests if r.history]
+    assert len(asking) == 1 and len(answering) == 2
+    assert answering[0].history == answering[1].history
+    assert answering[1].history[1].tool_results[0].content == call["result"]
