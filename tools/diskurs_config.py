@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from diskurs.prompt import DefaultConductorPromptArgument
+from jinja2 import Environment, TemplateSyntaxError, meta
 
 from shared.conductor import arguments
 from shared.conductor.code_files import load_file
@@ -44,6 +46,8 @@ PROMPT_TYPES = {
     "heuristic_prompt",
     "llm_compiler_prompt",
 }
+_TEMPLATES = Environment()
+"""Parses only, to list a template's variables."""
 DEFAULT_MAX_DISPATCHES = 50
 DEFAULT_MAX_TRIALS = 5
 DEFAULT_REASONING_STEPS = 5
@@ -322,6 +326,7 @@ class _Reader:
             isValidName=prompt.get("is_valid_name") or "is_valid",
             isFinalName=prompt.get("is_final_name") or "is_final",
         )
+        self.undeclared(doc, module, where)
         if kind == "heuristic_prompt":
             doc["heuristicSequenceName"] = prompt.get(
                 "heuristic_sequence_name", "heuristic_sequence"
@@ -329,6 +334,23 @@ class _Reader:
             name = doc["heuristicSequenceName"]
             if not callable(getattr(module, name, None)):
                 raise self.fail(f"{where}.prompt.heuristicSequenceName", f"no {name} in {code}")
+
+    def undeclared(self, doc: dict[str, Any], module: Any, where: str) -> None:
+        """A warning for each template variable that is no field of the prompt argument:
+        Diskurs renders it empty, in silence (``forum_setup``'s ``{{ content }}``)."""
+        cls = getattr(module, doc["userPromptArgument"], None) or DefaultConductorPromptArgument
+        known = {*arguments.field_names(cls), "query"}
+        for key in ("systemPrompt", "userPrompt"):
+            try:
+                used = meta.find_undeclared_variables(_TEMPLATES.parse(doc[key]))
+            except TemplateSyntaxError:
+                continue  # refused with its line by the checks
+            if used - known:
+                self.warn(
+                    f"{where}.prompt.location",
+                    f"{key} uses {sorted(used - known)}, no fields of {cls.__name__}: "
+                    "Diskurs renders them empty, and so does this backend",
+                )
 
     @staticmethod
     def system_class(module: Any, prompt: dict[str, Any]) -> str:

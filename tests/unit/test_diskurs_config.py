@@ -47,6 +47,7 @@ def test_diskurs_forum_setup_loads_as_diskurs_reads_it_with_warnings():
     assert "'finalizer_agent' is not an agent" in joined
     assert "using FirstPromptArgument" in joined
     assert "default conductor prompt argument" in joined
+    assert "userPrompt uses ['content'], no fields of FirstPromptArgument" in joined
 
 
 def _project(tmp_path: Path, config: str, prompt: str) -> Path:
