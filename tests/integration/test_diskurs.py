@@ -137,6 +137,61 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
     return folder
 
 
+JUDGE = """\
+from dataclasses import dataclass
+from diskurs import OutputField, PromptArgument
+
+
+@dataclass
+class JudgePrompt(PromptArgument):
+    can_finalize: OutputField[bool] = False
+"""
+
+REVIEWER = """\
+from dataclasses import dataclass
+from diskurs import InputField, OutputField, PromptArgument
+
+
+@dataclass
+class ReviewerPrompt(PromptArgument):
+    answer: InputField[str] = ""
+    verdict: OutputField[str] = ""
+"""
+
+SUPERVISED = """
+  - name: judge
+    type: multistep_predicate
+    llm: fake
+    prompt: {type: multistep_prompt, location: judge, promptArgumentClass: JudgePrompt}
+  - name: reviewer
+    type: multistep_finalizer
+    llm: fake
+    prompt: {type: multistep_prompt, location: reviewer, promptArgumentClass: ReviewerPrompt}
+    finalProperties: [verdict]
+"""
+
+
+def _supervised(folder: Path) -> Path:
+    """The desk whose conductor asks a predicate agent (judge) whether it can finalize, and
+    then hands the conversation to its supervisor (a finalizer here)."""
+    desk = _desk(folder, finalizer=False)
+    config = (desk / "config.yml").read_text()
+    config = config.replace("maxDispatches: 6", "maxDispatches: 10\n    canFinalizeName: judge")
+    config = config.replace("maxDispatches: 10", "maxDispatches: 10\n    supervisor: reviewer")
+    files = {
+        "config.yml": config + textwrap.indent(textwrap.dedent(SUPERVISED), "  "),
+        "judge/prompt.py": JUDGE,
+        "judge/system_template.jinja2": "You judge.",
+        "judge/user_template.jinja2": "Can we finish? {{ can_finalize }}",
+        "judge/agent_description.txt": "judges",
+        "reviewer/prompt.py": REVIEWER,
+        "reviewer/system_template.jinja2": "You review.",
+        "reviewer/user_template.jinja2": "Review: {{ answer }}",
+        "reviewer/agent_description.txt": "reviews",
+    }
+    return _write(desk, files)
+
+
 def _desk(folder: Path, finalizer: bool) -> Path:
     """A support desk: the boss (conductor) routes by rules.py to the classifier (a model
     agent) and the answerer (a heuristic agent), then finalizes by wrap_up or the closer."""
@@ -346,3 +401,28 @@ def test_a_project_without_a_conductor_follows_its_topics_to_a_heuristic_finaliz
     ]
     assert found[1].input == found[0].output  # the second reasoning step builds on the first
     assert conv.outcome == "finalizer" and conv.result == {"items": ["LIST THESE"]}
+
+
+def test_a_predicate_agent_decides_can_finalize_and_the_supervisor_takes_over(runtime, db, allowed):
+    """The conductor asks its multistep_predicate agent once per visit; its can_finalize (or
+    the conductor's own can_finalize function) lets it finalize, to its supervisor."""
+    load(db, _supervised(allowed), "desk4")
+    model = Scripted()
+    model.reply("Can we finish?", {"can_finalize": False})
+    model.reply("Can we finish?", {"can_finalize": True}, times=-1)
+    with runtime.model_wrapper(model.wrap):
+        start(db, "d4", QUERY, "desk4")
+        settle(runtime, finished(db, "d4"))
+    conv = conversation(db, "d4")
+    assert conv.status == Status.DONE, conv.error
+    found = steps(db, "d4")
+    assert [s.agent for s in found] == [
+        "boss", "judge", "boss", "classifier", "boss", "judge", "boss", "reviewer",
+    ]  # fmt: skip
+    assert [s.predicate for s in found if s.agent == "boss"] == [None, False, None, True]
+    assert [s.decision.by for s in found if s.agent == "boss"] == [
+        "can_finalize", "rule", "can_finalize", "finalize",
+    ]  # fmt: skip
+    assert conv.outcome == "finalizer"
+    assert conv.result == {"verdict": found[-1].output["verdict"]} and conv.result["verdict"]
+    assert found[-1].input["answer"] == ""  # the answerer never ran: the judge said finish
