@@ -222,16 +222,19 @@ class Watch(StrEnum):
     WAITING = "waiting"
     """A person may still answer: nothing to re-drive."""
     DUE = "due"
-    """Its deadline passed: publish it, so its run records the missing answer."""
+    """Its answer is there (the write's wake was lost: a crash, a lost event), or its deadline
+    passed: publish it, so its run takes the answer or records the missing one."""
 
 
-def watch(step_data: dict[str, Any]) -> Watch:
+def watch(conversation_id: str, index: int, step_data: dict[str, Any]) -> Watch:
+    """One read per waiting step and tick: whether its answer exists."""
     waiting = step_data.get("waiting")
     if not isinstance(waiting, dict):
         return Watch.NOT_WAITING
     deadline = waiting.get("deadline")
     if isinstance(deadline, datetime) and deadline > now():
-        return Watch.WAITING
+        answered = store.snapshot_data(answer_path(conversation_id, step_id(index)))
+        return Watch.WAITING if answered is None else Watch.DUE
     return Watch.DUE
 
 

@@ -232,7 +232,7 @@ def _stalled_step(cid: str, index: int, before: datetime) -> list[ConductorStep]
     created = step.get("createdAt")
     if step.get("status") != StepStatus.PENDING.value:
         return []
-    waits = human.watch(step)
+    waits = human.watch(cid, index, step)
     if waits == human.Watch.WAITING:
         return []  # a person may still answer; writing the answer publishes it
     if waits == human.Watch.NOT_WAITING and isinstance(created, datetime) and created > before:
