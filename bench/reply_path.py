@@ -266,7 +266,7 @@ def replies(
     """(one row of segments per reply matched, the replies not matched and why)."""
     base = f"experiments/{e}/{CHAT}"
     by_id = {m.id: m for m in stress_chat._messages(db, base)}
-    logs = {s.id: s.to_dict() or {} for s in db.collection(f"{base}/triggerLogs").get()}
+    logs = stress_chat.trigger_logs(db, e, base)
     private = _private_ids(db, e)
     ids = [s.id for s in db.collection(f"experiments/{e}/participants").get()]
     calls = stress_chat._model_calls(db, e, ids)

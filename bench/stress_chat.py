@@ -373,7 +373,7 @@ def _analyse(
 ) -> dict[str, Any]:
     base = f"experiments/{e}/cohorts/{COHORT}/publicStageData/chat"
     messages = _messages(db, base)
-    logs = {s.id: s.to_dict() or {} for s in db.collection(f"{base}/triggerLogs").get()}
+    logs = trigger_logs(db, e, base)
     replies = [m for m in messages if m.is_agent_reply]
     errors = db.collection(f"experiments/{e}/errors").get()
     gap = _longest_gap(messages, t0)
@@ -411,7 +411,7 @@ def reply_overheads(db: firestore.Client, e: str, ids: list[str], policy: str) -
     so one). Openings and replies nobody elected are left out."""
     base = f"experiments/{e}/cohorts/{COHORT}/publicStageData/chat"
     by_id = {m.id: m for m in _messages(db, base)}
-    logs = {s.id: s.to_dict() or {} for s in db.collection(f"{base}/triggerLogs").get()}
+    logs = trigger_logs(db, e, base)
     calls = _model_calls(db, e, ids)
     out = []
     for log_id, reply in _answers(by_id, logs).items():
@@ -450,6 +450,24 @@ def _model_calls(db: firestore.Client, e: str, ids: list[str]) -> dict[tuple[str
             epoch(data.get("createdTimestamp")) or 0.0
         )
     return calls
+
+
+def trigger_logs(db: firestore.Client, e: str, base: str) -> dict[str, dict[str, Any]]:
+    """The chat's trigger logs, by id. A claim taken beside its turn's first reads names its
+    agent by type and private id (the profile, and with it the public id, is read in the same
+    round trip): its public id is filled in from the agent's document, for ``_answers``."""
+    logs = {s.id: s.to_dict() or {} for s in db.collection(f"{base}/triggerLogs").get()}
+    if all("publicId" in r or "privateId" not in r for r in logs.values()):
+        return logs
+    public = {
+        (kind, snap.id): (snap.to_dict() or {}).get("publicId")
+        for kind in ("participant", "mediator")
+        for snap in db.collection(f"experiments/{e}/{kind}s").select(["publicId"]).get()
+    }
+    for record in logs.values():
+        if "publicId" not in record and "privateId" in record:
+            record["publicId"] = public.get((record.get("agentType"), record["privateId"]))
+    return logs
 
 
 def _answers(messages: dict[str, Message], logs: dict[str, dict[str, Any]]) -> dict[str, Message]:
