@@ -11,16 +11,16 @@ from collections.abc import Callable
 from typing import Any
 
 from functions import work
-from functions.conductor import workflow
+from functions.conductor import toolbox, workflow
 from functions.conductor.completion import Completion
 from functions.conductor.turns import Context, after_step
 from shared.conductor import arguments, diskurs_view
 from shared.models import DocumentError
 
 
-def _run(sequence: Callable[..., Any], conversation: Any) -> Any:
+def _run(sequence: Callable[..., Any], conversation: Any, call_tool: Any) -> Any:
     """The sequence's result, awaited when it is a coroutine (Diskurs' are async)."""
-    found = sequence(conversation=conversation, call_tool=None, llm_client=None)
+    found = sequence(conversation=conversation, call_tool=call_tool, llm_client=None)
     if inspect.isawaitable(found):
         return asyncio.run(_awaited(found))
     return found
@@ -48,7 +48,9 @@ def heuristic(ctx: Context) -> Completion:
         metadata=ctx.conv.metadata,
     )
     name = workflow.code_name(agent, agent.heuristic_sequence_name)
-    result = work.user_code(name, _run, sequence, view)
+    tools = toolbox.step_tools(ctx, agent)  # each call recorded: a redelivery runs none again
+    call_tool = tools.call_tool if tools is not None else None
+    result = work.user_code(name, _run, sequence, view, call_tool)
     found = getattr(result, "prompt_argument", None)
     output = dict(ctx.step.input) if found is None else arguments.dump(found)
     return after_step(ctx, agent, code.user, output, final=True)

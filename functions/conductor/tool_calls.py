@@ -10,6 +10,8 @@ is marked interrupted, not run again (shared/conductor/tool_calls.py).
 
 from __future__ import annotations
 
+import asyncio
+import json
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -24,10 +26,21 @@ from shared.conductor.tool_calls import (
     round_turns,
 )
 from shared.llm.base import Message, ToolCall, ToolSpec
-from shared.llm.tools import Tool, failure_text, run_tool
+from shared.llm.tools import MAX_RESULT_CHARS, Tool, failure_text, invoke, result_text
 from shared.models import now
 
 INTERRUPTED = "the process running it stopped before it finished; it was not run again"
+
+
+class ToolCallFailed(RuntimeError):
+    """A heuristic sequence's tool call that raised (or was cut off): its recorded error."""
+
+
+def stored_value(value: Any) -> str:
+    """The value as JSON text, for the code that called the tool (a value JSON cannot hold,
+    as its text); '' when too large to keep beside the result (the result's text is used)."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= MAX_RESULT_CHARS else ""
 
 
 class StepTools:
@@ -101,13 +114,39 @@ class StepTools:
         return transactions.run(body) or self.recorded()[round_]
 
     def _finish(self, docs: list[ToolCallDoc]) -> tuple[Message, Message]:
+        return round_turns(self._settle(docs))
+
+    def _settle(self, docs: list[ToolCallDoc]) -> list[ToolCallDoc]:
         """Every call of the round finished: run the requested ones (each once), mark the
         ones cut off by a crash interrupted."""
-        finished = [
+        return [
             doc if doc.status in FINISHED else self._run_once(doc)
             for doc in sorted(docs, key=lambda d: d.position)
         ]
-        return round_turns(finished)
+
+    # --- a heuristic sequence's call_tool ---------------------------------------------------
+
+    async def call_tool(
+        self, function_name: str, arguments: dict[str, Any], metadata: dict[str, Any] | None = None
+    ) -> Any:
+        """Diskurs' ``ToolExecutor.call_tool``, for a heuristic sequence: the step's k-th call
+        is recorded as round k, so a redelivered step gets the recorded value back instead of
+        running the tool again. A tool that raised (or was interrupted) raises ToolCallFailed,
+        as the tool's own exception reaches the sequence in Diskurs."""
+        return await asyncio.to_thread(self._code_call, function_name, dict(arguments), metadata)
+
+    def _code_call(
+        self, name: str, arguments: dict[str, Any], metadata: dict[str, Any] | None
+    ) -> Any:
+        if metadata:
+            self.context = {**self.context, **metadata}
+        round_ = self.rounds
+        self.rounds += 1
+        call = ToolCall(f"code-{round_}", name, arguments)
+        [doc] = self._settle(self._record(round_, (call,), ""))
+        if doc.is_error:
+            raise ToolCallFailed(doc.result)
+        return json.loads(doc.value) if doc.value else doc.result
 
     def _run_once(self, doc: ToolCallDoc) -> ToolCallDoc:
         path = self.path(doc.round, doc.position)
@@ -122,13 +161,24 @@ class StepTools:
                 "is_error": True,
             }
             return self._move(path, ToolCallStatus.RUNNING, interrupted)
-        result = run_tool(self.tools, doc.call(), self.context)
-        stored = {
-            "status": (ToolCallStatus.FAILED if result.is_error else ToolCallStatus.DONE).value,
-            "result": result.content,
-            "is_error": result.is_error,
+        return self._move(path, ToolCallStatus.RUNNING, self._outcome(doc), mine=True)
+
+    def _outcome(self, doc: ToolCallDoc) -> dict[str, Any]:
+        """Run the call: its result as the model reads it, and its value for code."""
+        try:
+            value = invoke(self.tools, doc.call(), self.context)
+        except Exception as error:  # the tool's failure is the caller's to read
+            return {
+                "status": ToolCallStatus.FAILED.value,
+                "result": failure_text(doc.name, error)[:2000],
+                "is_error": True,
+            }
+        return {
+            "status": ToolCallStatus.DONE.value,
+            "result": result_text(value),
+            "value": stored_value(value),
+            "is_error": False,
         }
-        return self._move(path, ToolCallStatus.RUNNING, stored, mine=True)
 
     def _move(
         self, path: str, expected: ToolCallStatus, fields: dict[str, Any], mine: bool = False

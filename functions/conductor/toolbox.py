@@ -33,8 +33,9 @@ _MADE: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
 def step_tools(ctx: Context, agent: AgentDoc) -> StepTools | None:
     """The step's tool use (None when the agent has no tools): its calls under the step, or
-    under the parallel branch the step is one of (whose attempts ``ctx.log`` keeps); the
-    memory fills the tools' invisible arguments."""
+    under the parallel branch the step is one of (whose attempts ``ctx.log`` keeps). The
+    tools' invisible arguments come from the conversation's ``metadata`` (as Diskurs fills them),
+    else from its memory."""
     tools = agent_tools(ctx.conv.workflow_id, ctx.wf, agent)
     if not tools:
         return None
@@ -42,7 +43,7 @@ def step_tools(ctx: Context, agent: AgentDoc) -> StepTools | None:
         owner, prefix = ctx.log.removesuffix("/attempts"), f"{ctx.step.agent_step:02d}."
     else:
         owner, prefix = step_path(ctx.cid, ctx.step.index), ""
-    return StepTools(owner, agent.name, tools, ctx.memory(), prefix)
+    return StepTools(owner, agent.name, tools, {**ctx.memory(), **ctx.conv.metadata}, prefix)
 
 
 def agent_tools(workflow_id: str, wf: WorkflowDoc, agent: AgentDoc) -> dict[str, Tool]:

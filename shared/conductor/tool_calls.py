@@ -63,6 +63,10 @@ class ToolCallDoc(DocModel):
     """The text the model wrote with the round's calls."""
     status: ToolCallStatus = ToolCallStatus.REQUESTED
     result: str = ""
+    """What the model reads (a tool's error in Diskurs' words)."""
+    value: str = ""
+    """The tool's return value as JSON text, for code that called it (a heuristic sequence's
+    ``call_tool``): what a redelivered step gets back instead of running the tool again."""
     is_error: bool = False
     holder: str = ""
     """The run that claimed it."""

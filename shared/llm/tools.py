@@ -138,22 +138,28 @@ def failure_text(name: str, error: BaseException | str) -> str:
     )
 
 
+def invoke(
+    tools: Mapping[str, Tool], call: ToolCall, context: Mapping[str, Any] | None = None
+) -> Any:
+    """Run one call: the tool's return value; what it raises (and an unknown tool, arguments
+    that could not be read) propagates."""
+    tool = tools.get(call.name)
+    if tool is None:
+        raise ValueError(f"Tool '{call.name}' not found.")
+    if call.malformed:
+        raise ValueError(call.malformed)
+    known = context or {}
+    arguments = {**call.arguments, **{k: known[k] for k in tool.hidden if k in known}}
+    value = tool.function(**arguments)
+    return asyncio.run(_awaited(value)) if inspect.isawaitable(value) else value
+
+
 def run_tool(
     tools: Mapping[str, Tool], call: ToolCall, context: Mapping[str, Any] | None = None
 ) -> ToolResult:
-    """Run one call: its result, or the error it raised (an unknown tool, unreadable or
-    wrong arguments, the tool's own exception) as an error result for the model."""
+    """Run one call for the model: its result, or the error it raised as an error result."""
     try:
-        tool = tools.get(call.name)
-        if tool is None:
-            raise ValueError(f"Tool '{call.name}' not found.")
-        if call.malformed:
-            raise ValueError(call.malformed)
-        known = context or {}
-        arguments = {**call.arguments, **{k: known[k] for k in tool.hidden if k in known}}
-        value = tool.function(**arguments)
-        if inspect.isawaitable(value):
-            value = asyncio.run(_awaited(value))
+        value = invoke(tools, call, context)
     except Exception as error:  # the tool's failure is the model's to read
         return ToolResult(call.id, call.name, failure_text(call.name, error)[:2000], True)
     return ToolResult(call.id, call.name, result_text(value))

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from conductor_state import attempts, conversation, finished, start, steps
 from experiment_state import settle
-from tool_state import QUERY, WF, logging_tools, runs, tool_calls, with_tools
+from tool_state import QUERY, TOOLING, WF, logging_tools, runs, tool_calls, with_tools
 
 from shared.conductor.documents import Status
 from shared.llm.base import ModelClient, ModelReply, ModelRequest
+from tools.load_workflow import load
 
 pytestmark = pytest.mark.usefixtures("clean")
 
@@ -104,3 +105,62 @@ def test_a_redelivered_step_does_not_call_its_tool_twice(runtime, db, tool_log):
     assert len(asking) == 1 and len(answering) == 2
     assert answering[0].history == answering[1].history
     assert answering[1].history[1].tool_results[0].content == call["result"]
+
+
+HEURISTIC_CONFIG = """
+first_contact: looker
+llms: [{name: fake, type: scripted}]
+agents:
+  - name: looker
+    type: heuristic_finalizer
+    renderPrompt: false
+    prompt: {type: heuristic_prompt, location: looker, promptArgumentClass: LookPrompt}
+    finalProperties: [weather, failure]
+    tools: [lookup, explode]
+tools:
+  - {name: lookup, functionName: lookup, modulePath: TOOLS}
+  - {name: explode, functionName: explode, modulePath: TOOLS}
+"""
+
+HEURISTIC_PROMPT = """\
+from dataclasses import dataclass
+from diskurs import PromptArgument
+
+
+@dataclass
+class LookPrompt(PromptArgument):
+    weather: str = ""
+    failure: str = ""
+
+
+async def heuristic_sequence(conversation, call_tool, llm_client):
+    arg = conversation.prompt_argument
+    arg.weather = await call_tool("lookup", {"city": "Oslo"})
+    try:
+        await call_tool("explode", {"reason": "no reason"})
+    except Exception as error:
+        arg.failure = str(error)
+    return conversation.update(prompt_argument=arg)
+"""
+
+
+def test_a_heuristic_agent_calls_its_tools_through_call_tool(
+    runtime, db, tool_log, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("DLAB_WORKFLOW_DIRS", f"{TOOLING}:{tmp_path}")
+    project = tmp_path / "heuristic"
+    (project / "looker").mkdir(parents=True)
+    config = HEURISTIC_CONFIG.replace("TOOLS", str(TOOLING / "tools.py"))
+    (project / "config.yml").write_text(config)
+    (project / "looker" / "prompt.py").write_text(HEURISTIC_PROMPT)
+    (project / "looker" / "agent_description.txt").write_text("looks things up")
+    load(db, project, "heuristic")
+    start(db, "t4", "weather?", "heuristic")
+    settle(runtime, finished(db, "t4"), rounds=5)
+    conv = conversation(db, "t4")
+    assert conv.status == Status.DONE, conv.error
+    assert conv.result["weather"] == "sunny in Oslo"
+    assert "exploded: no reason" in conv.result["failure"]
+    assert runs(tool_log) == ["lookup Oslo", "explode"]
+    calls = tool_calls(db, "t4", "0000")
+    assert [(c["name"], c["status"]) for c in calls] == [("lookup", "done"), ("explode", "failed")]

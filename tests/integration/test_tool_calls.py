@@ -5,6 +5,7 @@ and the model's turns through ``model_call.ask`` continued from the record."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 from google.cloud import firestore
 
 from functions.agents.model_call import CallSite, ask
-from functions.conductor.tool_calls import StepTools
+from functions.conductor.tool_calls import StepTools, ToolCallFailed
 from shared.conductor.tool_calls import ToolCallStatus
 from shared.llm import providers
 from shared.llm.base import ModelReply, ModelRequest, ToolCall, Usage
@@ -181,3 +182,27 @@ def test_ask_runs_the_tool_once_across_deliveries(db: firestore.Client) -> None:
         d.to_dict()["response"]["status"] for d in db.collection(_site().log_collection).get()
     ]
     assert sorted(logged) == ["OK", "OK", "TOOL_CALLS"]
+
+
+def test_a_heuristic_sequences_call_tool_runs_each_call_once(db: firestore.Client) -> None:
+    """Diskurs' ``call_tool`` for code: the step's k-th call is recorded; a redelivered step's
+    sequence, calling again, gets the recorded values (and the recorded failure) back."""
+    counted = Counted()
+
+    async def sequence(tools: StepTools) -> tuple[Any, str]:
+        weather = await tools.call_tool("lookup", {"city": "Oslo"})
+        try:
+            await tools.call_tool("explode", {"reason": "why not"})
+        except ToolCallFailed as error:
+            return weather, str(error)
+        return weather, ""
+
+    first = asyncio.run(sequence(counted.step()))
+    again = asyncio.run(sequence(counted.step()))
+    assert first == again == ("sunny in Oslo", again[1])
+    assert "exploded: why not" in again[1]
+    assert counted.runs == [("lookup", {"city": "Oslo"}), ("explode", {"reason": "why not"})]
+    assert [(d["name"], d["status"]) for d in _docs(db)] == [
+        ("lookup", "done"),
+        ("explode", "failed"),
+    ]
