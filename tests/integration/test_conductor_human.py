@@ -14,6 +14,7 @@ import pytest
 import requests
 from conductor_state import REPO_ROOT, attempts, conversation, errors, finished, start, steps
 from experiment_state import settle
+from tool_state import WF, logging_tools, tool_calls, with_tools
 
 from console.app import create_app
 from emulator.chaos import ChaosSettings
@@ -272,3 +273,26 @@ def test_a_client_answers_through_the_rest_api(runtime, db):
     answer = db.document(f"conversations/h5/humanAnswers/{HUMAN_STEP}").get().to_dict()
     assert answer["by"] == f"api:{owner}"
     assert call(mine, "GET").json()["waiting"] is None
+
+
+def test_the_export_and_the_console_show_a_steps_tool_calls(runtime, db, tmp_path, monkeypatch):
+    logging_tools(tmp_path, monkeypatch)
+    with_tools(db, "lookup")  # the example, its answerer (step 3) given a tool
+    start(db, "h6", QUERY, WF)
+    settle(runtime, finished(db, "h6"), rounds=5)
+    assert conversation(db, "h6").status == Status.DONE
+    [stored] = tool_calls(db, "h6", "0003")
+    assert (
+        export.main(["--conversation", "h6", "--out", str(tmp_path), "--project", runtime.project])
+        == 0
+    )
+    lines = [json.loads(line) for line in (tmp_path / "h6.jsonl").read_text().splitlines()]
+    [call] = [r for r in lines if r["type"] == "tool_call"]
+    assert (call["step"], call["id"]) == (3, "00-00")
+    assert call["data"] == _plain(stored)
+    assert call["data"]["name"] == "lookup" and call["data"]["result"].startswith("sunny in ")
+    order = [(r["type"], r["step"]) for r in lines if r["step"] == 3]
+    assert order[:4] == [("step", 3), ("attempt", 3), ("attempt", 3), ("tool_call", 3)]
+    state = create_app(runtime.project, db).test_client().get("/api/conductor/h6/state").json
+    [shown] = state["steps"][3]["tool_calls"]
+    assert (shown["name"], shown["status"], shown["result"]) == ("lookup", "done", stored["result"])
