@@ -64,6 +64,7 @@ _AGENT = {
     "invoke_on_final", "branch_conversation_name", "join_conversations_name", "final_properties",
     "finalizer_name", "supervisor", "can_finalize_name", "max_dispatches", "rules",
     "fallback_to_llm", "render_prompt", "agent_descriptions", "code_filename",
+    "human",  # ours: a person answers (docs/CONDUCTOR.md, "A person in the loop")
 }  # fmt: skip
 _PROMPT = {
     "type", "location", "prompt_argument_class", "user_prompt_argument_class",
@@ -383,6 +384,8 @@ class _Reader:
         doc["initFromMemory"] = entry.get("init_prompt_arguments_with_longterm_memory", True)
         doc["lockedFields"] = entry.get("locked_fields") or {}
         doc["tools"] = list(entry.get("tools") or [])
+        if entry.get("human") is not None:
+            doc["human"] = entry["human"]
         if entry.get("final_properties") is not None:
             doc["finalProperties"] = list(entry["final_properties"])
         if "render_prompt" in entry:

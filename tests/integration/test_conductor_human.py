@@ -7,6 +7,7 @@ checks is recorded and the step keeps waiting."""
 from __future__ import annotations
 
 import json
+import textwrap
 import time
 from collections.abc import Callable
 
@@ -296,3 +297,78 @@ def test_the_export_and_the_console_show_a_steps_tool_calls(runtime, db, tmp_pat
     state = create_app(runtime.project, db).test_client().get("/api/conductor/h6/state").json
     [shown] = state["steps"][3]["tool_calls"]
     assert (shown["name"], shown["status"], shown["result"]) == ("lookup", "done", stored["result"])
+
+
+DISKURS_PROJECT = {
+    "config.yml": """\
+        first_contact: drafter
+        llms: [{name: fake, type: scripted}]
+        agents:
+          - name: drafter
+            type: multistep
+            llm: fake
+            prompt: {type: multistep_prompt, location: drafter, promptArgumentClass: Draft}
+            topics: [approver]
+          - name: approver
+            type: multistep
+            human: {deadlineSeconds: 3600, onDeadline: fail}
+            prompt: {type: multistep_prompt, location: approver, promptArgumentClass: Verdict}
+            topics: []
+        """,
+    "drafter/prompt.py": """\
+        from dataclasses import dataclass
+        from diskurs import PromptArgument
+
+
+        @dataclass
+        class Draft(PromptArgument):
+            draft: str = ""
+        """,
+    "drafter/system_template.jinja2": "Draft a reply.",
+    "drafter/user_template.jinja2": "Draft so far: {{ draft }}",
+    "drafter/agent_description.txt": "drafts",
+    "approver/prompt.py": """\
+        from dataclasses import dataclass
+        from diskurs import PromptArgument, PromptValidationError
+
+
+        @dataclass
+        class Verdict(PromptArgument):
+            verdict: str = ""
+
+
+        def is_valid(arg):
+            if arg.verdict not in ("yes", "no"):
+                raise PromptValidationError("Say yes or no.")
+            return True
+        """,
+    "approver/system_template.jinja2": "",
+    "approver/user_template.jinja2": "Approve the draft? (yes or no)",
+    "approver/agent_description.txt": "a person approves",
+}
+
+
+def test_a_person_answers_in_a_diskurs_project(runtime, db, tmp_path, monkeypatch):
+    """A Diskurs project's agent given a ``human`` map (Diskurs itself ignores the key): its
+    dataclass is the answer, its is_valid's message goes back verbatim, its topics apply."""
+    monkeypatch.setenv("DLAB_WORKFLOW_DIRS", str(tmp_path))
+    for name, text in DISKURS_PROJECT.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    load(db, tmp_path, "approving")
+    api = create_app(runtime.project, db).test_client()
+    start(db, "h7", QUERY, workflow_id="approving")
+    settle(runtime, _waiting(db, "h7"), rounds=8)
+    waiting = steps(db, "h7")[1]
+    assert (waiting.kind, waiting.agent) == ("human", "approver")
+    assert waiting.waiting.question == "Approve the draft? (yes or no)"
+    bad = api.post("/api/conductor/h7/answer", json={"values": {"verdict": "maybe"}})
+    assert (bad.status_code, bad.json["reason"]) == (422, "Say yes or no.")
+    assert (
+        api.post("/api/conductor/h7/answer", json={"values": {"verdict": "yes"}}).status_code == 201
+    )
+    settle(runtime, finished(db, "h7"), rounds=5)
+    conv = conversation(db, "h7")
+    assert conv.status == Status.DONE, conv.error
+    assert conv.outcome == "no topic"  # Diskurs: an agent without topics ends the conversation
+    assert steps(db, "h7")[1].output == {"verdict": "yes"}
