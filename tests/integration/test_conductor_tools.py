@@ -1,6 +1,8 @@
 """An agent's tools in a conductor workflow on the real emulators: the model calls a tool and
 answers with its result, a tool that raises returns its error to the model and the conversation
-goes on, and a step redelivered after its tool ran does not run it again.
+goes on, a step redelivered after its tool ran does not run it again, a heuristic sequence's
+``call_tool``, and a step's tool round over each provider's own HTTP protocol (a local fake of
+OpenAI, Claude and Gemini 3 answering with tool calls, then with the answer).
 
 The workflow is the example with tools added the way a workflow document holds them (Diskurs'
 ``tools`` entries, a project file by path: ``tests/integration/tooling/tools.py``, whose tools
@@ -9,7 +11,10 @@ answers."""
 
 from __future__ import annotations
 
+import json
+import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conductor_state import attempts, conversation, finished, start, steps
@@ -18,6 +23,11 @@ from tool_state import QUERY, TOOLING, WF, logging_tools, runs, tool_calls, with
 
 from shared.conductor.documents import Status
 from shared.llm.base import ModelClient, ModelReply, ModelRequest
+from shared.llm.scripted import generate_value
+from tests.fakes import Recorded, Step
+from tests.fakes import fake_anthropic as anthropic
+from tests.fakes import fake_gemini as gemini
+from tests.fakes import fake_openai as openai
 from tools.load_workflow import load
 
 pytestmark = pytest.mark.usefixtures("clean")
@@ -164,3 +174,95 @@ def test_a_heuristic_agent_calls_its_tools_through_call_tool(
     assert runs(tool_log) == ["lookup Oslo", "explode"]
     calls = tool_calls(db, "t4", "0000")
     assert [(c["name"], c["status"]) for c in calls] == [("lookup", "done"), ("explode", "failed")]
+
+
+def _schema_and_state(provider: str, body: dict[str, Any]) -> tuple[dict[str, Any], bool, bool]:
+    """The reply schema a request asks for, whether it offers tools, whether it carries tool
+    results, each read from the provider's own request shapes."""
+    if provider == "openai":
+        schema = body["response_format"]["json_schema"]["schema"]
+        offered = bool(body.get("tools"))
+        answered = any(m.get("role") == "tool" for m in body["messages"])
+    elif provider == "claude":
+        schema = next(t for t in body["tools"] if t["name"] == "response")["input_schema"]
+        offered = len(body["tools"]) > 1
+        blocks = [
+            b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]
+        ]
+        answered = any(b.get("type") == "tool_result" for b in blocks)
+    else:
+        config = body["generationConfig"]
+        schema = config.get("responseJsonSchema") or config.get("response_json_schema")
+        offered = bool(body.get("tools"))
+        parts = [p for c in body["contents"] for p in c.get("parts", [])]
+        answered = any("functionResponse" in p for p in parts)
+    return schema, offered, answered
+
+
+FAKES: dict[str, tuple[Any, str, str, dict[str, str]]] = {
+    "openai": (openai.FakeOpenAI, "OPENAI", "gpt-5-mini", {"OPENAI_API_KEY": "k"}),
+    "claude": (anthropic.FakeAnthropic, "CLAUDE", "claude-haiku-4-5", {"ANTHROPIC_API_KEY": "k"}),
+    "gemini": (gemini.FakeGemini, "GEMINI", "gemini-3-flash", {"GEMINI_API_KEY": "k"}),
+}
+BASE_URL_ENV = {
+    "openai": "OPENAI_BASE_URL",
+    "claude": "ANTHROPIC_BASE_URL",
+    "gemini": "GEMINI_BASE_URL",
+}
+
+
+def _responder(provider: str) -> Any:
+    """Calls ``lookup`` when tools are offered and no result is in yet; else a schema-valid
+    answer (the provider's own answer shape)."""
+
+    def respond(request: Recorded) -> Step:
+        schema, offered, answered = _schema_and_state(provider, request.body)
+        if offered and not answered:
+            call = ("lookup", {"city": "Oslo"})
+            if provider == "openai":
+                return openai.tool_calls(call)
+            return (
+                anthropic.tool_uses(call) if provider == "claude" else gemini.function_calls(call)
+            )
+        value = generate_value(random.Random(1), schema)
+        if provider == "claude":
+            return anthropic.tool_use(value)
+        return (
+            openai.text(json.dumps(value))
+            if provider == "openai"
+            else gemini.text(json.dumps(value))
+        )
+
+    return respond
+
+
+@pytest.mark.parametrize("provider", sorted(FAKES))
+def test_a_step_runs_its_tool_over_the_providers_own_protocol(
+    runtime, db, tool_log, monkeypatch, provider
+):
+    fake_type, api_type, model, env = FAKES[provider]
+    with fake_type() as fake:
+        fake.responder = _responder(provider)
+        monkeypatch.setenv("DLAB_MODEL_OVERRIDE", "")
+        for name, value in {
+            **env,
+            BASE_URL_ENV[provider]: fake.base_url if provider != "gemini" else fake.url,
+        }.items():
+            monkeypatch.setenv(name, value)
+        with_tools(db, "lookup")
+        settings = {"modelSettings": {"apiType": api_type, "modelName": model}}
+        for doc in (
+            f"workflows/{WF}",
+            *(f"workflows/{WF}/agents/{a}" for a in ("extractor", "answerer")),
+        ):
+            db.document(doc).update(settings)
+        start(db, "p1", QUERY, WF)
+        settle(runtime, finished(db, "p1"), rounds=5)
+        sent = [r.body for r in fake.requests]
+    conv = conversation(db, "p1")
+    assert conv.status == Status.DONE, conv.error
+    assert runs(tool_log) == ["lookup Oslo"]
+    [call] = tool_calls(db, "p1", ANSWERER_STEP)
+    assert call["status"] == "done" and call["result"] == "sunny in Oslo"
+    assert len(sent) == 3  # the extractor's answer, the answerer's call, its answer
+    assert "sunny in Oslo" in json.dumps(sent[2]) and "sunny in Oslo" not in json.dumps(sent[1])
