@@ -48,6 +48,11 @@ PROMPT_TYPES = {
 }
 _TEMPLATES = Environment()
 """Parses only, to list a template's variables."""
+LLM_COMPILER_TEMPLATES = (
+    "llm_compiler_planning_system_template.jinja2",
+    "llm_compiler_planning_user_template.jinja2",
+)
+"""Diskurs' packaged planning templates: an LLM compiler's prompts unless its folder has its own."""
 DEFAULT_MAX_DISPATCHES = 50
 DEFAULT_MAX_TRIALS = 5
 DEFAULT_REASONING_STEPS = 5
@@ -73,6 +78,11 @@ _PROMPT = {
     "heuristic_sequence_name", "agent_description_filename", "code_filename",
     "user_template_filename", "system_template_filename",
 }  # fmt: skip
+
+
+def packaged(name: str) -> str:
+    """One of Diskurs' packaged templates (``diskurs/assets``)."""
+    return importlib.resources.files("diskurs.assets").joinpath(name).read_text()
 
 
 class DiskursConfigError(ValueError):
@@ -266,15 +276,15 @@ class _Reader:
         if kind == "heuristic_prompt":
             return "", user.read_text() if user.is_file() else ""
         if kind == "llm_compiler_prompt" and not user.is_file():
-            return "", ""
+            return self._or_packaged(system, LLM_COMPILER_TEMPLATES[0]), (
+                self._or_packaged(user, LLM_COMPILER_TEMPLATES[1])
+            )
         return self.read_text(system, "prompt.location"), self.read_text(user, "prompt.location")
 
     @staticmethod
-    def _or_packaged(path: Path, packaged: str) -> str:
+    def _or_packaged(path: Path, name: str) -> str:
         """A conductor's template, or Diskurs' own packaged default when the folder has none."""
-        if path.is_file():
-            return path.read_text()
-        return importlib.resources.files("diskurs.assets").joinpath(packaged).read_text()
+        return path.read_text() if path.is_file() else packaged(name)
 
     def agent(self, i: int, entry: dict[str, Any], models: dict[str, dict[str, Any]]) -> dict:
         where = f"agents[{i}]"
@@ -296,7 +306,14 @@ class _Reader:
         doc: dict[str, Any] = {"name": entry["name"], "type": kind}
         if prompt.get("location"):
             self.prompt_parts(doc, prompt, prompt_type, where, conductor=kind == "conductor")
-        elif kind != "llm_compiler":
+        elif kind == "llm_compiler":  # Diskurs' own planning prompt
+            doc.update(
+                systemPrompt=packaged(LLM_COMPILER_TEMPLATES[0]),
+                userPrompt=packaged(LLM_COMPILER_TEMPLATES[1]),
+                userPromptArgument="",
+                systemPromptArgument="",
+            )
+        else:
             raise self.fail(f"{where}.prompt.location", "missing")
         self.agent_settings(doc, entry, models, where)
         return doc

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from functions import work
 from functions.agents.model_call import AnswerFailed
-from functions.conductor import parallel_steps, toolbox, workflow
+from functions.conductor import parallel_steps, planner, toolbox, workflow
 from functions.conductor.asking import ask, validator
 from functions.conductor.completion import (
     Completion,
@@ -115,6 +115,7 @@ def multistep(ctx: Context) -> Completion:
 
 
 BY_TYPE: dict[AgentType, AgentStep] = {
+    AgentType.LLM_COMPILER: functools.partial(planner.planner_agent, multistep=multistep),
     AgentType.PARALLEL_MULTISTEP: functools.partial(
         parallel_steps.parallel_agent, multistep=multistep
     ),

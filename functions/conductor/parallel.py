@@ -161,14 +161,16 @@ def agent_parallel_code(workflow_id: str, agent: AgentDoc) -> ParallelCode:
     return parallel_code(module, doc, agent.branch_conversation_name, agent.join_conversations_name)
 
 
-def join_step(step: Step, branches: int) -> Step:
-    """The step after a parallel agent's turn: it waits for its branches, then joins them."""
+def join_step(step: Step, branches: int, arguments: dict[str, Any] | None = None) -> Step:
+    """The step after a fan-out: it waits for its branches, then joins them (``arguments``:
+    what the planner's turn goes on from)."""
+    given = JoinInput(branches=branches, arguments=arguments or {}, agent_step=step.agent_step)
     return Step(
         index=step.index + 1,
         kind=StepKind.JOIN,
         agent=step.agent,
         turn=step.turn,
-        input=JoinInput(branches=branches).to_firestore(),
+        input=given.to_firestore(),
     )
 
 

@@ -1,5 +1,6 @@
 """A parallel multi-step agent's steps as the conductor decides them: its turn's end fans out,
-a branch's agent step, and the join (the durable mechanism is ``functions.conductor.parallel``).
+a branch's agent step, and the join (the durable mechanism is ``functions.conductor.parallel``;
+the planner's join is ``functions.conductor.planner``'s).
 
 Each is a multi-step agent's step (``decide.multistep``, passed in: the prompts, the model's
 reply validated into the arguments, ``is_final``) whose completion is read, not re-implemented:
@@ -11,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from functions.conductor import parallel, workflow
+from functions.conductor import parallel, planner, workflow
 from functions.conductor.completion import Completion
 from functions.conductor.turns import Context, after_step
 from shared.conductor.branches import Branch, attempts_collection
-from shared.conductor.documents import Conversation, Step, StepKind, step_id
+from shared.conductor.documents import AgentType, Conversation, Step, StepKind, step_id
 
 AgentStep = Callable[[Context], Completion]
 
@@ -91,8 +92,11 @@ def join(ctx: Context) -> Completion:
     wid = ctx.conv.workflow_id
     agent = workflow.read_agent(wid, ctx.step.agent)
     code = workflow.agent_code(wid, agent)
+    branches = parallel.read_branches(ctx.cid, ctx.step.index)
+    if agent.type == AgentType.LLM_COMPILER:
+        return planner.joined(ctx, agent, code.user, branches)
+    outputs = parallel.outputs(branches)
     functions = parallel.agent_parallel_code(wid, agent)
-    outputs = parallel.outputs(parallel.read_branches(ctx.cid, ctx.step.index))
     joined = parallel.joined_argument(functions, code.user, outputs, agent.name, ctx.cid)
     if not agent.invoke_on_final:
         return after_step(ctx, agent, code.user, joined, final=True)

@@ -21,7 +21,7 @@ from typing import Any
 from google.cloud import firestore
 
 from functions import store, transactions, work
-from functions.conductor import commit, decide, human, parallel, parallel_steps, workflow
+from functions.conductor import commit, decide, human, parallel, parallel_steps, planner, workflow
 from functions.conductor.decide import Completion, conversation_path, step_path
 from functions.conductor.settings import conductor_settings
 from functions.conductor.wire import ConductorBranch, ConductorStep, publish_branches, publish_steps
@@ -123,7 +123,10 @@ def run_branch(message: ConductorBranch) -> None:
     """One agent step of a parallel agent's branch (``parallel.run_branch``), a unit of work
     whose end fails the conversation as a step's does."""
     fail = functools.partial(_fail, message.conversation_id)
-    turns = {"agent": functools.partial(parallel_steps.branch_reply, decide.multistep)}
+    turns: dict[str, parallel.BranchTurn] = {
+        "agent": functools.partial(parallel_steps.branch_reply, decide.multistep),
+        planner.CALL: planner.call_turn,
+    }
     parallel.run_branch(message, turns, fail)
 
 

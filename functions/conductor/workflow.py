@@ -18,13 +18,14 @@ from types import ModuleType
 from typing import Any
 
 from diskurs.entities import LongtermMemory
+from diskurs.llm_compiler.prompts import PlanningPromptArgument
 from diskurs.prompt import DefaultConductorPromptArgument
 from pydantic import ValidationError
 
 from functions import store, work
 from functions.conductor.settings import conductor_settings
 from shared import paths
-from shared.conductor import arguments, checks
+from shared.conductor import arguments, checks, plan
 from shared.conductor.arguments import ArgumentClass
 from shared.conductor.code_files import load_file
 from shared.conductor.documents import (
@@ -130,6 +131,8 @@ def import_file(path: Path, doc: str, field: str) -> ModuleType:
 def agent_module(workflow_id: str, agent: AgentDoc) -> ModuleType | None:
     """The agent's ``prompt.py`` (None for a Diskurs conductor without one)."""
     doc = agent_path(workflow_id, agent.name)
+    if not agent.prompt_location and not agent.module:
+        return None  # a conductor or an LLM compiler without a file: Diskurs' own prompt
     if agent.prompt_location:
         path = code_file(agent.prompt_location, agent.code_filename, doc, "promptLocation")
         if agent.type == AgentType.CONDUCTOR and not path.is_file():
@@ -169,8 +172,12 @@ def agent_code(workflow_id: str, agent: AgentDoc, topics: list[str] | None = Non
     final_default: Callable[[Any], Any] = _always
     if agent.type == AgentType.CONDUCTOR:
         valid_default, final_default = _conductor_rules(topics or [])
-    if module is None or not agent.user_prompt_argument:
-        user: ArgumentClass = DefaultConductorPromptArgument
+    if agent.type == AgentType.LLM_COMPILER:
+        valid_default = plan.is_valid_plan  # a plan that cannot run goes back to the model
+    if agent.type == AgentType.LLM_COMPILER and (module is None or not agent.user_prompt_argument):
+        user: ArgumentClass = PlanningPromptArgument
+    elif module is None or not agent.user_prompt_argument:
+        user = DefaultConductorPromptArgument
     else:
         user = _class(module, agent.user_prompt_argument, doc, "userPromptArgument")
     system = None

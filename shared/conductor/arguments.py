@@ -176,7 +176,21 @@ def parse(cls: ArgumentClass, parsed: Any, current: Mapping[str, Any]) -> Any:
         reply = validate_dataclass(parsed, cls)
     except DiskursValidationError as error:
         raise PromptValidationError(str(error)) from None
+    except TypeError:  # Diskurs' parser makes a nested dataclass with no arguments: a class
+        reply = _validated(cls, parsed)  # with required fields (the LLM compiler's PlanStep)
     return load(cls, current).update(reply)
+
+
+def _validated(cls: ArgumentClass, parsed: dict[str, Any]) -> Any:
+    """A reply as ``cls`` by pydantic's validation of dataclasses; a bad field is named."""
+    known = {k: v for k, v in parsed.items() if k in field_names(cls)}
+    try:
+        return TypeAdapter(cls).validate_python(known)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"field '{'.'.join(str(p) for p in e['loc'])}': {e['msg']}" for e in error.errors()
+        )
+        raise PromptValidationError(f"the reply: {problems}") from None
 
 
 def validation_errors() -> tuple[type[Exception], ...]:

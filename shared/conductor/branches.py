@@ -56,9 +56,12 @@ def attempts_collection(conversation_id: str, join_step: str, index: int) -> str
 
 
 class JoinInput(DocModel):
-    """The join step's ``input``: how many branches it waits for."""
+    """The join step's ``input``: how many branches it waits for; for the planner, the
+    arguments its turn goes on from and the agent step that planned."""
 
     branches: Count
+    arguments: dict[str, Any] = {}
+    agent_step: Count = 0
 
 
 class Branch(DocModel):

@@ -297,7 +297,8 @@ class AgentDoc(Strict):
 
     @model_validator(mode="after")
     def _code(self) -> AgentDoc:
-        if bool(self.module) == bool(self.prompt_location) and self.type != AgentType.CONDUCTOR:
+        codeless = (AgentType.CONDUCTOR, AgentType.LLM_COMPILER)  # Diskurs' own prompt for both
+        if bool(self.module) == bool(self.prompt_location) and self.type not in codeless:
             raise ValueError("give exactly one of module (a workflows/ module) or promptLocation")
         return self
 

@@ -40,3 +40,28 @@ def stall(city: str) -> str:
     _ran("stall")
     time.sleep(float(os.environ.get("TOOLING_STALL_S", "600")))
     return f"late for {city}"
+
+
+def stock(ticker: str) -> float:
+    """
+    A stock's price (the planner's tests).
+
+    :param ticker: The stock's ticker.
+    :return: Its price.
+    """
+    _ran(f"stock {ticker}")
+    return 12.5
+
+
+def report(weather: str, price: float) -> str:
+    """
+    A report of the weather and a price, from two other calls' results (the planner's tests).
+
+    :param weather: The weather.
+    :param price: The price.
+    :return: The report.
+    """
+    _ran(f"report {weather} {price}")
+    if not isinstance(price, float):
+        raise TypeError(f"price must be a number, not {price!r}")
+    return f"{weather}; ACME at {price}"
