@@ -45,6 +45,14 @@ class ToolCallStatus(StrEnum):
 
 
 FINISHED = (ToolCallStatus.DONE, ToolCallStatus.FAILED, ToolCallStatus.INTERRUPTED)
+MAX_ARGUMENT_CHARS = 100_000
+"""A call's arguments as stored; longer ones are refused (the model reads why), so a runaway
+call cannot make its round's documents too large to write (1 MiB each)."""
+MAX_TEXT_CHARS = 20_000
+"""The text the model wrote beside its calls, as kept."""
+MAX_CALLS_PER_ROUND = 20
+"""Calls run in one model turn; the ones past it are answered with an error, not run (a round
+is one transaction, and what a turn may spend on tools is bounded)."""
 
 
 class ToolCallDoc(DocModel):
@@ -76,16 +84,23 @@ class ToolCallDoc(DocModel):
 
     @classmethod
     def of(cls, round_: int, position: int, call: ToolCall, text: str, agent: str) -> ToolCallDoc:
+        arguments = json.dumps(call.arguments, ensure_ascii=False)
+        malformed = call.malformed
+        if len(arguments) > MAX_ARGUMENT_CHARS:
+            malformed = f"arguments of {len(arguments):,} characters, over {MAX_ARGUMENT_CHARS:,}"
+            arguments = "{}"
+        if position >= MAX_CALLS_PER_ROUND:
+            malformed = f"more than {MAX_CALLS_PER_ROUND} calls in one turn; call it next turn"
         return cls(
             round=round_,
             position=position,
             agent=agent,
-            name=call.name,
-            provider_call_id=call.id,
-            arguments=json.dumps(call.arguments, ensure_ascii=False),
-            malformed=call.malformed,
+            name=call.name[:200],
+            provider_call_id=call.id[:200],
+            arguments=arguments,
+            malformed=malformed[:500],
             signature=call.signature,
-            text=text,
+            text=text[:MAX_TEXT_CHARS],
         )
 
     def call(self) -> ToolCall:

@@ -206,3 +206,18 @@ def test_a_heuristic_sequences_call_tool_runs_each_call_once(db: firestore.Clien
         ("lookup", "done"),
         ("explode", "failed"),
     ]
+
+
+def test_runaway_calls_are_answered_with_an_error_not_run(db: firestore.Client) -> None:
+    """A turn of more calls than a round runs, or arguments too large to store: the model
+    reads why, no tool runs for them, and the round is still one transaction."""
+    counted = Counted()
+    huge = ToolCall("h", "lookup", {"city": "x" * 200_000})
+    many = tuple(ToolCall(f"c{i}", "lookup", {"city": f"C{i}"}) for i in range(24))
+    _, results = counted.step().answer((huge, *many), "")
+    assert len(results.tool_results) == 25
+    assert [r.is_error for r in results.tool_results] == [True] + [False] * 19 + [True] * 5
+    assert "over 100,000" in results.tool_results[0].content
+    assert "more than 20 calls in one turn" in results.tool_results[20].content
+    assert len(counted.runs) == 19
+    assert len(_docs(db)) == 25
