@@ -21,6 +21,7 @@ from conductor_state import attempts, conversation, finished, start, steps
 from experiment_state import settle
 from tool_state import QUERY, TOOLING, WF, logging_tools, runs, tool_calls, with_tools
 
+from emulator.chaos import ChaosSettings
 from shared.conductor.documents import Status
 from shared.llm.base import ModelClient, ModelReply, ModelRequest
 from shared.llm.scripted import generate_value
@@ -266,3 +267,26 @@ def test_a_step_runs_its_tool_over_the_providers_own_protocol(
     assert call["status"] == "done" and call["result"] == "sunny in Oslo"
     assert len(sent) == 3  # the extractor's answer, the answerer's call, its answer
     assert "sunny in Oslo" in json.dumps(sent[2]) and "sunny in Oslo" not in json.dumps(sent[1])
+
+
+def test_under_chaos_each_tool_call_runs_once(runtime, db, tool_log):
+    """Duplicate deliveries and injected faults (a step's invocation failing, retried): each
+    conversation's answerer runs its tool once, however often its step is delivered."""
+    with_tools(db, "lookup")
+    ids = [f"x{i}" for i in range(4)]
+    settings = ChaosSettings(duplicate_rate=0.6, fault_rate=0.15, seed=5)
+    with runtime.chaos(settings) as run:
+        for cid in ids:
+            start(db, cid, QUERY, WF)
+        settle(runtime, finished(db, *ids), rounds=30)
+    print(run.describe())
+    results = []
+    for cid in ids:
+        conv = conversation(db, cid)
+        assert conv.status == Status.DONE, (cid, conv.error)
+        [call] = tool_calls(db, cid, ANSWERER_STEP)
+        assert call["status"] == "done", (cid, call)
+        results.append(call["result"].removeprefix("sunny in "))
+    assert sorted(runs(tool_log)) == sorted(f"lookup {city}" for city in results)
+    counts = run.counts()
+    assert counts["duplicated"] > 0, counts
