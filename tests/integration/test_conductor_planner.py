@@ -14,6 +14,7 @@ from experiment_state import settle
 from tool_state import logging_tools
 
 from emulator.chaos import ChaosSettings
+from functions.conductor.wire import ConductorBranch, publish_branches
 from shared.conductor.documents import Status
 from tools.load_workflow import load
 
@@ -131,3 +132,47 @@ def test_under_chaos_each_planned_call_runs_once(runtime, db, tmp_path, monkeypa
         ran
     )  # duplicated and redelivered branches never ran a tool twice
     assert run.counts()["duplicated"] > 0
+
+
+def test_a_call_cut_off_inside_its_tool_is_not_run_again(runtime, db, tmp_path, monkeypatch):
+    """A planned call claimed by an invocation that died inside its tool (claimed, no result):
+    the next delivery records it as failed (interrupted) without running the tool, and the
+    model replans around it."""
+    log = load_project(db, tmp_path, monkeypatch)
+    arguments = {"user_query": QUERY, "execution_plan": [PLAN[0]], "replan": False}
+    join = {
+        "index": 1,
+        "kind": "join",
+        "agent": "compiler",
+        "turn": 1,
+        "status": "pending",
+        "input": {"branches": 1, "arguments": arguments, "agentStep": 1},
+    }
+    cut = {
+        "index": 0,
+        "join": 1,
+        "agent": "compiler",
+        "kind": "call",
+        "status": "pending",
+        "claimed": True,  # the dead invocation's claim, before its tool ran
+        "input": {"stepId": "1", "function": "lookup", "parameters": {"city": "Bern"}},
+    }
+    db.document("conversations/l4/steps/0000").set(
+        {"index": 0, "kind": "agent", "agent": "compiler", "status": "done", "agentStep": 1}
+    )
+    db.document("conversations/l4/steps/0001").set(join)
+    db.document("conversations/l4/steps/0001/branches/00").set(cut)
+    model = the_model(PLAN)
+    model.reply("I need to revise my approach", {"execution_plan": [PLAN[1]], "replan": False})
+    with runtime.model_wrapper(model.wrap):
+        db.document("conversations/l4").set(
+            {"query": QUERY, "workflowId": "planner", "status": "RUNNING", "currentStep": 1}
+        )
+        publish_branches(ConductorBranch(conversation_id="l4", index=1, branch=0))
+        settle(runtime, finished(db, "l4"), rounds=8)
+    assert conversation(db, "l4").status == Status.DONE
+    assert log.read_text().splitlines() == ["stock ACME"]  # the cut-off lookup never ran again
+    executed = steps(db, "l4")[1].output or {}
+    assert executed["execution_plan"][0]["status"] == "failed"
+    assert "interrupted" in executed["execution_plan"][0]["result"]
+    assert executed["replan"] is True
