@@ -84,6 +84,7 @@ AGENT_TURN_TOPIC = "agent-turn"
 WATCHDOG_TOPIC = "watchdog-tick"
 SOCIETY_TURN_TOPIC = "society-turn"
 SOCIETY_TICK_TOPIC = "society-tick"
+SOCIETY_CLOSE_TOPIC = "society-close-shard"
 DEBATE_TURN_TOPIC = "debate-turn"
 DEBATE_WATCHDOG_TOPIC = "debate-watchdog-tick"
 CONDUCTOR_STEP_TOPIC = "conductor-step"
@@ -216,8 +217,18 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         handler="functions.triggers.society:on_society_action_created",
         description=(
             "Agent society: once every acting member has acted (a count, no shared counter), "
-            "close the day exactly once (a claim in a transaction) and open the next."
+            "start the day's sharded close exactly once (a conditional write on the day)."
         ),
+    ),
+    FunctionSpec(
+        name="onSocietyCloseShard",
+        trigger=PubSubTrigger(SOCIETY_CLOSE_TOPIC),
+        handler="functions.triggers.society:on_society_close_shard",
+        description=(
+            "Agent society: one phase of a day's close for one shard of members; the last "
+            "shard of a phase runs the society-level step and starts the next phase."
+        ),
+        retry=True,
     ),
     FunctionSpec(
         name="onSocietyTurn",

@@ -1,189 +1,250 @@
-"""Closing a day exactly once, as a unit of work (``functions.work``).
+"""Closing a day exactly once, shard by shard, so that no invocation handles more than
+``DLAB_SOCIETY_CLOSE_SHARD_SIZE`` members.
 
-The close holds a short lease renewed while its invocation lives, and counts its attempts in
-it. A claim (a conditional write on the day document) moves the day from ``open`` to ``closing``
-and fixes the actions and interventions it resolves; the closer resolves the day
-(``shared.society.rules``, a pure function of the day's start and those inputs) and writes the
-outcome as deterministic sets; a last conditional write marks the day closed and makes the next
-one ready. A closer that dies leaves the day ``closing`` and its lease to expire: the watchdog's
-next run of the close after that (a tick and one lease) takes it over and writes the same
-documents again. A close that keeps failing ends after its attempts: the society is marked
-``failed`` with the ``failure`` (one error record under ``societies/{s}/errors``), and nothing
-re-drives it until the researcher sets it running again (``rearm``).
+A claim (a conditional write on the day document) moves the day from ``open`` to ``closing``
+and fixes the interventions it applies and its shards (contiguous ranges of member ids), then
+publishes one message per shard. Each shard's phase is a unit of work with its own lease and
+attempts (``functions.society.shard``). The phases are ``act``, ``need`` (only with an
+allocation law) and ``settle``; the shard that finds every result of a phase in (a count) runs
+the society-level step (``shared.society.shards``: a few numbers per shard), writes its plan
+and moves the day to the next phase with a conditional write: of shards finishing at once, one
+wins. After ``settle`` the finish (a unit under the day's own lease) writes the next day's
+context, the proposals and the summary, marks the day closed and the next one ready in one
+conditional batch, and opens it.
+
+Whatever dies, the watchdog's run of the close (``run``) pushes it on: each shard of the
+current phase with no result and no live lease is published again, a phase whose results are
+all in is joined, a finish is run again. Every write is a deterministic set, so a re-run writes
+the same documents. A unit that keeps failing ends after its attempts: the society is marked
+``failed`` (one error record under ``societies/{s}/errors``), and nothing re-drives it until
+the researcher sets it running again (``rearm``).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
-from functions import documents, errors, store, work
-from functions.society import docs
-from shared.models import DocumentError, now, parse_document
-from shared.society import identity
+from google.cloud import firestore
+from pydantic import BaseModel
+
+from functions import store, work
+from functions.society import docs, shard
+from functions.society.settings import society_settings
+from functions.society.wire import CloseShard, publish_shards
+from shared.models import now
 from shared.society import paths as sp
-from shared.society.models import ActionRecord, Day, Intervention, SocietySettings
-from shared.society.rules import DayInput, DayOutcome, resolve
+from shared.society import shards
+from shared.society.models import Day, SocietySettings
 
 log = logging.getLogger(__name__)
 
+SHARD_PHASES = ("act", "need", "settle")
+Then = Callable[[shards.Final], object]
+"""Opening the next day, with the outcome of the finish that closed this one."""
+D = TypeVar("D", bound=BaseModel)
+
 
 def lease(s: str, day: int) -> str:
+    """The finish's lease (the day's own)."""
     return sp.sub(s, sp.CLOSE_LEASE, day=sp.day_id(day))
 
 
-def run(s: str, day: int, then: Callable[[DayOutcome], object]) -> work.State | None:
-    """Close ``day`` under its lease if it is open or a close of it is unfinished; ``then``
-    (opening the next day) runs with the outcome of the run that closed it, within the unit.
-    None when there was nothing to close (one read: most deliveries of a busy day's last
-    actions arrive after it closed)."""
+def shard_lease(s: str, day: int, phase: str, k: int) -> str:
+    return sp.sub(s, sp.CLOSE_LEASE, day=f"{sp.day_id(day)}-{phase}-{k:05d}")
+
+
+def run(s: str, day: int, then: Then) -> None:
+    """Start the close of an open day (the caller saw it may close), or push an unfinished
+    close on."""
     current = docs.read_day(s, day)
-    if current is None or current.status not in ("open", "closing"):
-        return None
-
-    def close_then() -> None:
-        outcome = close(s, day)
-        if outcome is not None:
-            then(outcome)
-
-    unit = work.Unit(
-        lease(s, day),
-        docs.day_path(s, day),
-        close_then,
-        ended=lambda failure: fail_society(s, day, failure),
-    )
-    return work.run(unit).state
+    if current is None:
+        return
+    if current.status == "open":
+        claimed = _claim(s, current)
+        if claimed is not None:
+            publish(s, claimed, "act", list(range(claimed.shards)))
+    elif current.status == "closing" and current.phase == "finish":
+        finish(s, day, then)
+    elif current.status == "closing" and current.phase in SHARD_PHASES:
+        _redrive(s, current, then)
 
 
-def fail_society(s: str, day: int, failure: work.Failure) -> None:
-    """The close's attempts are spent: the society stops, FAILED, with the cause on its own
-    document (the console and ``tools.society --follow`` show it)."""
-    fields = {
-        "document": failure.document,
-        "field": failure.field,
-        "reason": failure.reason[:2000],
-        "attempts": failure.attempts,
-        "day": day,
-        "at": now(),
-    }
-    store.ref(docs.society_path(s)).update({"status": "failed", "failure": fields})
-    log.error("society %s failed closing day %d: %s", s, day, failure.reason)
-
-
-def rearm(s: str, day: int) -> bool:
-    """The researcher set a failed society running again: its close gets a fresh budget."""
-    return work.rearm(lease(s, day))
-
-
-def close(s: str, day: int) -> DayOutcome | None:
-    """Close ``day`` (a first claim, or a re-run of an unfinished close: the lease makes this
-    the only closer); the outcome if this call finished it."""
-    claimed = _claim(s, day)
-    if claimed is None:
-        return None
-    outcome = _resolve(s, claimed)
-    _write(s, claimed, outcome)
-    return outcome if _finish(s, claimed, outcome) else None
-
-
-def _claim(s: str, day: int) -> Day | None:
+def _claim(s: str, current: Day) -> Day | None:
     """A close starts once every expected action is in (no more can come) or at the deadline
-    (a later one is late); a re-run resolves what the first claim fixed."""
-    current = docs.read_day(s, day)
-    if current is None or current.status not in ("open", "closing"):
-        return None
-    if current.status == "closing":
-        return current
-    found = docs.read_actions(s, current)
-    _record(found.errors)
-    action_ids = sorted(found.actions)
+    (a later one is late). It reads no member: the shards do."""
     interventions = store.db().collection(sp.collection(s, sp.INTERVENTION, interventionId="x"))
     pending = sorted(
         snap.id
         for snap in interventions.stream()
         if (snap.to_dict() or {}).get("appliedDay") is None
     )
+    size = society_settings().society_close_shard_size
+    count = len(shards.ranges(docs.day_context(s, current.day).agents, size))
 
     def decide(current: Day | None) -> dict[str, Any] | None:
         if current is None or current.status != "open":
             return None
-        return {"status": "closing", "actionIds": action_ids, "interventionIds": pending}
+        return {
+            "status": "closing",
+            "phase": "act",
+            "shardSize": size,
+            "shards": count,
+            "interventionIds": pending,
+        }
 
-    return docs.change_day(s, day, decide)
+    return docs.change_day(s, current.day, decide)
 
 
-def _record(found: list[DocumentError]) -> None:
-    """A document under the day's actions that is no action: its record (the same one its
-    trigger wrote, if it ran: the record's id is the error's)."""
-    for error in found:
-        errors.record_error(errors.current_function(), error)
+def publish(s: str, day: Day, phase: str, which: list[int]) -> None:
+    publish_shards([CloseShard(society_id=s, day=day.day, phase=phase, shard=k) for k in which])
 
 
-def _read_actions(s: str, day: Day) -> list[ActionRecord]:
-    """The actions the claim fixed, read again (a re-run resolves the same) and told apart
-    again: one changed since is no action either."""
-    refs = [store.ref(docs.action_path(s, day.day, a)) for a in day.action_ids]
-    snaps = [snap for snap in (store.db().get_all(refs) if refs else []) if snap.exists]
-    found = identity.sort(
-        ((snap.reference.path, store.data_of(snap) or {}) for snap in snaps),
-        identity.Expected.of(day),
+def run_shard(message: CloseShard, then: Then) -> work.State | None:
+    """One shard's phase, as a unit of work; then, if it was the phase's last, the join. None
+    when the message is stale (the day moved on)."""
+    s, k, phase = message.society_id, message.shard, message.phase
+    day = docs.read_day(s, message.day)
+    if day is None or day.status != "closing" or day.phase != phase or k >= day.shards:
+        return None
+
+    def work_it() -> None:
+        shard.run(s, day, phase, k)
+        advance(s, day.day, phase, then)
+
+    unit = work.Unit(
+        shard_lease(s, day.day, phase, k),
+        docs.day_path(s, day.day),
+        work_it,
+        ended=lambda failure: fail_society(s, day.day, failure),
     )
-    _record(found.errors)
-    return list(found.actions.values())
+    return work.run(unit).state
 
 
-def _read_interventions(s: str, day: Day) -> list[tuple[str, Intervention]]:
-    refs = [store.ref(sp.sub(s, sp.INTERVENTION, interventionId=i)) for i in day.intervention_ids]
-    snaps = list(store.db().get_all(refs)) if refs else []
-    return documents.valid(
-        [snap for snap in snaps if snap.exists],
-        lambda path, data: (path.rsplit("/", 1)[1], parse_document(Intervention, path, data)),
+def advance(s: str, day: int, phase: str, then: Then) -> None:
+    """If every shard's result of ``phase`` is in: the society-level step, and the next phase
+    (one caller moves the day; the others find it moved)."""
+    current = docs.read_day(s, day)
+    if current is None or current.status != "closing" or current.phase != phase:
+        return
+    if _count(s, day, phase) < current.shards:
+        return
+    after = _join(s, current, phase)
+
+    def decide(now_: Day | None) -> dict[str, Any] | None:
+        if now_ is None or now_.status != "closing" or now_.phase != phase:
+            return None
+        return {"phase": after}
+
+    moved = docs.change_day(s, day, decide)
+    if moved is None:
+        return
+    log.info("society %s: day %d close: %s done, %s next", s, day, phase, after)
+    if after == "finish":
+        finish(s, day, then)
+    else:
+        publish(s, moved, after, list(range(moved.shards)))
+
+
+def _join(s: str, day: Day, phase: str) -> str:
+    """The society-level step after ``phase``: its plan written (the same by whoever writes
+    it: a function of the shards' results), and the phase that follows."""
+    if phase == "settle":
+        return "finish"
+    if phase == "need":
+        plan = shard.read_plan(s, day.day, "act")
+        lacks = _results(s, day.day, "need", shards.NeedDigest)
+        _write_plan(s, day.day, "need", shards.with_budgets(plan, lacks))
+        return "settle"
+    context = docs.day_context(s, day.day)
+    plan = shards.plan(
+        day.day,
+        day.settings or SocietySettings(),
+        context,
+        docs.read_interventions(s, day.intervention_ids),
+        _results(s, day.day, "act", shards.ActDigest),
+        context.agents,
     )
+    _write_plan(s, day.day, "act", plan)
+    return "need" if plan.net else "settle"
 
 
-def _resolve(s: str, day: Day) -> DayOutcome:
-    settings = day.settings or SocietySettings()
-    given = DayInput(
-        day=day.day,
-        settings=settings,
-        members=docs.read_snapshots(s, day.day),
-        context=docs.read_context(s, day.day),
-        votes=docs.read_votes(s, day.day),
-        acting=day.acting,
-        actions=_read_actions(s, day),
-        interventions=_read_interventions(s, day),
-        spend=docs.day_spend(s, day.day),
+def _write_plan(s: str, day: int, after: str, plan: shards.Plan) -> None:
+    store.ref(shard.part_path(s, day, f"plan-{after}")).set(docs.model_doc(plan))
+
+
+def _phase_query(s: str, day: int, phase: str) -> Any:
+    ref = store.db().collection(sp.collection(s, sp.CLOSE_PART, day=sp.day_id(day), part="x"))
+    return ref.where(filter=firestore.FieldFilter("phase", "==", phase))
+
+
+def _count(s: str, day: int, phase: str) -> int:
+    return int(_phase_query(s, day, phase).count().get()[0][0].value)
+
+
+def _results(s: str, day: int, phase: str, model: type[D]) -> list[D]:
+    return [
+        model.model_validate(snap.to_dict() or {}) for snap in _phase_query(s, day, phase).stream()
+    ]
+
+
+def _redrive(s: str, day: Day, then: Then) -> None:
+    """The shards of the current phase with no result and nobody at them, published again; a
+    phase whose results are all in (its joiner died), joined."""
+    phase = day.phase
+    refs = [
+        store.ref(shard.part_path(s, day.day, shard.result_id(phase, k))) for k in range(day.shards)
+    ]
+    missing = [k for k, snap in enumerate(store.db().get_all(refs)) if not snap.exists]
+    if not missing:
+        advance(s, day.day, phase, then)
+        return
+    held = store.db().get_all([store.ref(shard_lease(s, day.day, phase, k)) for k in missing])
+    live = {snap.reference.path for snap in held if docs.lease_live(store.data_of(snap))}
+    stranded = [k for k in missing if shard_lease(s, day.day, phase, k) not in live]
+    if stranded:
+        publish(s, day, phase, stranded)
+
+
+def finish(s: str, day: int, then: Then) -> work.State:
+    unit = work.Unit(
+        lease(s, day),
+        docs.day_path(s, day),
+        lambda: _finish(s, day, then),
+        ended=lambda failure: fail_society(s, day, failure),
     )
-    return resolve(given)
+    return work.run(unit).state
 
 
-def _writes(s: str, day: int, outcome: DayOutcome) -> list[tuple[str, dict[str, Any]]]:
-    nxt = day + 1
+def _finish(s: str, day: int, then: Then) -> None:
+    current = docs.read_day(s, day)
+    if current is None or current.status != "closing" or current.phase != "finish":
+        return
+    settings = current.settings or SocietySettings()
+    plan = shard.current_plan(s, day)
+    final = shards.finish(
+        day,
+        settings,
+        docs.day_context(s, day),
+        docs.read_interventions(s, current.intervention_ids),
+        plan,
+        _results(s, day, "settle", shards.SettleDigest),
+        docs.day_spend(s, day),
+    )
     doc = docs.model_doc
-    writes = [(docs.snapshot_path(s, nxt, i), doc(m)) for i, m in outcome.members.items()]
-    writes += [(sp.sub(s, sp.MEMBER, agentId=i), doc(m)) for i, m in outcome.members.items()]
-    writes.append((docs.state_path(s, nxt, "context"), doc(outcome.context)))
-    writes.append((docs.state_path(s, nxt, "votes"), doc(outcome.votes)))
-    writes += [(sp.sub(s, sp.POST, postId=p.id), doc(p)) for p in outcome.posts]
-    writes += [(sp.sub(s, sp.MESSAGE, messageId=m.id), doc(m)) for m in outcome.messages]
-    writes += [(sp.sub(s, sp.PROPOSAL, proposalId=p.id), doc(p)) for p in outcome.proposals]
-    writes += [(sp.sub(s, sp.EVENT, eventId=e.id), doc(e)) for e in outcome.events]
-    writes.append((sp.sub(s, sp.SUMMARY, day=sp.day_id(day)), doc(outcome.summary)))
-    return writes
+    writes = [(docs.state_path(s, day + 1, "context"), doc(final.context))]
+    writes += [(sp.sub(s, sp.PROPOSAL, proposalId=p.id), doc(p)) for p in final.proposals]
+    writes += [(sp.sub(s, sp.EVENT, eventId=e.id), doc(e)) for e in final.events]
+    writes.append((sp.sub(s, sp.SUMMARY, day=sp.day_id(day)), doc(final.summary)))
+    docs.write_all(writes)
+    docs.mark_applied(s, day, plan.applied)
+    if _closed(s, day, final):
+        then(final)
 
 
-def _write(s: str, day: Day, outcome: DayOutcome) -> None:
-    docs.write_all(_writes(s, day.day, outcome))
-    for iid, amount in outcome.interventions.items():
-        store.ref(sp.sub(s, sp.INTERVENTION, interventionId=iid)).update(
-            {"appliedDay": day.day, "appliedAmount": amount}
-        )
-
-
-def _finish(s: str, claimed: Day, outcome: DayOutcome) -> bool:
+def _closed(s: str, day: int, final: shards.Final) -> bool:
     """Mark the day closed and the next one ready, once (a take-over may finish first)."""
-    day = claimed.day
 
     def decide(current: Day | None) -> dict[str, Any] | None:
         if current is None or current.status != "closing":
@@ -198,11 +259,32 @@ def _finish(s: str, claimed: Day, outcome: DayOutcome) -> bool:
     closed_at = now()
     finished = docs.change_day(s, day, decide, also) is not None
     if finished:
-        log.info(
-            "society %s: day %d closed (%d actions, %d active)",
-            s,
-            day,
-            len(claimed.action_ids),
-            outcome.summary.active,
-        )
+        log.info("society %s: day %d closed (%d active)", s, day, final.summary.active)
     return finished
+
+
+def fail_society(s: str, day: int, failure: work.Failure) -> None:
+    """A unit of the close spent its attempts: the society stops, FAILED, with the cause on
+    its own document (the console and ``tools.society --follow`` show it)."""
+    fields = {
+        "document": failure.document,
+        "field": failure.field,
+        "reason": failure.reason[:2000],
+        "attempts": failure.attempts,
+        "day": day,
+        "at": now(),
+    }
+    store.ref(docs.society_path(s)).update({"status": "failed", "failure": fields})
+    log.error("society %s failed closing day %d: %s", s, day, failure.reason)
+
+
+def rearm(s: str, day: int) -> bool:
+    """The researcher set a failed society running again: the units of the close's current
+    step get a fresh budget."""
+    current = docs.read_day(s, day)
+    if current is None or current.status != "closing":
+        return False
+    if current.phase not in SHARD_PHASES:
+        return work.rearm(lease(s, day))
+    rearmed = [work.rearm(shard_lease(s, day, current.phase, k)) for k in range(current.shards)]
+    return any(rearmed)

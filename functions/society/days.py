@@ -3,6 +3,7 @@ and closed once everyone acted or its deadline passed."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from datetime import timedelta
 from typing import Any
@@ -11,7 +12,7 @@ from google.cloud.firestore import Increment
 
 from functions import errors
 from functions.society import closing, docs
-from functions.society.wire import SocietyTurn, publish_turns
+from functions.society.wire import CloseShard, SocietyTurn, publish_turns
 from shared.models import DocumentError, now
 from shared.society import identity
 from shared.society.models import Day, Member
@@ -19,14 +20,26 @@ from shared.society.models import Day, Member
 log = logging.getLogger(__name__)
 
 
-def open_day(s: str, day: int, snapshots: dict[int, Member] | None = None) -> Day | None:
+@dataclasses.dataclass(frozen=True)
+class Roster:
+    """Who acts on a day: the active members, and the humans among them."""
+
+    acting: list[int]
+    humans: list[int]
+
+    @classmethod
+    def of(cls, snapshots: dict[int, Member]) -> Roster:
+        acting = sorted(i for i, m in snapshots.items() if m.status == "active")
+        return cls(acting, sorted(i for i in acting if snapshots[i].human))
+
+
+def open_day(s: str, day: int, roster: Roster | None = None) -> Day | None:
     """Open a ready day if the society runs and the day is within its last; then publish the
-    turns. None if the day was not opened by this call. ``snapshots``: the members at the
-    start of the day, if the caller has them (the close that made them)."""
-    if snapshots is None:
-        snapshots = docs.read_snapshots(s, day)
-    acting = sorted(i for i, m in snapshots.items() if m.status == "active")
-    humans = sorted(i for i in acting if snapshots[i].human)
+    turns. None if the day was not opened by this call. ``roster``: who acts, if the caller
+    knows (the close that made the day's start), else read from the members' snapshots."""
+    if roster is None:
+        roster = Roster.of(docs.read_snapshots(s, day))
+    acting, humans = sorted(roster.acting), sorted(roster.humans)
 
     society = docs.read_society(s)
 
@@ -85,7 +98,8 @@ def action_created(s: str, day: int, path: str, data: dict[str, Any]) -> None:
     its error record and nothing else: it must not make the day look complete."""
     current = docs.open_day(s, day)
     if current is None:
-        return  # not open: the close that resolves the day (or resolved it) sorts it out
+        _late(s, day, path, data)
+        return
     try:
         action = identity.read(path, data, identity.Expected.of(current))
     except DocumentError as error:
@@ -96,9 +110,29 @@ def action_created(s: str, day: int, path: str, data: dict[str, Any]) -> None:
     check(s, day, hinted=True)
 
 
+def _late(s: str, day: int, path: str, data: dict[str, Any]) -> None:
+    """A document under a day that is no longer open: the close reads only the acting members'
+    slots, so one that is no action gets its record here (a late action is left as it is)."""
+    current = docs.read_day(s, day)
+    if current is None or current.status == "ready":
+        return
+    try:
+        identity.read(path, data, identity.Expected.of(current))
+    except DocumentError as error:
+        errors.record_error(errors.current_function(), error)
+
+
+def _next(s: str, day: int) -> closing.Then:
+    return lambda final: open_day(s, day + 1, Roster(final.acting, final.humans))
+
+
 def close_and_advance(s: str, day: int) -> None:
-    """Close the day (a unit of work: ``closing.run``) and open the next one."""
-    closing.run(s, day, lambda outcome: open_day(s, day + 1, outcome.members))
+    """Start or push on the day's sharded close (``closing.run``); its finish opens the next."""
+    closing.run(s, day, _next(s, day))
+
+
+def close_shard(message: CloseShard) -> None:
+    closing.run_shard(message, _next(message.society_id, message.day))
 
 
 def resume(s: str, status: str = "running") -> None:

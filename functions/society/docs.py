@@ -6,6 +6,7 @@ import concurrent.futures
 import dataclasses
 import threading
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any, TypeVar
 
 from google.api_core import exceptions as gexc
@@ -15,9 +16,10 @@ from pydantic import BaseModel
 
 from functions import documents, store, transactions
 from shared.models import DocumentError, parse_document
+from shared.models import now as store_now
 from shared.society import identity
 from shared.society import paths as sp
-from shared.society.models import Day, DayContext, DayVotes, Member, Society
+from shared.society.models import Day, DayContext, Intervention, Member, Society
 from shared.society.prompts import SocietyPrompts
 from shared.society.rules import Spend
 
@@ -65,11 +67,6 @@ def read_context(s: str, day: int) -> DayContext:
     return store.read(DayContext, state_path(s, day, "context"))
 
 
-def read_votes(s: str, day: int) -> DayVotes:
-    path = state_path(s, day, "votes")
-    return parse_document(DayVotes, path, store.snapshot_data(path) or {})
-
-
 def read_snapshot(s: str, day: int, agent: int) -> Member:
     return store.read(Member, snapshot_path(s, day, agent))
 
@@ -79,6 +76,23 @@ def read_snapshots(s: str, day: int) -> dict[int, Member]:
     ref = store.db().collection(sp.collection(s, sp.DAY_MEMBER, day=sp.day_id(day)))
     members = documents.valid(ref.stream(), lambda path, data: parse_document(Member, path, data))
     return {m.agent_id: m for m in members}
+
+
+def read_interventions(s: str, ids: list[str]) -> list[tuple[str, Intervention]]:
+    """The interventions a close fixed when it started (a malformed one recorded, left out)."""
+    refs = [store.ref(sp.sub(s, sp.INTERVENTION, interventionId=i)) for i in ids]
+    snaps = list(store.db().get_all(refs)) if refs else []
+    return documents.valid(
+        [snap for snap in snaps if snap.exists],
+        lambda path, data: (path.rsplit("/", 1)[1], parse_document(Intervention, path, data)),
+    )
+
+
+def mark_applied(s: str, day: int, applied: dict[str, float]) -> None:
+    for iid, amount in sorted(applied.items()):
+        store.ref(sp.sub(s, sp.INTERVENTION, interventionId=iid)).update(
+            {"appliedDay": day, "appliedAmount": amount}
+        )
 
 
 def read_prompts(s: str) -> SocietyPrompts:
@@ -224,6 +238,14 @@ def change_day(
             continue  # changed under us: decide again on what it is now
         return parse_document(Day, path, {**model_doc(current), **update})
     return None
+
+
+def lease_live(lease: dict[str, Any] | None) -> bool:
+    """Someone holds this lease now (a unit's holder renews it while it lives)."""
+    if not lease or not lease.get("token"):
+        return False
+    expires = lease.get("expiresAt")
+    return isinstance(expires, datetime) and expires > store_now()
 
 
 _cache: dict[tuple[str, ...], Any] = {}

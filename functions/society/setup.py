@@ -11,9 +11,9 @@ from functions import store
 from functions.society import docs
 from shared.models.participant import AgentModelSettings
 from shared.society import paths as sp
-from shared.society.models import PERSONALITIES, Day, DayVotes, Member, Society, SocietySettings
+from shared.society.models import PERSONALITIES, Day, Member, Society, SocietySettings
 from shared.society.prompts import SocietyPrompts
-from shared.society.rules import first_day
+from shared.society.shards import first_day
 
 
 def personalities(settings: SocietySettings) -> list[str]:
@@ -61,7 +61,6 @@ def start(society: Society) -> bool:
     writes.append(
         (docs.state_path(s, 1, "context"), docs.model_doc(first_day(society.settings, people)))
     )
-    writes.append((docs.state_path(s, 1, "votes"), docs.model_doc(DayVotes())))
     prompts = sp.sub(s, sp.PROMPTS, promptId="default")
     docs.write_all(writes)
     with contextlib.suppress(gexc.AlreadyExists):  # the researcher's own prompts stay

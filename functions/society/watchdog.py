@@ -16,8 +16,6 @@ A failed society is terminal: nothing is re-driven until the researcher sets it 
 from __future__ import annotations
 
 import logging
-from datetime import datetime
-from typing import Any
 
 from functions import errors, store
 from functions.society import days, docs, setup, turn
@@ -107,13 +105,8 @@ def _stranded(s: str, day: Day) -> list[int]:
         return []
     leases = store.db().get_all([store.ref(turn.lease(t)) for t in missing])
     live = {
-        snap.reference.path for snap in leases if _live(snap.to_dict() if snap.exists else None)
+        snap.reference.path
+        for snap in leases
+        if docs.lease_live(snap.to_dict() if snap.exists else None)
     }
     return sorted({t.agent_id for t in missing if turn.lease(t) not in live})
-
-
-def _live(lease: dict[str, Any] | None) -> bool:
-    if not lease or not lease.get("token"):
-        return False
-    expires = lease.get("expiresAt")
-    return isinstance(expires, datetime) and expires > now()

@@ -6,7 +6,7 @@ import logging
 
 from functions._events import FirestoreEvent, PubSubEvent
 from functions.society import days, setup, turn, watchdog
-from functions.society.wire import SocietyTurn
+from functions.society.wire import CloseShard, SocietyTurn
 from shared.models import DocumentError, parse_document
 from shared.society.models import Society
 
@@ -39,3 +39,7 @@ def on_society_turn(event: PubSubEvent) -> None:
 
 def on_society_tick(event: PubSubEvent) -> None:
     log.info("society watchdog: %s", watchdog.tick())
+
+
+def on_society_close_shard(event: PubSubEvent) -> None:
+    days.close_shard(event.message(CloseShard))

@@ -100,12 +100,18 @@ def sort(documents: Iterable[tuple[str, dict[str, Any]]], expected: Expected) ->
     return out
 
 
-def audit(day: Day, documents: dict[str, dict[str, Any] | None], prefix: str) -> list[str]:
-    """What is wrong with the actions a closed day resolved (``day.action_ids``; ``documents``:
-    their data by id, None if gone): each must be an acting member's slot whose body agrees."""
+def audit(
+    day: Day,
+    documents: dict[str, dict[str, Any] | None],
+    prefix: str,
+    resolved: list[str] | None = None,
+) -> list[str]:
+    """What is wrong with the actions a closed day resolved (``resolved``, by default
+    ``day.action_ids``; ``documents``: their data by id, None if gone): each must be an acting
+    member's slot whose body agrees."""
     expected = Expected.of(day)
     problems = []
-    for doc_id in day.action_ids:
+    for doc_id in day.action_ids if resolved is None else resolved:
         data = documents.get(doc_id)
         try:
             read(f"{prefix}/{doc_id}", data or {}, expected)

@@ -160,6 +160,9 @@ class Member(DocModel):
     model_settings: AgentModelSettings = Field(default_factory=AgentModelSettings)
     recent_events: list[str] = []
     """What affected it lately (trades, messages, outcomes), newest last, capped."""
+    votes: dict[str, str] = {}
+    """Its votes on the open proposals (proposal id -> vote): they live with the voter, so the
+    close reads them shard by shard and no document holds every member's vote."""
 
 
 class PostView(DocModel):
@@ -213,12 +216,6 @@ class DayContext(DocModel):
     next_proposal_id: int = 1
 
 
-class DayVotes(DocModel):
-    """Open proposals' votes (``days/{d}/state/votes``): proposal id -> agent id -> vote."""
-
-    votes: dict[str, dict[str, str]] = {}
-
-
 class Day(DocModel):
     day: int
     status: DayStatus = "ready"
@@ -230,8 +227,14 @@ class Day(DocModel):
     opened_at: Timestamp | None = None
     deadline: Timestamp | None = None
     action_ids: list[str] = []
-    """The actions the close resolves (fixed when it starts, so a re-run resolves the same)."""
+    """Before sharded closes: the actions the close resolved (now each shard's ``fix`` record)."""
     intervention_ids: list[str] = []
+    phase: str = ""
+    """While ``closing``: the close's step (``act``, ``need``, ``settle``, ``finish``)."""
+    shard_size: int = 0
+    """Members per shard of this day's close (fixed when it starts)."""
+    shards: int = 0
+    """Shards of this day's close: ids 1..size, size+1..2 size, ... up to the day's members."""
     closed_at: Timestamp | None = None
 
     @property

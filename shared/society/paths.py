@@ -27,7 +27,14 @@ MODEL_LOG = SOCIETY + "/logs/{logId}"
 ERROR_RECORD = SOCIETY + "/errors/{errorId}"
 TURN_LEASE = SOCIETY + "/turnLeases/{leaseId}"
 CLOSE_LEASE = SOCIETY + "/closeLeases/{day}"
-"""The lease of a day's close (``functions.work``): who closes it, and its attempts."""
+"""The lease of a day's close (``functions.work``): who closes it, and its attempts; a shard's
+phase has its own (``{day}-{phase}-{shard}``)."""
+CLOSE_PART = DAY + "/close/{part}"
+"""A sharded close's records: ``fix-{k}`` (the actions shard k resolves, fixed once),
+``{phase}-{k}`` (shard k's result of a phase: its done mark), ``plan-{phase}`` (the society-level
+step after a phase)."""
+CLOSE_INBOX = DAY + "/closeInbox/{pair}"
+"""``{to}-{from}``: what shard ``from``'s actions did to shard ``to``'s members."""
 
 
 def society(society_id: str) -> str:

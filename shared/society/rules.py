@@ -1,20 +1,29 @@
-"""One day of the society, resolved: a pure function of the day's start and its actions.
+"""One day of one shard of the society (a contiguous range of members), resolved: a pure
+function of the day's start, the shard's actions and what the society-level steps decided.
 
-The close of a day calls ``resolve``: the outcome does not depend on the order in which actions
-arrived (they are taken in canonical order: agent id, then slot), and the same inputs give the
-same outcome, so a close re-run after a crash writes the same documents again.
+The members act simultaneously on the day's start: a member's actions are taken in slot order
+against its own state (what it had, interventions on it, its own earlier actions); whatever it
+does to another member (goods traded, a message, a reply to its post) is a ``Delivery`` that
+arrives after every action, in (sender, slot) order. A reply names a post, a vote a proposal,
+that the day started with (what the members saw). So no shard waits for another while acting,
+and the outcome does not depend on how the members were cut into shards (``resolve`` with any
+shard size gives the same outcome; tested).
 
-Order within a day: interventions, the actions, the common pool's safety net (when an
-allocation law is active), daily consumption (dormancy and waking), proposals that close today,
-infrastructure built from the pool's materials.
+Phases of a shard (``shared.society.shards`` joins them): ``act`` (the actions: counts, the
+pool's share, vote tallies, deliveries out), ``need`` (with an allocation law: what the members
+still lack after the deliveries), ``settle`` (everything again, now with the ids, the pool's
+budget and the proposals' outcomes: the members' next state, posts, messages, events).
+Order within a shard's day: interventions, the actions, deliveries, the common pool's safety
+net, upkeep (dormancy and waking), the outcomes of proposals its members made.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from typing import Any, Literal
+from typing import Any
 
+from shared.models import DocModel
 from shared.society.actions import (
     Action,
     CreateProposalAction,
@@ -32,16 +41,12 @@ from shared.society.models import (
     ActionRecord,
     DayContext,
     DaySummary,
-    DayVotes,
     DirectMessage,
     Event,
     Flow,
     Intervention,
-    LawView,
     Member,
     Post,
-    PostView,
-    Proposal,
     ProposalView,
     Resource,
     Resources,
@@ -52,6 +57,10 @@ from shared.stages.base import AnswerValidationError
 
 WORK_RESOURCE: dict[str, Resource] = {"farm": "food", "generate": "energy", "gather": "materials"}
 EVENT_CHARS = 240
+VOTES = ("yes", "no", "abstain")
+INTERVENTIONS, ACTIONS, SUPPORT, UPKEEP, PROPOSALS, BUILD = 1, 2, 3, 4, 5, 6
+"""Event stages: an event's id is ``{day}-{stage}-{agent}-{n}``, so ids do not depend on the
+shard that made them and sort in the day's order."""
 
 
 class Rejected(Exception):
@@ -68,88 +77,135 @@ class Spend:
     completion_tokens: int = 0
 
 
+class Delivery(DocModel):
+    """What a member's action does to another member: goods (a trade) and a line for its
+    recent events."""
+
+    to: int
+    sender: int
+    slot: int
+    n: int
+    resource: Resource | None = None
+    amount: float = 0.0
+    text: str
+
+
+class Ids(DocModel):
+    """The first post, message and proposal number of a shard: the shards before it made the
+    ones before (``shards.plan``)."""
+
+    post: int = 1
+    message: int = 1
+    proposal: int = 1
+
+
+class Outcome(DocModel):
+    """A proposal that closed today, for its author's recent events."""
+
+    view: ProposalView
+    passed: bool
+
+    @property
+    def text(self) -> str:
+        status = "passed" if self.passed else "failed"
+        v = self.view
+        return f"proposal #{v.id} ({v.title[:60]}) {status}: {v.yes} yes, {v.no} no"
+
+
 @dataclasses.dataclass
-class DayInput:
+class ShardInput:
     day: int
     settings: SocietySettings
-    members: dict[int, Member]
     context: DayContext
-    votes: DayVotes
+    members: dict[int, Member]
+    """The shard's members at the start of the day."""
     acting: list[int]
+    """The shard's members with actions expected today."""
     actions: list[ActionRecord]
     interventions: list[tuple[str, Intervention]] = dataclasses.field(default_factory=list)
-    spend: Spend | None = None
-    """Counted as the turns went (``days/{d}/tally``); None: the actions' own counts."""
+    """Interventions on the shard's members."""
 
 
-@dataclasses.dataclass
-class DayOutcome:
-    members: dict[int, Member]
-    """Every member's state at the start of the next day."""
-    context: DayContext
-    votes: DayVotes
-    posts: list[Post]
-    messages: list[DirectMessage]
-    proposals: list[Proposal]
-    """New proposals and every one whose tally or status changed today."""
-    events: list[Event]
-    summary: DaySummary
-    interventions: dict[str, float]
-    """Intervention id -> the amount applied (a take is capped by the stock)."""
+def event_id(day: int, stage: int, agent: int, n: int) -> str:
+    return f"{day:05d}-{stage}-{agent:06d}-{n:04d}"
 
 
-class _Day:
-    def __init__(self, given: DayInput) -> None:
+def make_event(
+    day: int, stage: int, agent: int, n: int, kind: str, text: str, other: int = 0, **data: Any
+) -> Event:
+    return Event(
+        id=event_id(day, stage, agent, n),
+        day=day,
+        seq=(stage * 10**7 + agent) * 10**4 + n,
+        kind=kind,
+        agent_id=agent,
+        other_id=other,
+        description=text[:EVENT_CHARS],
+        data=data,
+    )
+
+
+def closes_today(view: ProposalView, day: int) -> bool:
+    return view.closes_day <= day
+
+
+class ShardDay:
+    def __init__(self, given: ShardInput, ids: Ids | None = None) -> None:
         self.given = given
         self.s = given.settings
         self.day = given.day
         ctx = given.context
+        self.ids = ids or Ids(post=ctx.next_post_id, message=1, proposal=ctx.next_proposal_id)
         self.res = {i: {r: m.resources.get(r) for r in RESOURCES} for i, m in given.members.items()}
         self.names = {i: m.display_name for i, m in given.members.items()}
         self.status = {i: m.status for i, m in given.members.items()}
-        self.pool = {r: ctx.pool.get(r) for r in RESOURCES}
+        self.votes = {i: dict(m.votes) for i, m in given.members.items()}
+        self.recent = {i: list(m.recent_events) for i, m in given.members.items()}
         self.events: list[Event] = []
-        self.recent: dict[int, list[str]] = {
-            i: list(m.recent_events) for i, m in given.members.items()
-        }
+        self.seen: Counter[tuple[int, int]] = Counter()
+        self.outbox: list[Delivery] = []
         self.posts: list[Post] = []
-        self.known_posts = {p.id: p.author_id for p in ctx.posts}
-        self.next_post = ctx.next_post_id
-        self.slot = 1  # the action slot being applied: a post's time within its day
+        self.authors = {p.id: p.author_id for p in ctx.posts}
         self.messages: list[DirectMessage] = []
-        self.open = {p.id: p for p in ctx.proposals}
-        self.new_proposals: list[int] = []
-        self.next_proposal = ctx.next_proposal_id
-        self.votes = {pid: dict(v) for pid, v in given.votes.votes.items()}
-        self.laws = list(ctx.laws)
-        self.projects = list(ctx.projects)
-        self.built = ctx.built
+        self.proposals: list[ProposalView] = []
+        self.open = {p.id for p in ctx.proposals}
+        self.pool_in = dict.fromkeys(RESOURCES, 0.0)
+        self.given_out = dict.fromkeys(RESOURCES, 0.0)
         self.flow = Flow()
         self.summary = DaySummary(day=self.day)
-        self.closed: list[Proposal] = []
         self.applied: dict[str, float] = {}
+        self.current, self.slot = 0, 1  # the member and slot being applied: a post's time
 
     # --- events -----------------------------------------------------------------------------
 
-    def event(self, kind: str, agent: int, text: str, other: int = 0, **data: Any) -> None:
-        seq = len(self.events) + 1
-        self.events.append(
-            Event(
-                id=f"{self.day:05d}-{seq:05d}",
-                day=self.day,
-                seq=seq,
-                kind=kind,
-                agent_id=agent,
-                other_id=other,
-                description=text[:EVENT_CHARS],
-                data=data,
-            )
-        )
+    def event(
+        self, stage: int, kind: str, agent: int, text: str, other: int = 0, **data: Any
+    ) -> None:
+        self.seen[(stage, agent)] += 1
+        n = self.seen[(stage, agent)]
+        self.events.append(make_event(self.day, stage, agent, n, kind, text, other, **data))
 
     def tell(self, agent: int, text: str) -> None:
         """A recent event for the member's next prompts."""
         if agent in self.recent:
             self.recent[agent].append(f"Day {self.day}: {text}"[:EVENT_CHARS])
+
+    def deliver(
+        self, to: int, text: str, resource: Resource | None = None, amount: float = 0.0
+    ) -> None:
+        sender = self.current
+        n = sum(1 for d in self.outbox if d.sender == sender and d.slot == self.slot) + 1
+        self.outbox.append(
+            Delivery(
+                to=to,
+                sender=sender,
+                slot=self.slot,
+                n=n,
+                resource=resource,
+                amount=amount,
+                text=text,
+            )
+        )
 
     def name(self, agent: int) -> str:
         return self.names.get(agent, f"Agent #{agent}")
@@ -157,10 +213,12 @@ class _Day:
     # --- interventions ----------------------------------------------------------------------
 
     def intervene(self, iid: str, item: Intervention) -> None:
-        store = self.pool if item.agent_id == 0 else self.res.get(item.agent_id)
-        if store is None:
+        store = self.res.get(item.agent_id)
+        if store is None:  # a member whose snapshot is missing: nothing to give to
             self.applied[iid] = 0.0
-            self.event("intervention", 0, f"intervention {iid}: no agent #{item.agent_id}")
+            self.event(
+                INTERVENTIONS, "intervention", 0, f"intervention {iid}: no agent #{item.agent_id}"
+            )
             return
         amount = item.amount if item.amount >= 0 else -min(-item.amount, store[item.resource])
         store[item.resource] = tidy(store[item.resource] + amount)
@@ -168,16 +226,23 @@ class _Day:
             self.flow.interventions[item.resource] + amount
         )
         self.applied[iid] = tidy(amount)
-        whom = "the common pool" if item.agent_id == 0 else f"Agent #{item.agent_id}"
         verb = "gave" if amount >= 0 else "took"
-        text = f"the researcher {verb} {abs(amount):g} {item.resource} ({whom})"
-        self.event("intervention", item.agent_id, text, amount=amount, resource=item.resource)
+        text = f"the researcher {verb} {abs(amount):g} {item.resource} (Agent #{item.agent_id})"
+        self.event(
+            INTERVENTIONS,
+            "intervention",
+            item.agent_id,
+            text,
+            amount=amount,
+            resource=item.resource,
+        )
         self.tell(item.agent_id, text)
 
     # --- actions ----------------------------------------------------------------------------
 
     def act(self, record: ActionRecord) -> None:
         agent = record.agent_id
+        self.current, self.slot = agent, record.slot
         if agent not in self.given.acting or record.slot > self.s.actions_per_day:
             why = "not acting today" if agent not in self.given.acting else "over actions per day"
             self.reject(agent, record.action.get("action", "?"), why)
@@ -192,8 +257,7 @@ class _Day:
             return
         self.summary.actions[action.action] = self.summary.actions.get(action.action, 0) + 1
         if record.from_text:
-            self.event("text_reply", agent, "no JSON in the reply: its text was posted")
-        self.slot = record.slot
+            self.event(ACTIONS, "text_reply", agent, "no JSON in the reply: its text was posted")
         try:
             self.apply(agent, action)
         except Rejected as why:
@@ -201,12 +265,16 @@ class _Day:
 
     def invalid(self, agent: int, reason: str) -> None:
         self.summary.invalid.append({"agentId": agent, "reason": reason[:500]})
-        self.event("invalid_action", agent, f"action rejected: {reason}", reason=reason[:500])
+        self.event(
+            ACTIONS, "invalid_action", agent, f"action rejected: {reason}", reason=reason[:500]
+        )
         self.tell(agent, f"your action was invalid ({reason[:120]}); you idled")
 
     def reject(self, agent: int, kind: str, reason: str) -> None:
         self.summary.rejected.append({"agentId": agent, "action": kind, "reason": reason})
-        self.event("rejected", agent, f"{kind} rejected: {reason}", action=kind, reason=reason)
+        self.event(
+            ACTIONS, "rejected", agent, f"{kind} rejected: {reason}", action=kind, reason=reason
+        )
         self.tell(agent, f"your {kind} was rejected: {reason}")
 
     def apply(self, agent: int, action: Action) -> None:
@@ -222,16 +290,16 @@ class _Day:
         }
         handler = handlers.get(type(action))
         if handler is None:  # idle
-            self.event("idle", agent, f"{self.name(agent)} idled")
+            self.event(ACTIONS, "idle", agent, f"{self.name(agent)} idled")
             return
         handler(agent, action)  # type: ignore[operator]
 
     def post(self, agent: int, action: ForumPostAction | ForumReplyAction) -> None:
         parent = action.parent_message_id if isinstance(action, ForumReplyAction) else None
-        if parent is not None and not 1 <= parent < self.next_post:
+        if parent is not None and not 1 <= parent < self.given.context.next_post_id:
             raise Rejected(f"no forum post #{parent}")
         post = Post(
-            id=self.next_post,
+            id=self.ids.post + len(self.posts),
             day=self.day,
             slot=self.slot,
             author_id=agent,
@@ -239,47 +307,48 @@ class _Day:
             content=action.content,
             parent_id=parent,
         )
-        self.next_post += 1
         self.posts.append(post)
-        self.known_posts[post.id] = agent
-        self.event(action.action, agent, f"{self.name(agent)} posted #{post.id}", post=post.id)
-        author = self.known_posts.get(parent or 0)
+        self.event(
+            ACTIONS, action.action, agent, f"{self.name(agent)} posted #{post.id}", post=post.id
+        )
+        author = self.authors.get(parent or 0)
         if author and author != agent:
-            self.tell(author, f"{self.name(agent)} replied to your post #{parent}")
+            self.deliver(author, f"{self.name(agent)} replied to your post #{parent}")
 
     def message(self, agent: int, action: DirectMessageAction) -> None:
         to = action.recipient_agent_id
-        mid = f"{self.day:05d}-{len(self.messages) + 1:05d}"
+        mid = f"{self.day:05d}-{self.ids.message + len(self.messages):05d}"
         self.messages.append(
             DirectMessage(
                 id=mid, day=self.day, sender_id=agent, recipient_id=to, content=action.content
             )
         )
-        self.event("direct_message", agent, f"{self.name(agent)} messaged #{to}", other=to)
-        self.tell(to, f"{self.name(agent)} (#{agent}) told you: {action.content[:100]}")
+        self.event(ACTIONS, "direct_message", agent, f"{self.name(agent)} messaged #{to}", other=to)
+        self.deliver(to, f"{self.name(agent)} (#{agent}) told you: {action.content[:100]}")
 
     def propose(self, agent: int, action: CreateProposalAction) -> None:
-        pid = self.next_proposal
-        self.next_proposal += 1
-        self.open[pid] = ProposalView(
-            id=pid,
-            title=action.title,
-            description=action.description[:1000],
-            proposal_type=action.proposal_type,
-            author_id=agent,
-            created_day=self.day,
-            closes_day=self.day + self.s.proposal_days - 1,
+        pid = self.ids.proposal + len(self.proposals)
+        self.proposals.append(
+            ProposalView(
+                id=pid,
+                title=action.title,
+                description=action.description[:1000],
+                proposal_type=action.proposal_type,
+                author_id=agent,
+                created_day=self.day,
+                closes_day=self.day + self.s.proposal_days - 1,
+            )
         )
-        self.new_proposals.append(pid)
         self.summary.proposals_opened.append(pid)
-        self.event("create_proposal", agent, f"{self.name(agent)} proposed #{pid}: {action.title}")
+        text = f"{self.name(agent)} proposed #{pid}: {action.title}"
+        self.event(ACTIONS, "create_proposal", agent, text)
 
     def vote(self, agent: int, action: VoteAction) -> None:
         if action.proposal_id not in self.open:
             raise Rejected(f"proposal #{action.proposal_id} is unknown or closed")
-        self.votes.setdefault(str(action.proposal_id), {})[str(agent)] = action.vote
+        self.votes[agent][str(action.proposal_id)] = action.vote
         text = f"{self.name(agent)} voted {action.vote} on #{action.proposal_id}"
-        self.event("vote", agent, text, proposal=action.proposal_id, vote=action.vote)
+        self.event(ACTIONS, "vote", agent, text, proposal=action.proposal_id, vote=action.vote)
 
     def work(self, agent: int, action: WorkAction) -> None:
         resource = WORK_RESOURCE[action.work_type]
@@ -288,14 +357,14 @@ class _Day:
             "generate": self.s.generate_yield,
             "gather": self.s.gather_yield,
         }[action.work_type]
-        made = tidy(action.hours * rate + self.s.infrastructure_bonus * self.built)
+        made = tidy(action.hours * rate + self.s.infrastructure_bonus * self.given.context.built)
         to_pool = tidy(made * self.s.pool_share)
         self.res[agent][resource] = tidy(self.res[agent][resource] + made - to_pool)
-        self.pool[resource] = tidy(self.pool[resource] + to_pool)
+        self.pool_in[resource] = tidy(self.pool_in[resource] + to_pool)
         self.produce(resource, made)
         what = f"({action.work_type}, {action.hours} h): +{made:g} {resource}"
         text = f"{self.name(agent)} worked {what}"
-        self.event("work", agent, text, resource=resource, amount=made, pool=to_pool)
+        self.event(ACTIONS, "work", agent, text, resource=resource, amount=made, pool=to_pool)
 
     def produce(self, resource: Resource, amount: float) -> None:
         p = self.flow.production
@@ -309,41 +378,60 @@ class _Day:
         to, kind, amount = action.recipient_agent_id, action.resource_type, tidy(action.amount)
         if to == agent:
             raise Rejected("cannot trade with yourself")
-        if to not in self.res:
+        if not 1 <= to <= self.given.context.agents:
             raise Rejected(f"no agent #{to}")
         have = self.res[agent][kind]
         if amount > have:
             raise Rejected(f"has only {have:g} {kind}, cannot give {amount:g}")
         self.res[agent][kind] = tidy(have - amount)
-        self.res[to][kind] = tidy(self.res[to][kind] + amount)
         text = f"{self.name(agent)} gave {amount:g} {kind} to #{to}"
-        self.event("trade", agent, text, other=to, resource=kind, amount=amount)
-        self.tell(to, f"{self.name(agent)} (#{agent}) gave you {amount:g} {kind}")
+        self.event(ACTIONS, "trade", agent, text, other=to, resource=kind, amount=amount)
+        self.deliver(to, f"{self.name(agent)} (#{agent}) gave you {amount:g} {kind}", kind, amount)
 
     def set_name(self, agent: int, action: SetNameAction) -> None:
         name = action.display_name.strip()
         if not name:
             raise Rejected("the name is blank")
         old, self.names[agent] = self.names[agent], name
-        self.event("set_name", agent, f"{old} is now called {name}", name=name)
+        self.event(ACTIONS, "set_name", agent, f"{old} is now called {name}", name=name)
 
-    # --- end of day -------------------------------------------------------------------------
+    # --- after the actions ------------------------------------------------------------------
 
-    def safety_net(self) -> None:
-        """With an allocation law active, the pool covers what members lack for the day."""
-        if not any(law.proposal_type == "allocation" for law in self.laws):
-            return
-        needs: dict[Resource, float] = {"food": self.s.daily_food, "energy": self.s.daily_energy}
+    def receive(self, deliveries: list[Delivery]) -> None:
+        """What other members' actions did to this shard's members, in (sender, slot) order."""
+        for d in sorted(deliveries, key=lambda d: (d.sender, d.slot, d.n)):
+            if d.to not in self.res:
+                continue  # a member whose snapshot is missing
+            if d.resource is not None:
+                self.res[d.to][d.resource] = tidy(self.res[d.to][d.resource] + d.amount)
+            self.tell(d.to, d.text)
+
+    def needs(self) -> dict[Resource, float]:
+        return {"food": self.s.daily_food, "energy": self.s.daily_energy}
+
+    def lack(self) -> Resources:
+        """What the members lack for today's upkeep: the safety net's claim on the pool."""
+        total = dict.fromkeys(RESOURCES, 0.0)
         for agent in sorted(self.res):
-            for kind, need in needs.items():
+            for kind, need in self.needs().items():
+                total[kind] = tidy(total[kind] + max(tidy(need - self.res[agent][kind]), 0.0))
+        return Resources(**total)
+
+    def safety_net(self, budget: Resources) -> None:
+        """The pool covers what members lack, by id, within what it holds for this shard (all
+        it holds less what the shards before took: the same as one pass over every member)."""
+        left = {r: budget.get(r) for r in RESOURCES}
+        for agent in sorted(self.res):
+            for kind, need in self.needs().items():
                 lack = tidy(need - self.res[agent][kind])
-                give = tidy(min(max(lack, 0.0), self.pool[kind]))
+                give = tidy(min(max(lack, 0.0), left[kind]))
                 if give <= 0:
                     continue
-                self.pool[kind] = tidy(self.pool[kind] - give)
+                left[kind] = tidy(left[kind] - give)
+                self.given_out[kind] = tidy(self.given_out[kind] + give)
                 self.res[agent][kind] = tidy(self.res[agent][kind] + give)
                 text = f"the common pool gave {give:g} {kind} to #{agent}"
-                self.event("pool_support", agent, text, resource=kind, amount=give)
+                self.event(SUPPORT, "pool_support", agent, text, resource=kind, amount=give)
                 self.tell(agent, text)
 
     def upkeep(self) -> None:
@@ -355,180 +443,139 @@ class _Day:
                 if can_pay:
                     self.status[agent] = "active"
                     self.summary.woke.append(agent)
-                    self.event("woke", agent, f"{self.name(agent)} woke up")
+                    self.event(UPKEEP, "woke", agent, f"{self.name(agent)} woke up")
                     self.tell(agent, "you have resources again and woke up")
                 continue
             if not can_pay:
                 self.status[agent] = "dormant"
                 self.summary.went_dormant.append(agent)
-                self.event("dormant", agent, f"{self.name(agent)} went dormant")
+                self.event(UPKEEP, "dormant", agent, f"{self.name(agent)} went dormant")
                 self.tell(agent, "you could not pay your daily food and energy: dormant")
                 continue
             r["food"], r["energy"] = tidy(r["food"] - food), tidy(r["energy"] - energy)
             self.consume("food", food)
             self.consume("energy", energy)
 
-    def close_proposals(self) -> None:
-        needed = self.s.quorum * self.given.context.active
-        for pid in sorted(self.open):
-            view = self.open[pid]
-            tally = Counter(self.votes.get(str(pid), {}).values())
-            view = view.model_copy(
-                update={"yes": tally["yes"], "no": tally["no"], "abstain": tally["abstain"]}
+    def hear(self, outcomes: list[Outcome]) -> None:
+        """The authors (those in this shard) learn how their proposals ended; the votes on
+        closed proposals go."""
+        for outcome in sorted(outcomes, key=lambda o: o.view.id):
+            self.tell(outcome.view.author_id, f"your {outcome.text}")
+            for votes in self.votes.values():
+                votes.pop(str(outcome.view.id), None)
+
+    def tallies(self) -> dict[str, dict[str, int]]:
+        """Votes cast on each proposal the day started with, by this shard's members."""
+        counts = {str(p): dict.fromkeys(VOTES, 0) for p in sorted(self.open)}
+        for votes in self.votes.values():
+            for pid, vote in votes.items():
+                if pid in counts and vote in VOTES:
+                    counts[pid][vote] += 1
+        return counts
+
+    def members(self) -> dict[int, Member]:
+        """Every member's state at the start of the next day."""
+        keep = self.s.recent_events
+        return {
+            i: m.model_copy(
+                update={
+                    "day": self.day + 1,
+                    "display_name": self.names[i],
+                    "status": self.status[i],
+                    "resources": Resources(**self.res[i]),
+                    "recent_events": self.recent[i][-keep:] if keep else [],
+                    "votes": self.votes[i],
+                }
             )
-            self.open[pid] = view
-            if view.closes_day > self.day:
-                continue
-            passed = sum(tally.values()) >= needed and tally["yes"] > tally["no"]
-            self.finish(view, passed)
-
-    def finish(self, view: ProposalView, passed: bool) -> None:
-        del self.open[view.id]
-        self.votes.pop(str(view.id), None)
-        status: Literal["passed", "failed"] = "passed" if passed else "failed"
-        self.closed.append(Proposal(**view.model_dump(), status=status, closed_day=self.day))
-        (self.summary.proposals_passed if passed else self.summary.proposals_failed).append(view.id)
-        if passed:
-            self.laws.append(
-                LawView(
-                    id=view.id,
-                    title=view.title,
-                    proposal_type=view.proposal_type,
-                    passed_day=self.day,
-                )
-            )
-            if view.proposal_type == "infrastructure":
-                self.projects.append(view.id)
-        text = f"proposal #{view.id} ({view.title[:60]}) {status}: {view.yes} yes, {view.no} no"
-        self.event(f"proposal_{status}", view.author_id, text, proposal=view.id)
-        self.tell(view.author_id, f"your {text}")
-
-    def build(self) -> list[int]:
-        done: list[int] = []
-        cost = self.s.infrastructure_cost
-        while self.projects and self.pool["materials"] >= cost:
-            pid = self.projects.pop(0)
-            self.pool["materials"] = tidy(self.pool["materials"] - cost)
-            self.consume("materials", cost)
-            self.built += 1
-            done.append(pid)
-            self.event(
-                "built",
-                0,
-                f"infrastructure #{pid} built: work yields +{self.s.infrastructure_bonus:g}",
-            )
-        return done
+            for i, m in self.given.members.items()
+        }
 
 
-def resolve(given: DayInput) -> DayOutcome:
-    day = _Day(given)
+def _acted(given: ShardInput, ids: Ids | None = None) -> ShardDay:
+    day = ShardDay(given, ids)
     for iid, item in sorted(given.interventions, key=lambda pair: pair[0]):
         day.intervene(iid, item)
     for record in sorted(given.actions, key=lambda a: (a.agent_id, a.slot)):
         day.act(record)
     day.summary.no_action = sorted(set(given.acting) - {a.agent_id for a in given.actions})
-    day.safety_net()
+    return day
+
+
+def _received(given: ShardInput, ids: Ids | None, inbox: list[Delivery]) -> ShardDay:
+    day = _acted(given, ids)
+    day.receive(inbox)
+    return day
+
+
+@dataclasses.dataclass
+class Acted:
+    """The ``act`` phase's result: what the society-level step needs, and the deliveries."""
+
+    posts: int
+    messages: int
+    proposals: int
+    pool: Resources
+    tallies: dict[str, dict[str, int]]
+    outbox: list[Delivery]
+
+
+def act(given: ShardInput) -> Acted:
+    day = _acted(given)
+    return Acted(
+        posts=len(day.posts),
+        messages=len(day.messages),
+        proposals=len(day.proposals),
+        pool=Resources(**day.pool_in),
+        tallies=day.tallies(),
+        outbox=day.outbox,
+    )
+
+
+def need(given: ShardInput, ids: Ids, inbox: list[Delivery]) -> Resources:
+    """The ``need`` phase (an allocation law is active): what the shard's members lack."""
+    return _received(given, ids, inbox).lack()
+
+
+@dataclasses.dataclass
+class Settled:
+    """The ``settle`` phase's result: the shard's documents, and its part of the summary."""
+
+    members: dict[int, Member]
+    posts: list[Post]
+    messages: list[DirectMessage]
+    proposals: list[ProposalView]
+    events: list[Event]
+    summary: DaySummary
+    pool_in: Resources
+    pool_out: Resources
+    applied: dict[str, float]
+
+
+def settle(
+    given: ShardInput,
+    ids: Ids,
+    inbox: list[Delivery],
+    budget: Resources | None,
+    outcomes: list[Outcome],
+) -> Settled:
+    """The shard's whole day: ``budget`` is what the pool holds for its members' safety net
+    (None: no allocation law), ``outcomes`` the proposals closed today (the day started with
+    them; the shard's own new ones that close today, with no votes, fail here)."""
+    day = _received(given, ids, inbox)
+    if budget is not None:
+        day.safety_net(budget)
     day.upkeep()
-    day.close_proposals()
-    built = day.build()
-    return _outcome(day, given, built)
-
-
-def _outcome(day: _Day, given: DayInput, built: list[int]) -> DayOutcome:
-    s = given.settings
-    members = {
-        i: m.model_copy(
-            update={
-                "day": day.day + 1,
-                "display_name": day.names[i],
-                "status": day.status[i],
-                "resources": Resources(**day.res[i]),
-                "recent_events": day.recent[i][-s.recent_events :] if s.recent_events else [],
-            }
-        )
-        for i, m in given.members.items()
-    }
-    pool = Resources(**day.pool)
-    totals = Resources()
-    for m in members.values():
-        totals = totals.plus(m.resources)
-    posts = [
-        *given.context.posts,
-        *(
-            PostView(**p.model_dump(exclude={"content"}), content=p.content[: s.post_chars])
-            for p in day.posts
-        ),
-    ]
-    active = sum(1 for m in members.values() if m.status == "active")
-    context = DayContext(
-        day=day.day + 1,
-        posts=posts[-s.context_posts :] if s.context_posts else [],
-        proposals=[day.open[p] for p in sorted(day.open)],
-        laws=day.laws,
-        totals=totals,
-        pool=pool,
-        land=given.context.land,
-        active=active,
-        dormant=len(members) - active,
-        agents=len(members),
-        built=day.built,
-        projects=day.projects,
-        next_post_id=day.next_post,
-        next_proposal_id=day.next_proposal,
-    )
-    summary = day.summary.model_copy(
-        update={
-            "flow": day.flow,
-            "totals": totals,
-            "pool": pool,
-            "active": active,
-            "dormant": len(members) - active,
-            "built": day.built,
-            **dataclasses.asdict(given.spend or _actions_spend(given.actions)),
-        }
-    )
-    return DayOutcome(
-        members=members,
-        context=context,
-        votes=DayVotes(votes={str(p): day.votes.get(str(p), {}) for p in sorted(day.open)}),
+    new_ones = [Outcome(view=v, passed=False) for v in day.proposals if closes_today(v, day.day)]
+    day.hear([*outcomes, *new_ones])
+    summary = day.summary.model_copy(update={"flow": day.flow})
+    return Settled(
+        members=day.members(),
         posts=day.posts,
         messages=day.messages,
-        proposals=_proposals(day, built),
+        proposals=day.proposals,
         events=day.events,
         summary=summary,
-        interventions=day.applied,
-    )
-
-
-def _actions_spend(actions: list[ActionRecord]) -> Spend:
-    return Spend(
-        model_calls=sum(a.model_calls for a in actions),
-        prompt_tokens=sum(a.prompt_tokens for a in actions),
-        completion_tokens=sum(a.completion_tokens for a in actions),
-    )
-
-
-def _proposals(day: _Day, built: list[int]) -> list[Proposal]:
-    """Every proposal whose document changes today: open ones (tallies) and closed ones."""
-    built_today = set(built)
-    out = [Proposal(**view.model_dump(), status="open") for view in day.open.values()]
-    out += [
-        c.model_copy(update={"built_day": day.day}) if c.id in built_today else c
-        for c in day.closed
-    ]
-    return sorted(out, key=lambda p: p.id)
-
-
-def first_day(settings: SocietySettings, members: dict[int, Member]) -> DayContext:
-    """The context of day 1."""
-    totals = Resources()
-    for m in members.values():
-        totals = totals.plus(m.resources)
-    return DayContext(
-        day=1,
-        totals=totals,
-        pool=settings.start_pool,
-        land=tidy(sum(m.land for m in members.values())),
-        active=len(members),
-        agents=len(members),
+        pool_in=Resources(**day.pool_in),
+        pool_out=Resources(**day.given_out),
+        applied=day.applied,
     )

@@ -2,16 +2,19 @@
 test can kill it with SIGKILL: ``python tests/integration/crash_runtime.py FS PUBSUB FUNCTIONS``.
 Prints ``ready`` once it delivers events. Its functions run in worker processes as ``make up``
 runs them (``DLAB_WORKER_PROCESSES``, default one per core), so a kill also tests that the workers
-die with the runtime instead of finishing its moves as orphans."""
+die with the runtime instead of finishing its moves as orphans. ``DLAB_CRASH_MODE=chaos``: chaos
+delivery (``emulator.chaos``, its settings from the environment)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from emulator.chaos import ChaosSettings
 from emulator.config import EmulatorOptions, Ports, default_processes
 from emulator.runtime import LocalRuntime
 
@@ -19,7 +22,11 @@ from emulator.runtime import LocalRuntime
 def main(firestore: int, pubsub: int, functions: int) -> None:
     ports = Ports(firestore=firestore, pubsub=pubsub, functions=functions)
     options = EmulatorOptions(attach=True, ports=ports)
-    with LocalRuntime(tick_s=1.0, emulators=options, processes=default_processes()):
+    mode = os.environ.get("DLAB_CRASH_MODE") or "concurrent"
+    chaos = ChaosSettings.from_env() if mode == "chaos" else None
+    with LocalRuntime(
+        mode=mode, tick_s=1.0, emulators=options, processes=default_processes(), chaos=chaos
+    ):
         print("ready", flush=True)
         while True:
             time.sleep(60)

@@ -171,7 +171,8 @@ def test_a_close_that_keeps_failing_fails_the_society_and_stops_the_cli(
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", runtime.project)
     sid = client.create(db, {**SETTINGS, "humans": [AGENTS]})  # the day waits for the human
     runtime.wait_until_idle(timeout=30)
-    db.document(f"societies/{sid}/days/00001/state/votes").set({"votes": "broken"})
+    fixed = f"societies/{sid}/days/00001/close/fix-00000"  # the actions shard 0 resolves
+    db.document(fixed).set({"actionIds": "broken"})
     followed: list[int] = []
     cli = threading.Thread(target=lambda: followed.append(society_cli.main(["follow", sid])))
     cli.start()
@@ -182,14 +183,13 @@ def test_a_close_that_keeps_failing_fails_the_society_and_stops_the_cli(
     assert followed == [1]
     society = client.read_society(db, sid)
     assert society.status == "failed" and society.failure is not None
-    votes = f"societies/{sid}/days/00001/state/votes"
-    assert society.failure.document == votes  # the document that stopped the close
-    assert society.failure.attempts == WORK_ATTEMPTS and society.failure.field == "votes"
+    assert society.failure.document == fixed  # the document that stopped the close
+    assert society.failure.attempts == WORK_ATTEMPTS and society.failure.field == "actionIds"
     records = [r for r in client.error_records(db, sid) if r.get("endedAfterAttempts")]
-    assert [r["document"] for r in records] == [votes]  # one record, each attempt counted in it
+    assert [r["document"] for r in records] == [fixed]  # one record, each attempt counted in it
     assert records[0]["endedAfterAttempts"] == WORK_ATTEMPTS
     err = capsys.readouterr().err
-    assert "FAILED" in err and f"error record: {votes}" in err
+    assert "FAILED" in err and f"error record: {fixed}" in err
     assert len(fake.requests) == AGENTS - 1  # the agent's one answer; the close calls no model
 
 

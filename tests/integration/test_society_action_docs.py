@@ -125,6 +125,7 @@ def test_identity_comes_from_the_document_id_and_check_catches_a_day_that_truste
     assert len(client.error_records(db, sid)) == 2
     assert _check(sid)[0] == 0
     # A close that trusted the bodies resolved both: the check names each.
-    db.document(f"societies/{sid}/days/00001").update({"actionIds": ["1-1", "2-1", "3-1", "4-2"]})
+    fixed = f"societies/{sid}/days/00001/close/fix-00000"  # what shard 0 resolved
+    db.document(fixed).set({"actionIds": ["1-1", "2-1", "3-1", "4-2"]})
     code, out = _check(sid)
     assert code == 1 and "'2-1': agentId" in out and "'4-2': (document id)" in out, out

@@ -16,8 +16,8 @@ from shared.society.models import (
     RESOURCES,
     ActionRecord,
     Day,
-    DayVotes,
     Intervention,
+    LawView,
     Member,
     ProposalView,
     Resources,
@@ -25,7 +25,8 @@ from shared.society.models import (
 )
 from shared.society.prompts import SocietyPrompts, render, variables
 from shared.society.replies import ReplyReading
-from shared.society.rules import DayInput, DayOutcome, Spend, first_day, resolve
+from shared.society.rules import Spend
+from shared.society.shards import DayInput, DayOutcome, first_day, resolve
 from shared.stages.base import AnswerValidationError
 
 KINDS = ["forum_post", "forum_reply", "direct_message", "create_proposal", "vote", "work", "trade"]
@@ -90,8 +91,12 @@ def _random_day(seed: int) -> DayInput:
     n = rng.randint(2, 12)
     settings = SocietySettings(agents=n, proposal_days=rng.randint(1, 2), infrastructure_cost=5)
     members = _members(n, rng)
+    if 3 in members:
+        members[3] = members[3].model_copy(update={"votes": {"1": "yes"}})
+    law = LawView(id=9, title="share", proposal_type="allocation", passed_day=0)
     context = first_day(settings, members).model_copy(
         update={
+            "laws": [law] if rng.random() < 0.5 else [],
             "pool": Resources(food=rng.choice([0, 4]), energy=2, materials=rng.choice([0, 12])),
             "next_post_id": 3,
             "next_proposal_id": 3,
@@ -136,7 +141,6 @@ def _random_day(seed: int) -> DayInput:
         settings,
         members,
         context,
-        DayVotes(votes={"1": {"3": "yes"}}),
         acting,
         actions,
         interventions,
@@ -195,9 +199,7 @@ def _member(i: int, **resources: float) -> Member:
 def _day(members: dict[int, Member], actions: list[dict], **settings) -> DayOutcome:
     s = SocietySettings(agents=len(members), **settings)
     records = [ActionRecord(agent_id=i, day=1, action=a) for i, a in enumerate(actions, start=1)]
-    return resolve(
-        DayInput(1, s, members, first_day(s, members), DayVotes(), sorted(members), records)
-    )
+    return resolve(DayInput(1, s, members, first_day(s, members), sorted(members), records))
 
 
 def test_a_trade_beyond_stock_is_rejected_with_an_event_and_changes_nothing() -> None:
@@ -221,7 +223,6 @@ def test_a_member_who_cannot_pay_goes_dormant_and_wakes_when_given_resources() -
         s,
         out.members,
         out.context,
-        out.votes,
         [2],
         [ActionRecord(agent_id=2, day=2, action=gift)],
     )
@@ -230,35 +231,47 @@ def test_a_member_who_cannot_pay_goes_dormant_and_wakes_when_given_resources() -
     assert after.members[1].resources.food == 1.5  # woke without paying that day
 
 
+def _vote(agent: int, day: int, vote: str) -> ActionRecord:
+    action = {"action": "vote", "proposal_id": 1, "vote": vote}
+    return ActionRecord(agent_id=agent, day=day, action=action)
+
+
 def test_a_later_vote_replaces_an_earlier_one_and_a_proposal_closes_once() -> None:
     members = {i: _member(i, food=9, energy=9) for i in (1, 2, 3)}
-    out = _day(
-        members,
-        [
-            {
-                "action": "create_proposal",
-                "title": "Mill",
-                "description": "",
-                "proposal_type": "infrastructure",
-            },
-            {"action": "vote", "proposal_id": 1, "vote": "no"},
-            {"action": "vote", "proposal_id": 1, "vote": "yes"},
-        ],
-        proposal_days=2,
-    )
-    assert out.context.proposals[0].yes == 1 and out.context.proposals[0].no == 1
-    s = SocietySettings(agents=3, proposal_days=2)
-    change = [
-        ActionRecord(agent_id=2, day=2, action={"action": "vote", "proposal_id": 1, "vote": "yes"})
-    ]
-    day2 = resolve(DayInput(2, s, out.members, out.context, out.votes, [1, 2, 3], change))
-    assert day2.summary.proposals_passed == [1] and day2.context.proposals == []
-    assert [law.id for law in day2.context.laws] == [1] and day2.context.projects == [1]
-    late = [
-        ActionRecord(agent_id=3, day=3, action={"action": "vote", "proposal_id": 1, "vote": "no"})
-    ]
-    day3 = resolve(DayInput(3, s, day2.members, day2.context, day2.votes, [1, 2, 3], late))
-    assert day3.summary.rejected[0]["reason"] == "proposal #1 is unknown or closed"
+    proposal = {
+        "action": "create_proposal",
+        "title": "Mill",
+        "description": "",
+        "proposal_type": "infrastructure",
+    }
+    vote = {"action": "vote", "proposal_id": 1, "vote": "yes"}
+    out = _day(members, [proposal, vote], proposal_days=3)
+    # members act on the day's start: a proposal made today is voted on from tomorrow
+    assert out.summary.rejected[0]["reason"] == "proposal #1 is unknown or closed"
+    s = SocietySettings(agents=3, proposal_days=3)
+    votes = [_vote(2, 2, "no"), _vote(3, 2, "yes")]
+    day2 = resolve(DayInput(2, s, out.members, out.context, [1, 2, 3], votes))
+    assert (day2.context.proposals[0].yes, day2.context.proposals[0].no) == (1, 1)
+    day3 = resolve(DayInput(3, s, day2.members, day2.context, [1, 2, 3], [_vote(2, 3, "yes")]))
+    assert day3.summary.proposals_passed == [1] and day3.context.proposals == []
+    assert [p.yes for p in day3.proposals] == [2]
+    assert [law.id for law in day3.context.laws] == [1] and day3.context.projects == [1]
+    assert all(m.votes == {} for m in day3.members.values())  # closed: its votes are gone
+    day4 = resolve(DayInput(4, s, day3.members, day3.context, [1, 2, 3], [_vote(3, 4, "no")]))
+    assert day4.summary.rejected[0]["reason"] == "proposal #1 is unknown or closed"
+
+
+@pytest.mark.parametrize("seed", range(120))
+def test_the_outcome_does_not_depend_on_the_shard_size(seed: int) -> None:
+    """The sharded close (any number of members per invocation) writes what one pass would."""
+    given = _random_day(seed)
+    whole = resolve(given)
+    for size in (1, 2, 3, 5):
+        cut = resolve(given, shard_size=size)
+        assert _same(cut, whole), f"shard size {size}"
+        assert cut.summary == whole.summary and cut.proposals == whole.proposals
+        assert (cut.posts, cut.messages) == (whole.posts, whole.messages)
+        assert cut.interventions == whole.interventions
 
 
 def test_an_out_of_bounds_reply_names_the_field_and_the_bound() -> None:
@@ -295,7 +308,7 @@ def test_a_text_reply_and_the_days_spend_are_in_the_outcome() -> None:
     text = ActionRecord(
         agent_id=1, day=1, action={"action": "forum_post", "content": "hi"}, from_text=True
     )
-    given = DayInput(1, s, members, first_day(s, members), DayVotes(), [1], [text])
+    given = DayInput(1, s, members, first_day(s, members), [1], [text])
     assert resolve(given).events[0].kind == "text_reply"
     spent = dataclasses.replace(given, spend=Spend(model_calls=7, prompt_tokens=3))
     summary = resolve(spent).summary
@@ -354,7 +367,7 @@ def test_stray_documents_are_errors_and_a_member_acts_once_per_slot() -> None:
     ]
     members = {3: _member(3, food=10, energy=10), 8: _member(8, food=10, energy=10)}
     s = SocietySettings(agents=8)
-    given = DayInput(1, s, members, first_day(s, members), DayVotes(), [3, 8], [])
+    given = DayInput(1, s, members, first_day(s, members), [3, 8], [])
     out = resolve(dataclasses.replace(given, actions=list(found.actions.values())))
     assert out.members[3].resources.food == 16.2  # farmed once: +8, 10% to the pool, 1 eaten
     assert out.summary.no_action == [8] and out.summary.rejected == []
@@ -391,7 +404,7 @@ def test_the_prompt_is_the_seeds_system_and_user_messages_with_timed_posts() -> 
     members[2] = members[2].model_copy(update={"personality": "equality"})
     s = SocietySettings(agents=2, actions_per_day=2)
     post = ActionRecord(agent_id=1, day=1, slot=2, action={"action": "forum_post", "content": "hi"})
-    given = DayInput(1, s, members, first_day(s, members), DayVotes(), [1, 2], [post])
+    given = DayInput(1, s, members, first_day(s, members), [1, 2], [post])
     out = resolve(given)
     assert [p.slot for p in out.posts] == [2]
     values = variables(out.members[2], out.context, s, 1)

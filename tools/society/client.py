@@ -221,9 +221,23 @@ def _check_actions(db: firestore.Client, sid: str, d: Day) -> list[str]:
     (``shared.society.identity``): a close that trusted a body, or counted a stray document,
     resolved one that is not."""
     prefix = sp.collection(sid, sp.ACTION, day=sp.day_id(d.day))
-    refs = [db.document(f"{prefix}/{a}") for a in d.action_ids]
+    ids = resolved(db, sid, d)
+    refs = [db.document(f"{prefix}/{a}") for a in ids]
     found = {snap.id: snap.to_dict() for snap in db.get_all(refs)} if refs else {}
-    return identity.audit(d, found, prefix)
+    return identity.audit(d, found, prefix, ids)
+
+
+def resolved(db: firestore.Client, sid: str, d: Day) -> list[str]:
+    """The actions a closed day resolved: its shards' fixed sets (``close/fix-{k}``), or the
+    day's own list if it closed before the close was sharded."""
+    parts = db.collection(sp.collection(sid, sp.CLOSE_PART, day=sp.day_id(d.day), part="x"))
+    fixed = [
+        a
+        for snap in parts.stream()
+        if snap.id.startswith("fix-")
+        for a in (snap.to_dict() or {}).get("actionIds", [])
+    ]
+    return sorted(fixed) or d.action_ids
 
 
 def _check_proposals(db: firestore.Client, sid: str, last: int, out: Audit) -> None:
