@@ -2,6 +2,7 @@
 
     python -m bench.society                        # 100 agents x 10 days
     python -m bench.society --agents 1000 --days 3
+    python -m bench.society --members 10000 --days 2 --shard-size 500   # the sharded close
     python -m bench.society --mode chaos           # the same under chaos delivery
     python -m bench.society --processes 0          # functions on threads of one process
     python -m bench.society --rtt-ms 10            # 10 ms per Firestore / Pub/Sub round trip
@@ -37,7 +38,7 @@ OUT = Path(__file__).resolve().parent / "society_results.json"
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.society", description=__doc__)
-    parser.add_argument("--agents", type=int, default=100)
+    parser.add_argument("--agents", "--members", type=int, default=100)
     parser.add_argument("--days", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=8)
@@ -45,16 +46,26 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     add_processes_argument(parser)
     parser.add_argument("--timeout", type=float, default=1200.0)
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument(
+        "--shard-size",
+        type=int,
+        default=None,
+        help="members per invocation of a day's close (DLAB_SOCIETY_CLOSE_SHARD_SIZE)",
+    )
     add_rtt_argument(parser)
     return parser.parse_args(argv)
 
 
 def _wait(db: firestore.Client, sid: str, days: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while client.closed_days(db, sid) < days:
+    start = time.monotonic()
+    deadline, seen = start + timeout, 0
+    while (closed := client.closed_days(db, sid)) < days:
         if time.monotonic() > deadline:
-            raise TimeoutError(f"only {client.closed_days(db, sid)} of {days} days closed")
-        time.sleep(0.5)
+            raise TimeoutError(f"only {closed} of {days} days closed")
+        if closed > seen:
+            seen = closed
+            print(f"[{time.monotonic() - start:7.1f}s] day {closed} closed", flush=True)
+        time.sleep(2.0 if days * 1000 > 2000 else 0.5)
 
 
 def _where_time_goes(runtime: LocalRuntime, since: float) -> dict[str, dict[str, float]]:
@@ -76,7 +87,17 @@ def _where_time_goes(runtime: LocalRuntime, since: float) -> dict[str, dict[str,
 def run(args: argparse.Namespace, stack: Stack | None = None) -> dict[str, Any]:
     """One society; on ``stack``'s emulators (and its RTT proxy) if given."""
     os.environ.setdefault("DLAB_MODEL_OVERRIDE", "SCRIPTED")
-    settings = {"agents": args.agents, "days": args.days, "seed": args.seed, "dayDeadlineS": 600}
+    if args.shard_size:
+        os.environ["DLAB_SOCIETY_CLOSE_SHARD_SIZE"] = str(args.shard_size)
+    # a large day's turns queue behind each other for minutes: its deadline and the watchdog's
+    # re-drive of turns that have not started must not fire while they are merely queued
+    settings = {
+        "agents": args.agents,
+        "days": args.days,
+        "seed": args.seed,
+        "dayDeadlineS": max(600.0, args.agents * 0.5),
+        "redriveS": max(30.0, args.agents * 0.1),
+    }
     chaos = ChaosSettings.from_env() if args.mode == "chaos" else None
     options: dict[str, Any] = {
         "mode": args.mode,
@@ -116,6 +137,13 @@ def run(args: argparse.Namespace, stack: Stack | None = None) -> dict[str, Any]:
                 for d in days
                 if d.closed_at and d.opened_at
             ],
+            "close_s": [
+                round((d.closed_at - d.closing_at).total_seconds(), 2)
+                for d in days
+                if d.closed_at and d.closing_at
+            ],
+            "shards_per_day": [d.shards for d in days],
+            "shard_size": days[0].shard_size if days else None,
             "agent_days": agent_days,
             "model_calls_per_agent_day": round(calls / max(agent_days, 1), 3),
             "prompt_tokens_per_agent_day": round(tokens / max(agent_days, 1), 1),

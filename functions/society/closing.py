@@ -55,16 +55,25 @@ def shard_lease(s: str, day: int, phase: str, k: int) -> str:
     return sp.sub(s, sp.CLOSE_LEASE, day=f"{sp.day_id(day)}-{phase}-{k:05d}")
 
 
+def start(s: str, day: int) -> None:
+    """Start the close of an open day (the caller saw that it may close): claim it and publish
+    its shards. A close already started is left to its shards (and the watchdog)."""
+    current = docs.read_day(s, day)
+    if current is None or current.status != "open":
+        return
+    claimed = _claim(s, current)
+    if claimed is not None:
+        publish(s, claimed, "act", list(range(claimed.shards)))
+
+
 def run(s: str, day: int, then: Then) -> None:
-    """Start the close of an open day (the caller saw it may close), or push an unfinished
-    close on."""
+    """The watchdog's (and a resume's) run: start the close of an open day, or push an
+    unfinished one on."""
     current = docs.read_day(s, day)
     if current is None:
         return
     if current.status == "open":
-        claimed = _claim(s, current)
-        if claimed is not None:
-            publish(s, claimed, "act", list(range(claimed.shards)))
+        start(s, day)
     elif current.status == "closing" and current.phase == "finish":
         finish(s, day, then)
     elif current.status == "closing" and current.phase in SHARD_PHASES:
@@ -88,6 +97,7 @@ def _claim(s: str, current: Day) -> Day | None:
             return None
         return {
             "status": "closing",
+            "closingAt": now(),
             "phase": "act",
             "shardSize": size,
             "shards": count,

@@ -89,7 +89,7 @@ def check(s: str, day: int, *, hinted: bool = False) -> None:
     if hinted and not late and docs.count_hint(s, day) < current.expected:
         return
     if late or docs.may_close(s, current):
-        close_and_advance(s, day)
+        closing.start(s, day)
 
 
 def action_created(s: str, day: int, path: str, data: dict[str, Any]) -> None:
@@ -127,7 +127,8 @@ def _next(s: str, day: int) -> closing.Then:
 
 
 def close_and_advance(s: str, day: int) -> None:
-    """Start or push on the day's sharded close (``closing.run``); its finish opens the next."""
+    """Start or push on the day's sharded close (``closing.run``: the watchdog, a resume); its
+    finish opens the next day."""
     closing.run(s, day, _next(s, day))
 
 

@@ -233,6 +233,8 @@ class Day(DocModel):
     """While ``closing``: the close's step (``act``, ``need``, ``settle``, ``finish``)."""
     shard_size: int = 0
     """Members per shard of this day's close (fixed when it starts)."""
+    closing_at: Timestamp | None = None
+    """When its close started."""
     shards: int = 0
     """Shards of this day's close: ids 1..size, size+1..2 size, ... up to the day's members."""
     closed_at: Timestamp | None = None
