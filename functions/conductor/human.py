@@ -4,8 +4,9 @@ Its run (a unit of work like every step) finds the answer, or the deadline passe
 then it writes the step's ``waiting`` map once (the question, the answer's schema, the
 deadline) and returns, so a waiting step costs no lease, no attempt and no model call. Writing
 the answer (``onHumanAnswerWritten``) publishes the step again; the conductor watchdog publishes
-it once its deadline passed. Either delivery, however often repeated, completes the step only
-through the commit transaction, so the answer (or the deadline) counts once.
+it once its deadline passed, or once it finds an answer whose wake was lost. Any delivery,
+however often repeated, completes the step only through the commit transaction, so the answer
+(or the deadline) counts once. The console and the REST API answer through ``submit``.
 """
 
 from __future__ import annotations
