@@ -14,7 +14,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 FUNCTIONS = REPO_ROOT / "functions"
 MAX_COMPLEXITY = 15
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"main", "_entry", "triggers"}),
+    frozenset({"main", "_entry", "_http_entry", "triggers", "api"}),
     frozenset({"chat", "society", "debate"}),
     frozenset({"conductor"}),
     frozenset({"agents"}),
