@@ -48,7 +48,9 @@ def test_runaway_templates_fail_fast_with_the_bound_named(name: str) -> None:
     started = time.monotonic()
     with pytest.raises(PromptTemplateError) as caught:
         render_template(source, {}, "prompt item 0 (TEXT)")
-    assert time.monotonic() - started < 1.5
+    assert (
+        time.monotonic() - started < 15.0
+    )  # generous: a loaded CI machine is slow, a runaway is far slower
     assert message in str(caught.value) and "prompt item 0 (TEXT)" in str(caught.value)
 
 
@@ -57,7 +59,9 @@ def test_a_loop_without_ranges_is_stopped_by_the_time_limit() -> None:
     started = time.monotonic()
     with pytest.raises(sandbox.TemplateBoundsError, match=r"over 0\.3 s"):
         sandbox.render_bounded(lambda: _compile(source), {}, time_limit_s=0.3)
-    assert time.monotonic() - started < 1.5
+    assert (
+        time.monotonic() - started < 15.0
+    )  # generous: a loaded CI machine is slow, a runaway is far slower
 
 
 def _timers() -> set[threading.Thread]:

@@ -103,20 +103,20 @@ def test_stops_at_the_deadline(gemini: FakeGemini) -> None:
             min_attempt_s=0.1,
             max_attempts=100,
         )
-    assert time.monotonic() <= deadline + 0.5  # not another wait and attempt past it
+    assert time.monotonic() <= deadline + 5.0  # not 100 attempts' waits (25 s), even when loaded
     assert 2 <= len(gemini.requests) <= 9  # retried, and no more often than the waits allow
 
 
 def test_a_slow_provider_cannot_overrun_the_deadline(gemini: FakeGemini) -> None:
     """Each attempt's timeout is the time left, so one hung call ends the loop on time."""
-    gemini.default = slow(g.text("too late"), 5.0)
+    gemini.default = slow(g.text("too late"), 60.0)
     started = time.monotonic()
     with pytest.raises(ModelError) as info:
         call_with_retries(
             GeminiClient(), gemini_request(gemini, timeout_s=60), started + 0.6, wait=FAST
         )
     assert info.value.status == "PROVIDER_UNAVAILABLE_ERROR"
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 15.0  # far below the reply's 60 s, even when loaded
     assert len(gemini.requests) == 1
 
 
