@@ -126,14 +126,15 @@ def read_actions(s: str, day: Day) -> identity.Sorted:
 
 def may_close(s: str, day: Day) -> bool:
     """Every action the open ``day`` expects is in, or its close started already (then the
-    close's own lease and claim decide). A stray document is no action, so the documents are
-    read; first the count query, cheap and enough while any is missing, and the day itself, so
-    that the deliveries arriving as it closes do not each read a large day's actions."""
-    if count_actions(s, day.day) < day.expected:
-        return False
+    claim decides). The day itself is read first: the deliveries that arrive after the claim
+    (all of a large day's, when its action events queue behind its turns) stop at that one
+    read. Then the count query, cheap and enough while any action is missing; a stray document
+    is no action, so then the documents are read."""
     fresh = read_day(s, day.day)
     if fresh is None or fresh.status != "open":
         return True
+    if count_actions(s, day.day) < day.expected:
+        return False
     return len(read_actions(s, day).actions) >= day.expected
 
 
