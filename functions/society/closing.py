@@ -99,6 +99,7 @@ def _claim(s: str, current: Day) -> Day | None:
             "status": "closing",
             "closingAt": now(),
             "phase": "act",
+            "phaseAt": now(),
             "shardSize": size,
             "shards": count,
             "interventionIds": pending,
@@ -145,7 +146,7 @@ def advance(s: str, day: int, phase: str, then: Then) -> None:
     def decide(now_: Day | None) -> dict[str, Any] | None:
         if now_ is None or now_.status != "closing" or now_.phase != phase:
             return None
-        return {"phase": after}
+        return {"phase": after, "phaseAt": now()}
 
     moved = docs.change_day(s, day, decide)
     if moved is None:
@@ -200,8 +201,9 @@ def _results(s: str, day: int, phase: str, model: type[D]) -> list[D]:
 
 
 def _redrive(s: str, day: Day, then: Then) -> None:
-    """The shards of the current phase with no result and nobody at them, published again; a
-    phase whose results are all in (its joiner died), joined."""
+    """The shards of the current phase with no result and nobody at them, published again from
+    ``redriveS`` after the phase started; a phase whose results are all in (its joiner died),
+    joined."""
     phase = day.phase
     refs = [
         store.ref(shard.part_path(s, day.day, shard.result_id(phase, k))) for k in range(day.shards)
@@ -209,6 +211,9 @@ def _redrive(s: str, day: Day, then: Then) -> None:
     missing = [k for k, snap in enumerate(store.db().get_all(refs)) if not snap.exists]
     if not missing:
         advance(s, day.day, phase, then)
+        return
+    redrive_s = day.settings.redrive_s if day.settings else 30.0
+    if day.phase_at is not None and (now() - day.phase_at).total_seconds() < redrive_s:
         return
     held = store.db().get_all([store.ref(shard_lease(s, day.day, phase, k)) for k in missing])
     live = {snap.reference.path for snap in held if docs.lease_live(store.data_of(snap))}

@@ -235,6 +235,10 @@ class Day(DocModel):
     """Members per shard of this day's close (fixed when it starts)."""
     closing_at: Timestamp | None = None
     """When its close started."""
+    phase_at: Timestamp | None = None
+    """When the close's current phase started: the watchdog re-publishes its shards from
+    ``redriveS`` after (a shard merely queued behind a large day's other messages is not
+    published again every tick)."""
     shards: int = 0
     """Shards of this day's close: ids 1..size, size+1..2 size, ... up to the day's members."""
     closed_at: Timestamp | None = None
