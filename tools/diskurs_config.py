@@ -85,6 +85,21 @@ def packaged(name: str) -> str:
     return importlib.resources.files("diskurs.assets").joinpath(name).read_text()
 
 
+_FUNCTIONS = {
+    "can_finalize_name": "can_finalize",
+    "finalize_name": "finalize",
+    "fail_name": "fail",
+    "longterm_memory_class": "",
+}
+"""A conductor prompt's functions and memory class, with Diskurs' default names."""
+_TARGETS = {
+    "finalizer_name": "finalizerName",
+    "supervisor": "supervisor",
+    "can_finalize_name": "canFinalizeName",
+}
+"""A conductor's agents to finalize with (the config's key, as written)."""
+
+
 class DiskursConfigError(ValueError):
     """A Diskurs project that Diskurs itself could not run; the message names file and key."""
 
@@ -422,39 +437,41 @@ class _Reader:
         """The workflow's ``conductor`` map from the conductor agent's entry."""
         where = f"agents ({entry['name']})"
         prompt = entry.get("prompt") or {}
+        functions = {key: prompt.get(key) or default for key, default in _FUNCTIONS.items()}
+        targets = {key: entry.get(key) or "" for key in _TARGETS}
+        self.missing_targets(where, targets, names)
+        data: dict[str, Any] = {
+            "name": entry["name"],
+            "topics": self.topics(entry, names, where),
+            "finalizer_name": targets["finalizer_name"],
+            "supervisor": targets["supervisor"],
+            "can_finalize_agent": targets["can_finalize_name"],
+            "max_dispatches": int(entry.get("max_dispatches") or DEFAULT_MAX_DISPATCHES),
+            "max_attempts": agent.get("maxAttempts", DEFAULT_MAX_TRIALS),
+            "fallback_to_llm": bool(entry.get("fallback_to_llm", True)),
+            "route_functions": [
+                self.rule(i, r, where) for i, r in enumerate(entry.get("rules") or [])
+            ],
+            **functions,
+        }
+        conductor = ConductorConfig.model_validate(data)
+        return conductor.to_firestore()
+
+    def topics(self, entry: dict[str, Any], names: list[str], where: str) -> list[str]:
         topics = list(entry.get("topics") or [])
         for topic in topics:
             if topic not in names:
                 raise self.fail(f"{where}.topics", f"{topic!r} is not an agent {names}")
-        conductor = ConductorConfig(
-            name=entry["name"],
-            topics=topics,
-            finalizer_name=entry.get("finalizer_name") or "",
-            supervisor=entry.get("supervisor") or "",
-            can_finalize_agent=entry.get("can_finalize_name") or "",
-            can_finalize_name=prompt.get("can_finalize_name") or "can_finalize",
-            finalize_name=prompt.get("finalize_name") or "finalize",
-            fail_name=prompt.get("fail_name") or "fail",
-            longterm_memory_class=prompt.get("longterm_memory_class") or "",
-            max_dispatches=int(entry.get("max_dispatches") or DEFAULT_MAX_DISPATCHES),
-            max_attempts=agent.get("maxAttempts", DEFAULT_MAX_TRIALS),
-            fallback_to_llm=bool(entry.get("fallback_to_llm", True)),
-            route_functions=[
-                self.rule(i, r, where) for i, r in enumerate(entry.get("rules") or [])
-            ],
-        )
-        for key, target in (
-            ("finalizerName", conductor.finalizer_name),
-            ("supervisor", conductor.supervisor),
-            ("canFinalizeName", conductor.can_finalize_agent),
-        ):
+        return topics
+
+    def missing_targets(self, where: str, targets: dict[str, str], names: list[str]) -> None:
+        for key, target in targets.items():
             if target and target not in names:
                 self.warn(
-                    f"{where}.{key}",
+                    f"{where}.{_TARGETS[key]}",
                     f"{target!r} is not an agent of this project; Diskurs sends the conversation "
                     "there and it ends without a final result: so it does here",
                 )
-        return conductor.to_firestore()
 
     def rule(self, i: int, rule: Any, where: str) -> RouteFunction:
         key = f"{where}.rules[{i}]"
@@ -519,14 +536,44 @@ class _Reader:
         if not entries:
             raise self.fail("agents", "no agents")
         docs = [self.agent(i, e, models) for i, e in enumerate(entries)]
-        conductors = [
-            (e, d) for e, d in zip(entries, docs, strict=True) if d["type"] == "conductor"
-        ]
-        if len(conductors) > 1:
-            names = [e["name"] for e, _ in conductors]
-            raise self.fail("agents", f"one conductor per project here; this one has {names}")
+        first = str(raw.get("first_contact") or "")
+        self.check_names(docs, first)
         names = [d["name"] for d in docs if d["type"] != "conductor"]
-        first = raw.get("first_contact") or ""
+        workflow: dict[str, Any] = {
+            "format": WorkflowFormat.DISKURS.value,
+            "agents": names,
+            "tools": self.tools(raw.get("tools") or []),
+            "toolDependencies": raw.get("tool_dependencies") or {},
+            "conductor": {"maxDispatches": DEFAULT_MAX_DISPATCHES},
+        }
+        self.with_conductor(workflow, entries, docs, first)
+        workflow["conductor"].update(self.memory_class(raw))
+        if not models:
+            self.warn("llms", "no llms: every agent runs on the scripted model")
+        for custom in raw.get("custom_modules") or []:
+            self.warn("customModules", f"{custom} is not loaded by this backend")
+        return workflow, docs
+
+    def with_conductor(
+        self, workflow: dict[str, Any], entries: list[Any], docs: list[dict[str, Any]], first: str
+    ) -> None:
+        """The conductor's map (and model) from its entry, if the project has one; the first
+        contact when it is not the conductor."""
+        pairs = [(e, d) for e, d in zip(entries, docs, strict=True) if d["type"] == "conductor"]
+        conductor = pairs[0][0]["name"] if pairs else None
+        if pairs:
+            entry, doc = pairs[0]
+            workflow["conductor"] = self.conductor(entry, doc, workflow["agents"])
+            if doc.get("modelSettings"):
+                workflow["modelSettings"] = doc["modelSettings"]
+        if first != conductor:
+            workflow["firstContact"] = first
+
+    def check_names(self, docs: list[dict[str, Any]], first: str) -> None:
+        """One conductor at most; ``first_contact`` and every topic name an agent."""
+        conductors = [d["name"] for d in docs if d["type"] == "conductor"]
+        if len(conductors) > 1:
+            raise self.fail("agents", f"one conductor per project here; this one has {conductors}")
         every = [d["name"] for d in docs]
         if first not in every:
             raise self.fail("first_contact", f"{first!r} is not an agent {every}")
@@ -534,33 +581,6 @@ class _Reader:
             for topic in doc.get("topics", []):
                 if topic not in every:
                     raise self.fail(f"agents ({doc['name']}).topics", f"{topic!r} is not an agent")
-        workflow: dict[str, Any] = {
-            "format": WorkflowFormat.DISKURS.value,
-            "agents": names,
-            "tools": self.tools(raw.get("tools") or []),
-            "toolDependencies": raw.get("tool_dependencies") or {},
-        }
-        conductor_doc = None
-        if conductors:
-            entry, conductor_doc = conductors[0]
-            workflow["conductor"] = self.conductor(entry, conductor_doc, names)
-            workflow["conductor"].update(self.memory_class(raw))
-            if conductor_doc.get("modelSettings"):
-                workflow["modelSettings"] = conductor_doc["modelSettings"]
-            first_is_conductor = first == entry["name"]
-        else:
-            workflow["conductor"] = {
-                "maxDispatches": DEFAULT_MAX_DISPATCHES,
-                **self.memory_class(raw),
-            }
-            first_is_conductor = False
-        if not first_is_conductor:
-            workflow["firstContact"] = first
-        if not any(d.get("modelSettings") for d in docs) and not models:
-            self.warn("llms", "no llms: every agent runs on the scripted model")
-        for custom in raw.get("custom_modules") or []:
-            self.warn("customModules", f"{custom} is not loaded by this backend")
-        return workflow, docs
 
 
 def read_project(

@@ -146,7 +146,7 @@ def _local() -> Iterator[firestore.Client]:
         yield firestore.Client(project=rt.project)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("query", nargs="?", default="")
     parser.add_argument("--resume", metavar="ID", help="resume a FAILED conversation, follow it")
@@ -157,6 +157,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--id", help="conversation id (default: a new one)")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--project", default=os.environ.get("GOOGLE_CLOUD_PROJECT", "demo-dlab"))
+    return parser
+
+
+def _load(db: firestore.Client, args: argparse.Namespace) -> str | None:
+    """Load the workflow folder (``--local`` or ``--workflow-dir``), its warnings printed;
+    the workflow's id, or None (the error printed) when it cannot be loaded."""
+    folder = args.workflow_dir or REPO_ROOT / "workflows" / (args.workflow or "example")
+    workflow_id = str(args.workflow or (folder.resolve().name if args.workflow_dir else "example"))
+    if not (args.local or args.workflow_dir is not None):
+        return workflow_id
+    try:
+        workflow, agents = read_workflow(folder, args.config)
+    except WorkflowError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return None
+    for warning in workflow.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return write(db, workflow, agents, workflow_id)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     if not (args.query or args.resume):
         parser.error("give a query, or --resume ID")
@@ -164,8 +186,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--resume follows a conversation of `make up` (--local starts empty)")
     if args.workflow_dir is not None:
         allow(args.workflow_dir)
-    folder = args.workflow_dir or REPO_ROOT / "workflows" / (args.workflow or "example")
-    workflow_id = args.workflow or (folder.resolve().name if args.workflow_dir else "example")
     conversation_id = args.resume or args.id or uuid.uuid4().hex[:12]
     clients = (
         _local() if args.local else contextlib.nullcontext(firestore.Client(project=args.project))
@@ -173,20 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     with clients as db:
         if args.resume:
             print(f"conversation  conversations/{conversation_id} {resume(db, conversation_id)}")
-        else:
-            if args.local or args.workflow_dir is not None:
-                try:
-                    workflow, agents = read_workflow(folder, args.config)
-                except WorkflowError as error:
-                    print(f"error: {error}", file=sys.stderr)
-                    return 1
-                for warning in workflow.warnings:
-                    print(f"warning: {warning}", file=sys.stderr)
-                write(db, workflow, agents, workflow_id)
-            db.document(f"conversations/{conversation_id}").set(
-                owned({"query": args.query, "workflowId": workflow_id, "status": "PENDING"})
-            )
-            print(f"conversation  conversations/{conversation_id} ({workflow_id})")
+            return _outcome(db, conversation_id, args.timeout)
+        workflow_id = _load(db, args)
+        if workflow_id is None:
+            return 1
+        db.document(f"conversations/{conversation_id}").set(
+            owned({"query": args.query, "workflowId": workflow_id, "status": "PENDING"})
+        )
+        print(f"conversation  conversations/{conversation_id} ({workflow_id})")
         return _outcome(db, conversation_id, args.timeout)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import itertools
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -235,10 +236,11 @@ def memory_class(workflow_id: str, workflow: WorkflowDoc) -> type[LongtermMemory
             raise DocumentError(doc, "conductor.longtermMemoryClass", reason)
         return typing.cast(type[LongtermMemory], found)
     conductor = conductor_agent(workflow_id, workflow)
-    modules = [agent_module(workflow_id, conductor)] if conductor else []
-    modules += [agent_module(workflow_id, read_agent(workflow_id, a)) for a in workflow.agents]
-    for module in modules:
-        found = getattr(module, name, None)
+    agents = itertools.chain(
+        [conductor] if conductor else [], (read_agent(workflow_id, a) for a in workflow.agents)
+    )
+    for agent in agents:  # read one by one: the conductor's file usually has it
+        found = getattr(agent_module(workflow_id, agent), name, None)
         if arguments.is_memory_class(found):
             return typing.cast(type[LongtermMemory], found)
     return LongtermMemory

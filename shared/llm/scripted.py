@@ -93,6 +93,36 @@ def _keeps(schema: dict[str, Any]) -> bool:
     return jsonschema.Draft202012Validator(rest).is_valid(default)
 
 
+def _object(rng: random.Random, schema: dict[str, Any]) -> dict[str, Any]:
+    props = schema.get("properties", {})
+    value = {key: generate_value(rng, sub, key) for key, sub in props.items()}
+    if "readyToEndChat" in props and "response" not in props:
+        value["readyToEndChat"] = rng.random() < _READINESS_ONLY_ODDS
+    return value
+
+
+def _array(rng: random.Random, schema: dict[str, Any], name: str) -> list[Any]:
+    items = schema.get("items", {})
+    if schema.get("uniqueItems") and "enum" in items:
+        pool = list(items["enum"])
+        rng.shuffle(pool)
+        return pool[: schema.get("maxItems", len(pool))]
+    count = rng.randint(schema.get("minItems", 1), schema.get("maxItems", 3))
+    return [generate_value(rng, items, name) for _ in range(count)]
+
+
+def _scalar(rng: random.Random, schema: dict[str, Any], kind: str, name: str) -> Any:
+    if kind == "integer":
+        return rng.randint(int(schema.get("minimum", 1)), int(schema.get("maximum", 10)))
+    if kind == "number":
+        return round(rng.uniform(schema.get("minimum", 0.0), schema.get("maximum", 1.0)), 3)
+    if kind == "boolean":
+        return rng.random() < _TRUE_ODDS.get(name, 0.5)
+    if name in _HINTS:
+        return rng.choice(_HINTS[name])
+    return _text(rng, schema)
+
+
 def generate_value(rng: random.Random, schema: dict[str, Any], name: str = "") -> Any:
     """A value that satisfies ``schema`` (the subset of JSON Schema our stages produce). A
     valid non-empty ``default`` is kept (a conductor agent's argument already known)."""
@@ -105,28 +135,10 @@ def generate_value(rng: random.Random, schema: dict[str, Any], name: str = "") -
         return rng.choice(schema["enum"])
     kind = schema.get("type", "string")
     if kind == "object":
-        props = schema.get("properties", {})
-        value = {key: generate_value(rng, sub, key) for key, sub in props.items()}
-        if "readyToEndChat" in props and "response" not in props:
-            value["readyToEndChat"] = rng.random() < _READINESS_ONLY_ODDS
-        return value
+        return _object(rng, schema)
     if kind == "array":
-        items = schema.get("items", {})
-        if schema.get("uniqueItems") and "enum" in items:
-            pool = list(items["enum"])
-            rng.shuffle(pool)
-            return pool[: schema.get("maxItems", len(pool))]
-        count = rng.randint(schema.get("minItems", 1), schema.get("maxItems", 3))
-        return [generate_value(rng, items, name) for _ in range(count)]
-    if kind == "integer":
-        return rng.randint(int(schema.get("minimum", 1)), int(schema.get("maximum", 10)))
-    if kind == "number":
-        return round(rng.uniform(schema.get("minimum", 0.0), schema.get("maximum", 1.0)), 3)
-    if kind == "boolean":
-        return rng.random() < _TRUE_ODDS.get(name, 0.5)
-    if name in _HINTS:
-        return rng.choice(_HINTS[name])
-    return _text(rng, schema)
+        return _array(rng, schema, name)
+    return _scalar(rng, schema, kind, name)
 
 
 def tool_call(rng: random.Random, tools: tuple[ToolSpec, ...]) -> ToolCall:
