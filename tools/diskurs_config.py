@@ -423,15 +423,19 @@ class _Reader:
         if "render_prompt" in entry:
             doc["renderPrompt"] = bool(entry["render_prompt"])
         if entry.get("type") == "parallel_multistep":
-            location = self.where(entry.get("location"), f"{where}.location")
-            doc["parallelLocation"] = self.stored(location)
-            doc["invokeOnFinal"] = bool(entry.get("invoke_on_final", True))
-            for key, camel in (
-                ("branch_conversation_name", "branchConversationName"),
-                ("join_conversations_name", "joinConversationsName"),
-            ):
-                if entry.get(key):
-                    doc[camel] = entry[key]
+            self.parallel(doc, entry, where)
+
+    def parallel(self, doc: dict[str, Any], entry: dict[str, Any], where: str) -> None:
+        """A ``parallel_multistep`` agent's ``parallelize.py`` and its functions' names."""
+        location = self.where(entry.get("location"), f"{where}.location")
+        doc["parallelLocation"] = self.stored(location)
+        doc["invokeOnFinal"] = bool(entry.get("invoke_on_final", True))
+        for key, camel in (
+            ("branch_conversation_name", "branchConversationName"),
+            ("join_conversations_name", "joinConversationsName"),
+        ):
+            if entry.get(key):
+                doc[camel] = entry[key]
 
     def conductor(self, entry: dict[str, Any], agent: dict[str, Any], names: list[str]) -> dict:
         """The workflow's ``conductor`` map from the conductor agent's entry."""
