@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from emulator import config, processes
+from functions import clients
 
 RUNTIME = Path(__file__).with_name("crash_runtime.py")
 PROJECT = "demo-dlab"  # the runtime's default project
@@ -60,6 +61,18 @@ def emulators() -> Iterator[config.Ports]:
     """Emulators of their own, which outlive every runtime of the test."""
     with standalone_emulators("dlab-crash-") as (ports, _, _):
         yield ports
+
+
+@pytest.fixture
+def in_process(emulators: config.Ports, monkeypatch: pytest.MonkeyPatch) -> Iterator[config.Ports]:
+    """This process's environment and cached clients pointed at the test's own emulators, for
+    a test that also calls the functions' modules in-process: the worker's earlier tests left
+    clients cached for their emulators."""
+    for name, value in environment(emulators).items():
+        monkeypatch.setenv(name, value)
+    clients.reset()
+    yield emulators
+    clients.reset()
 
 
 def environment(ports: config.Ports) -> dict[str, str]:

@@ -12,7 +12,7 @@ from crashing import (  # noqa: F401 (emulators: a fixture)
     MOVE_BOUND_S,
     PROJECT,
     emulators,
-    environment,
+    in_process,
     kill_runtime,
     start_runtime,
     wait_for,
@@ -28,14 +28,12 @@ QUERY = "Hi, I'm Dana. My firewall drops every packet to port 443; what should I
 
 
 def test_a_waiting_step_survives_a_kill_and_an_answer_written_meanwhile(
-    emulators,  # noqa: F811
-    monkeypatch,
+    in_process,  # noqa: F811 (a fixture: human.submit runs in this process)
 ):
-    for name, value in environment(emulators).items():
-        monkeypatch.setenv(name, value)
+    ports = in_process
     db = firestore.Client(project=PROJECT)
     load(db, REPO_ROOT / "workflows" / "review", "review")
-    runtime = start_runtime(emulators)
+    runtime = start_runtime(ports)
     try:
         start(db, CID, QUERY, workflow_id="review")
         wait_for(lambda: any(s.waiting is not None for s in steps(db, CID)), 60, "waiting")
@@ -43,7 +41,7 @@ def test_a_waiting_step_survives_a_kill_and_an_answer_written_meanwhile(
         killed = time.monotonic()
         written = human.submit(CID, {"verdict": "approve"}, by="test")
         assert written == f"conversations/{CID}/humanAnswers/0005"
-        runtime = start_runtime(emulators)
+        runtime = start_runtime(ports)
         restart_s = time.monotonic() - killed
         done = wait_for(
             lambda: conversation(db, CID).status != Status.RUNNING, MOVE_BOUND_S, "finished"
