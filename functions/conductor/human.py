@@ -253,6 +253,12 @@ class Refused:
 
 def waiting_step(conversation_id: str) -> Step | None:
     """The conversation's current step, if it is a human step waiting for its answer."""
+    found = _waiting(conversation_id)
+    return found[1] if found is not None else None
+
+
+def _waiting(conversation_id: str) -> tuple[dict[str, Any], Step] | None:
+    """The conversation's data and its waiting human step, one read of each."""
     conv = store.snapshot_data(conversation_path(conversation_id)) or {}
     index = conv.get("currentStep")
     if conv.get("status") != Status.RUNNING.value or not isinstance(index, int) or index < 0:
@@ -262,17 +268,18 @@ def waiting_step(conversation_id: str) -> Step | None:
         return None
     step = parse_document(Step, step_path(conversation_id, index), data)
     waits = step.kind == StepKind.HUMAN and step.status == StepStatus.PENDING
-    return step if waits else None
+    return (conv, step) if waits else None
 
 
 def submit(conversation_id: str, values: Any, by: str) -> str | Refused:
     """Write the person's answer to the conversation's waiting step, checked as the step will
     check it; the answer document's path, or why not. The first answer counts: another one
     for the same step is refused (409), a duplicate of the same request included."""
-    step = waiting_step(conversation_id)
-    if step is None:
+    found = _waiting(conversation_id)
+    if found is None:
         return Refused(409, "currentStep", "the conversation waits for no answer")
-    conv = store.read(Conversation, conversation_path(conversation_id))
+    data, step = found
+    conv = store.parse(Conversation, conversation_path(conversation_id), data)
     try:
         check(_human(conversation_id, conv, step), values)
     except PromptValidationError as error:
