@@ -29,7 +29,7 @@ from bench.stack import Stack, dist, say
 from emulator.runtime import LocalRuntime
 from functions.chat.conducted import CONDUCTOR_ID
 
-NOT_ELECTIONS = ("initial-", "ready-", "quota-", "left-", "turn-", "conductor-")
+NOT_ELECTIONS = ("initial-", "ready-", "quota-", "left-", "turn-", "answered-", "conductor-")
 STALL_S = 1.5
 FAKE_LATENCY_S = 0.2
 

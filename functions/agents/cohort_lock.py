@@ -76,8 +76,9 @@ pronouns, anonymous profiles, public ids; the template variables are the agent's
 their timestamps or agent configs, which were most of each member's decoding."""
 
 
-CHAT_SHOWN_FIELDS = [*SHOWN_FIELDS, "currentStageId"]
-"""What a chat prompt reads of the members: what it shows, and who is at the chat's stage."""
+CHAT_SHOWN_FIELDS = [*SHOWN_FIELDS, "currentStageId", "agentConfig"]
+"""What a chat prompt reads of the members: what it shows, and who is at the chat's stage and
+whether each is an agent (a claim turn posts on its first read only among agents)."""
 _shown: reads.Recent[list[ParticipantProfile]] = reads.Recent(max_age_s=1.0)
 
 

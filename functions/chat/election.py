@@ -32,8 +32,10 @@ from functions.rooms import Room
 from functions.wire import AgentTurn, publish_turns
 from shared.models import ChatMessage, ChatStage, StageConfig
 
-Groups = Callable[[], dict[str, list[str]]]
-"""Who may be asked, by agent type (``participant``, ``mediator``), read when first needed."""
+Asked = dict[str, list[str]]
+"""Who may be asked, by agent type (``participant``, ``mediator``)."""
+Groups = Callable[[], Asked]
+"""Who may be asked, read when first needed."""
 
 
 @dataclasses.dataclass
@@ -58,8 +60,12 @@ class ElectionPolicy(Protocol):
     """The fan-out asks the agents themselves, so it needs who is in the chat (read beside the
     stage in the trigger's first round trip, ``fanout.read_members``)."""
 
-    def fan_out(self, room: Room, message: ChatMessage, groups: Groups) -> int:
-        """Publish the turns a new message gets; returns how many."""
+    def fan_out(
+        self, room: Room, message: ChatMessage, groups: Groups, asked: Asked | None = None
+    ) -> int:
+        """Publish the turns a new message gets; returns how many. ``asked``: who was asked
+        already from the instance's memory of the chat (``fanout.ask_from_memory``), whose
+        turns are not published again."""
         ...
 
     def claims(self, turn: AgentTurn) -> bool:
@@ -107,6 +113,8 @@ class Reply:
     """The chat as the agent last read it."""
     named_in: str | None = None
     thread_read: transactions.Begun | None = None
+    answers: str | None = None
+    """The group chat message it answers (``messages.post``'s ``answers``)."""
 
 
 def policy_for(stage: StageConfig) -> ElectionPolicy:
@@ -144,14 +152,22 @@ class Race:
     stage: ChatStage | None
     asks_everyone = True
 
-    def fan_out(self, room: Room, message: ChatMessage, groups: Groups) -> int:
-        turns = [
-            turn
-            for agent_type, ids in groups().items()
-            for turn in self._turns_for(room, message, agent_type, ids)
-        ]
+    def fan_out(
+        self, room: Room, message: ChatMessage, groups: Groups, asked: Asked | None = None
+    ) -> int:
+        turns = self._turns(room, message, groups())
+        if asked is not None:
+            published = self._turns(room, message, asked)
+            turns = [turn for turn in turns if turn not in published]
         publish_turns(*turns)
         return len(turns)
+
+    def _turns(self, room: Room, message: ChatMessage, groups: Asked) -> list[AgentTurn]:
+        return [
+            turn
+            for agent_type, ids in groups.items()
+            for turn in self._turns_for(room, message, agent_type, ids)
+        ]
 
     def _turns_for(
         self, room: Room, message: ChatMessage, agent_type: str, ids: list[str]
@@ -187,6 +203,7 @@ class Race:
             slot=reply.slot,
             named_in=reply.named_in,
             thread_read=reply.thread_read,
+            answers=reply.answers,
         )
 
     def hand_on(self, turn: AgentTurn) -> None:
@@ -248,7 +265,9 @@ class Conductor(Claim):
 
     asks_everyone = False
 
-    def fan_out(self, room: Room, message: ChatMessage, groups: Groups) -> int:
+    def fan_out(
+        self, room: Room, message: ChatMessage, groups: Groups, asked: Asked | None = None
+    ) -> int:
         return conducted.request(room, message)
 
     def hand_on(self, turn: AgentTurn) -> None:
@@ -266,7 +285,9 @@ class TurnBased(Claim):
     stage: ChatStage
     asks_everyone = False
 
-    def fan_out(self, room: Room, message: ChatMessage, groups: Groups) -> int:
+    def fan_out(
+        self, room: Room, message: ChatMessage, groups: Groups, asked: Asked | None = None
+    ) -> int:
         """Move the turn if the message took it; then the holder, if an agent, answers. Agents
         passed over with their responses used up are asked only whether they are ready to
         end."""

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 
-from functions import reads, rooms, store, work
+from functions import clients, reads, rooms, store, work
 from functions.chat import active, agents, election, messages, turn_order
+from functions.chat.settings import chat_settings
 from functions.rooms import Room
 from functions.wire import AgentTurn, publish_turns
 from shared.models import (
@@ -23,10 +25,13 @@ NO_MEDIATORS = "No mediators found"
 ORDER_LEASE = "order-lease"
 """A turn-based chat's lease on building its turn order (``triggerLogs/order-lease``)."""
 MEMORY_KEPT = 10_000
-"""Entries of ``_ASKS_EVERYONE`` kept before it starts again."""
+"""Chats remembered (``_asked``) before the memory starts again."""
 MAX_FAILURES_IN_A_ROW = 2
 """A mediator's model failing this often in a row no longer hands the participant the turn (the
 two would otherwise trade error messages and model calls for ever)."""
+
+Groups = dict[str, list[str]]
+"""Who may be asked, by agent type (``election.Groups`` once read)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,14 +44,44 @@ class Members:
     """The cohort's active mediators, whatever their prompts."""
 
 
-_ASKS_EVERYONE: set[tuple[str, str]] = set()
-"""Per instance: the chats (experiment, stage) whose last fan-out here asked the agents
-themselves (race or claim): the next reads who is in the chat in its first round trip, beside
-the stage (``read_members``), where a turn-based or conducted chat would not use it."""
+@dataclasses.dataclass(frozen=True)
+class Asked:
+    """A chat's last fan-out on this instance that asked the agents themselves (race, claim):
+    its stage and who it asked, and when (``time.monotonic``)."""
+
+    stage: ChatStage
+    groups: Groups
+    at: float
 
 
-def asks_everyone(experiment_id: str, stage_id: str) -> bool:
-    return (experiment_id, stage_id) in _ASKS_EVERYONE
+_asked: dict[tuple[str | None, Room], Asked] = {}
+"""Per instance and project: the chats whose last fan-out here asked everyone. The next one
+reads who is in the chat in its first round trip, beside the stage (``read_members``), and,
+while the memory is young, publishes its turns before that read (``ask_from_memory``)."""
+
+
+def _key(room: Room) -> tuple[str | None, Room]:
+    return clients.project_id(), room
+
+
+def asks_everyone(room: Room) -> bool:
+    """This instance's last fan-out in the chat asked its agents themselves."""
+    return _key(room) in _asked
+
+
+def ask_from_memory(room: Room, message: ChatMessage) -> Asked | None:
+    """Publish the message's turns to whom the chat's last fan-out here asked, if that was at
+    most ``DLAB_FANOUT_MEMORY_SECONDS`` ago, before anything is read: a turn then starts one
+    round trip after the message, not two. The fan-out that follows reads the chat's stage and
+    members as ever and publishes only the turns this did not (``fan_out``'s ``asked``): someone
+    who came since is asked, someone gone stops at its turn, a changed policy has the last word.
+    Returns what was asked, or None."""
+    asked = _asked.get(_key(room))
+    max_age = chat_settings().fanout_memory_seconds
+    if asked is None or message.is_error or time.monotonic() - asked.at > max_age:
+        return None
+    election.policy_for(asked.stage).fan_out(room, message, lambda: asked.groups)
+    return asked
 
 
 def read_members(
@@ -68,23 +103,33 @@ def fan_out(
     stage: ChatStage,
     message: ChatMessage,
     members: Members | None = None,
+    asked: Asked | None = None,
 ) -> int:
     """The turns a new message gets, as the stage's election policy says (``election``).
-    ``members``: who is in the chat, read already."""
+    ``members``: who is in the chat, read already; ``asked``: the turns published already from
+    this instance's memory (``ask_from_memory``), not published again."""
     if message.is_error:
         return 0
+    room = Room(experiment_id, cohort_id, stage.id)
     policy = election.policy_for(stage)
-    if len(_ASKS_EVERYONE) >= MEMORY_KEPT:
-        _ASKS_EVERYONE.clear()
-    remember = _ASKS_EVERYONE.add if policy.asks_everyone else _ASKS_EVERYONE.discard
-    remember((experiment_id, stage.id))
+    if len(_asked) >= MEMORY_KEPT:
+        _asked.clear()
+    read: list[Groups] = []
 
-    def groups() -> dict[str, list[str]]:
+    def groups() -> Groups:
         present = members or read_members(experiment_id, cohort_id, stage.id)
         mediators = agents.mediators_of(experiment_id, cohort_id, stage, present.mediators)
-        return {"participant": present.participants, "mediator": mediators}
+        read.append({"participant": present.participants, "mediator": mediators})
+        return read[-1]
 
-    return policy.fan_out(Room(experiment_id, cohort_id, stage.id), message, groups)
+    same_policy = asked is not None and type(election.policy_for(asked.stage)) is type(policy)
+    before = asked.groups if asked is not None and same_policy else None
+    count = policy.fan_out(room, message, groups, before)
+    if policy.asks_everyone and read:
+        _asked[_key(room)] = Asked(stage, read[-1], time.monotonic())
+    elif not policy.asks_everyone:
+        _asked.pop(_key(room), None)
+    return count
 
 
 def fan_out_private(room: Room, stage: PrivateChatStage, message: ChatMessage) -> int:

@@ -36,6 +36,9 @@ EXPIRES_FIELD = "expiresAt"
 its holder lives (``lock``), so a lock left by a dead invocation is known within one lease."""
 TOKEN_FIELD = "token"
 """Who holds a lock (a renewal finding another token lets go)."""
+ANSWERED_PREFIX = "answered-"
+"""``triggerLogs/answered-{message}``: created with the first agent reply to a group chat message,
+whatever its type or policy, so a second reply to it fails in its own write (``post``)."""
 
 
 def last_conversational(messages: list[ChatMessage]) -> ChatMessage | None:
@@ -83,13 +86,24 @@ def answer_record(responder: dict[str, Any], message_id: str) -> dict[str, Any]:
     return AnswerRecord.model_validate(fields).to_firestore()
 
 
+class ReplyRecord(DocModel):
+    """``triggerLogs/answered-{message}``: the first agent reply to a group chat message, of any
+    type (``post``). Its reply is ``replyId``, not ``messageId``: it elects nobody."""
+
+    agent_type: str = ""
+    private_id: str
+    reply_id: str
+    timestamp: datetime
+
+
 class Posted(StrEnum):
     """What became of an agent's message (``post``)."""
 
     POSTED = "posted"
     ANSWERED = "answered"
-    """Another agent of the type answered the message first (its election record exists), or
-    another turn of this agent took the response slot."""
+    """Another agent of the type answered the message first (its election record exists), any
+    agent replied to it (``answered-``), another turn of this agent took the response slot, or
+    the participant left the chat."""
     THREAD_MOVED = "thread-moved"
     """The chat moved to another thread since the message was written for its own."""
 
@@ -103,6 +117,7 @@ def post(
     slot: int | None,
     named_in: str | None = None,
     thread_read: transactions.Begun | None = None,
+    answers: str | None = None,
 ) -> Posted:
     """Write an agent's message in one atomic write that also creates its election record
     ``triggerLogs/{election}`` and its response slot ``quota-{agent}-{slot}``; the write fails
@@ -114,7 +129,12 @@ def post(
     that reads the thread marker (``THREAD_MARKER``, written only by a thread switch) and writes
     nothing if the chat moved on since, so a reply never lands in a thread that has ended.
     ``thread_read``: that transaction, begun by its read of the marker beside the turn's last
-    read of the chat (``read_thread``); the post commits or closes it."""
+    read of the chat (``read_thread``); the post commits or closes it. ``answers``: the group chat
+    message the reply answers; the write creates ``answered-{answers}`` (``ANSWERED_PREFIX``),
+    so of two agents' replies to one message only the first is written, whoever read what.
+    A participant's reply outside threads is written only while its ``left-`` lock is absent
+    (it has not left, nor is it leaving). A claim turn relies on both to post without reading
+    the chat again (``turn._speak``)."""
     logs = lambda log_id: store.ref(room.log_path(log_id))  # noqa: E731
     chat_ref = store.ref(room.message_path(message.id))
     record = answer_record(responder, message.id)
@@ -132,6 +152,16 @@ def post(
             batch.update(logs(named_in), {"messageId": message.id})
         if slot is not None:
             batch.create(logs(quota_id(responder, slot)), record)
+        if answers:
+            replied = ReplyRecord(
+                agent_type=responder.get("agentType", ""),
+                private_id=responder["privateId"],
+                reply_id=message.id,
+                timestamp=now(),
+            )
+            batch.create(logs(ANSWERED_PREFIX + answers), replied.to_firestore())
+            if not thread and responder.get("agentType") == "participant":
+                _absent(batch, logs(left_lock_id(responder["privateId"])))
         batch.set(chat_ref, message.to_firestore())
         return store.with_later(batch)  # the log of the model call that wrote the message
 
@@ -142,12 +172,23 @@ def post(
             batch = store.db().batch()
             logged = write(batch, None)
             batch.commit()
-    except gexc.AlreadyExists:
+    except (gexc.AlreadyExists, gexc.FailedPrecondition):
         return Posted.ANSWERED
     if logged is None:
         return Posted.THREAD_MOVED
     logged()
     return Posted.POSTED
+
+
+def left_lock_id(private_id: str) -> str:
+    """The lock a participant leaving the chat takes and keeps (``readiness.leave``)."""
+    return f"left-{private_id}"
+
+
+def _absent(batch: Any, ref: Any) -> None:
+    """The write fails unless ``ref`` does not exist: a delete of it on that condition (a no-op
+    when it holds), as Firestore has no precondition on a document the write does not touch."""
+    batch.delete(ref, option=store.db().write_option(exists=False))
 
 
 THREAD_MARKER = "current-thread"

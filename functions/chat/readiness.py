@@ -127,7 +127,7 @@ def leave(room: Room, stage: ConversationStage, participant: ParticipantProfile)
     watchdog); a lock taken with an atomic create lets one of them try, so they do not contend
     in transactions on the participant document."""
     owner = {"privateId": participant.private_id, "publicId": participant.public_id}
-    with messages.lock(room, f"left-{participant.private_id}", owner) as held:
+    with messages.lock(room, messages.left_lock_id(participant.private_id), owner) as held:
         if not held.taken:
             return False
         if not complete_stage_from_outside(room.experiment_id, participant.private_id, stage.id):

@@ -23,6 +23,9 @@ class ChatSettings(DlabSettings):
       in progress (one per experiment that has some, then the agents); it wakes among them.
     - ``DLAB_CHAT_CONDUCTOR_MAX_PICKS`` (2): picks of a chat conductor per message; when every
       agent it picked declined, the idle watchdog nudges them instead.
+    - ``DLAB_FANOUT_MEMORY_SECONDS`` (300): an instance publishes a race or claim chat's turns
+      to whom its last fan-out there asked, if that was this recent, before reading who is in
+      the chat (``fanout.ask_from_memory``); the read then adds whoever came since. 0: never.
 
     A claim on a message (and any chat lock) is not timed here: it expires one lease
     (``DLAB_LEASE_SECONDS``) after its holder stopped renewing it (``messages.lock``).
@@ -33,6 +36,7 @@ class ChatSettings(DlabSettings):
     stalled_seconds: float = Field(default=30.0, ge=0)
     watchdog_max_reads: int = Field(default=1000, ge=2, le=100_000)
     chat_conductor_max_picks: int = Field(default=2, ge=1, le=100)
+    fanout_memory_seconds: float = Field(default=300.0, ge=0)
 
     @property
     def idle_after(self) -> timedelta:

@@ -416,6 +416,7 @@ def _respond(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
         if not held.taken:
             return TurnResult(TurnOutcome.ALREADY_CLAIMED)
         fixed = agent.settings.initial_message.strip() if turn.is_opening else ""
+        seen = history if _first_read_decides(scene) else None
         try:
             decision = (
                 Decision("initial message", True, fixed, False)
@@ -431,7 +432,7 @@ def _respond(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
             held.let_go()
             _after_failure(scene, public)
             return TurnResult(TurnOutcome.MODEL_FAILED)
-        outcome = _speak(scene, decision, public)
+        outcome = _speak(scene, decision, public, seen)
         if turn.is_opening:  # an agent opens a chat once, whatever it then does
             held.keep(mark_done=outcome != TurnOutcome.SPOKE)
         elif outcome == TurnOutcome.SPOKE:
@@ -575,10 +576,30 @@ def _parse_for(output: ChatStructuredOutputConfig | None) -> Any:
     return parse_json_reply
 
 
-def _speak(scene: Scene, decision: Decision, public: ChatPublicData) -> TurnOutcome | Refusal:
+def _first_read_decides(scene: Scene) -> bool:
+    """Whether the post may go on the turn's first read of the chat, not read it again after the
+    model: a claim held on a message of a group chat without threads or turns, where every
+    participant at the stage is an agent. Then whatever can come after the message is an agent's
+    reply, and the post's own write fails if one did (``messages.post``: ``answered-``, the
+    response slot, the author's ``left-`` lock): one round trip and a read of the chat fewer on
+    the critical path. A person at the stage writes without those records, so then the chat
+    is read again, as under every other policy."""
+    turn, stage = scene.turn, scene.stage
+    if not scene.claims or turn.is_opening or scene.room.is_private:
+        return False
+    if not isinstance(stage, ChatStage) or stage.is_turn_based or stage.discussions:
+        return False
+    members = cohort_lock.members_shown(turn.experiment_id, turn.cohort_id)
+    return all(m.is_agent for m in members if m.current_stage_id == stage.id)
+
+
+def _speak(
+    scene: Scene, decision: Decision, public: ChatPublicData, seen: list[ChatMessage] | None
+) -> TurnOutcome | Refusal:
     """Post the decision after the typing delay if it wins its election (``at_post``), unless
     the chat moved on meanwhile (its history read again; its public data too when it has
-    threads, the one thing in it that says whether the discussion moved on)."""
+    threads, the one thing in it that says whether the discussion moved on). ``seen``: the
+    chat as first read, when that decides (``_first_read_decides``)."""
     turn, room, agent = scene.turn, scene.room, scene.agent
     if not decision.should_respond or not decision.message:
         if room.is_private and scene.participant is None:
@@ -588,7 +609,9 @@ def _speak(scene: Scene, decision: Decision, public: ChatPublicData) -> TurnOutc
     delay = typing_delay_s(decision.message, agent.settings.words_per_minute, rng)
     if delay:
         time.sleep(delay)
-    read = functools.partial(_read_again, scene, public)
+    read: Callable[[], Again] = functools.partial(_read_again, scene, public)
+    if seen is not None:
+        read = functools.partial(_as_seen, seen, public)
     beside = reads.start(read) if scene.policy.reads_beside_election(room, turn) else None
     try:
         with scene.policy.at_post(room, turn, _responder(agent)) as ballot:
@@ -603,6 +626,10 @@ def _speak(scene: Scene, decision: Decision, public: ChatPublicData) -> TurnOutc
     finally:
         if beside is not None:
             _drop(beside)
+
+
+def _as_seen(seen: list[ChatMessage], public: ChatPublicData) -> Again:
+    return seen, public, None
 
 
 def _drop(read: Callable[[], Again]) -> None:
@@ -684,7 +711,10 @@ def _post(
     named_in: str | None,
     thread_read: transactions.Begun | None,
 ) -> TurnOutcome | Refusal:
-    reply = election.Reply(message, _responder(scene.agent), slot, history, named_in, thread_read)
+    answers = None if scene.room.is_private else scene.turn.trigger_chat_id or None
+    reply = election.Reply(
+        message, _responder(scene.agent), slot, history, named_in, thread_read, answers
+    )
     return POSTED[scene.policy.post(scene.room, reply)]
 
 

@@ -208,7 +208,7 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
         if last is None or last > cutoff:
             continue
         # still here, so a leaving lock of its is one whose invocation died mid-leave
-        messages.release_unfinished(room, f"left-{member.private_id}")
+        messages.release_unfinished(room, messages.left_lock_id(member.private_id))
         trigger = history[-1].id if history else ""
         idle.append(nudges.Candidate(room, member.private_id, trigger))
         where[(room, member.private_id)] = (stage, member.profile)

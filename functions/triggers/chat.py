@@ -26,11 +26,14 @@ log = logging.getLogger(__name__)
 def on_chat_message_created(event: FirestoreEvent) -> None:
     e, c, s = (event.params[k] for k in ("experimentId", "cohortId", "stageId"))
     room = Room(e, c, s)
+    asked = None
+    if fanout.asks_everyone(room):  # a chat: its turns go out first, from memory, if young
+        asked = fanout.ask_from_memory(room, _message(event))
     # the fan-out's documents (its mediators' prompts as this instance last found them)
     ahead = [store.stage_path(e, s), room.public_path, *agents.mediator_documents(e, c, s)]
     with reads.ahead():
         members = None
-        if fanout.asks_everyone(e, s):  # who is in the chat, in the same round trip
+        if fanout.asks_everyone(room):  # who is in the chat, in the same round trip
             members = fanout.read_members(e, c, s, beside=lambda: reads.batch(ahead))
         else:
             reads.batch(ahead)
@@ -39,7 +42,7 @@ def on_chat_message_created(event: FirestoreEvent) -> None:
             return
         message = _message(event)
         _start_timer(room, stage)
-        fanout.fan_out(e, c, stage, message, members)
+        fanout.fan_out(e, c, stage, message, members, asked)
 
 
 def on_private_chat_message_created(event: FirestoreEvent) -> None:

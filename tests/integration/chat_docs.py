@@ -73,7 +73,14 @@ def add_mediator(
     )
 
 
-NOT_ELECTIONS = ("initial-", "ready-", "quota-", "left-", "turn-")  # locks, asks, slots
+NOT_ELECTIONS = (
+    "initial-",
+    "ready-",
+    "quota-",
+    "left-",
+    "turn-",
+    "answered-",
+)  # locks, asks, slots
 
 
 def chat_base(e, private_of="", stage_id="chat", cohort="cohort-a"):

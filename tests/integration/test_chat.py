@@ -23,7 +23,7 @@ from chat_docs import (
 from delivery_policies import Losing
 from experiment_state import doc, errors, model_logs, participant, settle
 from google.api_core import exceptions as gexc
-from raw_docs import agent
+from raw_docs import agent, human
 
 from functions import store, transactions, usage
 from functions.chat import messages, readiness, turn
@@ -474,3 +474,81 @@ def test_a_message_nobody_may_answer_asks_everyone_present_at_once(runtime, db):
     runtime.wait_until_idle(timeout=60)
     again = turn.run(AgentTurn.in_room(room, "participant", a, trigger_chat_id="a1"))
     assert again.readiness is None, c
+
+
+class _RepliedMeanwhile:
+    """A model that answers h1 while another agent's reply to h1 is written, through
+    ``messages.post`` as every agent reply is; or, with ``human``, while a person writes h2."""
+
+    def __init__(self, db, room, human=False):
+        self.db, self.room, self.human = db, room, human
+
+    def generate(self, request):
+        if self.human:
+            _human_message(self.db, rooms_chats(self.room), "h2", "Or the park?")
+        else:
+            other = messages.system_message("The library.", None).model_copy(
+                update={"type": "mediator", "sender_id": "med-x"}
+            )
+            responder = {"agentType": "mediator", "privateId": "med-x", "publicId": "med-x"}
+            posted = messages.post(self.room, other, responder, election=None, slot=1, answers="h1")
+            assert posted == messages.Posted.POSTED
+        reply = {"explanation": "", "response": "The park.", "readyToEndChat": False}
+        return ModelReply(text=json.dumps(reply), usage=Usage(1, 1))
+
+
+def rooms_chats(room):
+    return f"experiments/{room.experiment_id}/cohorts/{room.cohort_id}/publicStageData/chat/chats"
+
+
+@pytest.mark.parametrize("human_present", [False, True])
+def test_a_claim_turn_among_agents_posts_on_its_first_read(runtime, db, human_present):
+    """Among agents only, a claim turn does not read the chat again after its model: whatever
+    comes after the message is an agent's reply, whose ``answered-`` record refuses this one's
+    write (not elected). With a person at the stage it reads the chat again, and a person's
+    message written meanwhile makes it stop there (moved on)."""
+    e = chat_experiment(db, mediator=False, electionPolicy="claim")
+    config = persona_prompt(db, e, max_responses=5)
+    db.document(f"experiments/{e}/agentParticipants/talker/prompts/chat").update(
+        {"structuredOutputConfig": ALWAYS_SPEAKS}
+    )
+    with runtime.delivery_policy(Losing(lambda d: True)):  # nothing else runs
+        a = agent(db, e, "chat", number=1, agentConfig=config)
+        if human_present:
+            human(db, e, "chat")
+        _human_asks(db, e)
+        runtime.wait_until_idle(timeout=60)
+        room = Room(e, "cohort-a", "chat")
+        request = AgentTurn.in_room(room, "participant", a, trigger_chat_id="h1", order=(a,))
+        with providers.wrapped(lambda client: _RepliedMeanwhile(db, room, human_present)):
+            result = turn.run(request)
+        runtime.wait_until_idle(timeout=60)
+    said = [m["senderId"] for m in chat_messages(db, e) if m["type"] != "system"]
+    if human_present:
+        assert result.outcome == turn.TurnOutcome.MOVED_ON_AFTER_DELAY
+        assert said == ["human-1", "human-1"]
+    else:
+        assert result.outcome == turn.TurnOutcome.NOT_ELECTED
+        assert said == ["human-1", "med-x"]
+        assert trigger_logs(db, e)["answered-h1"]["replyId"] != ""
+    assert "h1-participant" not in trigger_logs(db, e)  # the claim let go: it did not answer
+
+
+def test_a_reply_is_refused_in_its_own_write_once_its_author_left(runtime, db):
+    """A participant's reply is written only while its ``left-`` lock is absent, so a claim
+    turn posting on its first read never speaks after its author's "has left"."""
+    e = chat_experiment(db, mediator=False)
+    room = Room(e, "cohort-a", "chat")
+    _human_asks(db, e)
+    owner = {"agentType": "participant", "privateId": "agent-x", "publicId": "agent-x"}
+    message = messages.system_message("Late.", None).model_copy(
+        update={"type": "participant", "sender_id": "agent-x"}
+    )
+    assert messages.take_lock(room, messages.left_lock_id("agent-x"), owner) is not None
+    posted = messages.post(room, message, owner, election=None, slot=1, answers="h1")
+    assert posted == messages.Posted.ANSWERED
+    assert [m["id"] for m in chat_messages(db, e)] == ["h1"]
+    assert "answered-h1" not in trigger_logs(db, e)  # nothing of the write was applied
+    messages.release_lock(room, messages.left_lock_id("agent-x"))
+    posted = messages.post(room, message, owner, election=None, slot=1, answers="h1")
+    assert posted == messages.Posted.POSTED

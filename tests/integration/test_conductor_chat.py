@@ -16,7 +16,7 @@ from functions.chat.conducted import CONDUCTOR_ID
 
 pytestmark = pytest.mark.usefixtures("clean")
 
-NOT_ELECTIONS = ("initial-", "ready-", "quota-", "left-", "turn-", "conductor-")
+NOT_ELECTIONS = ("initial-", "ready-", "quota-", "left-", "turn-", "answered-", "conductor-")
 
 
 def test_conductor_policy_asks_one_agent_per_message(runtime, db, monkeypatch):

@@ -4,6 +4,7 @@ do not grow with finished experiments (the index of running timed chats)."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -138,12 +139,12 @@ def test_a_fan_out_reads_who_is_in_the_chat_beside_the_stage_once_it_knows_the_c
     one that found the chat turn-based stops doing so (it would not use them)."""
     e = chat_experiment(db)
     message = ChatMessage.model_validate(messages.system_message("hello", None))
-    assert not fanout.asks_everyone(e, "chat")
+    assert not fanout.asks_everyone(Room(e, "cohort-a", "chat"))
     with runtime.delivery_policy(Losing(lambda d: d.function == "onAgentTurn")):
         with reads.invocation():
             stage = store.read_stage(e, "chat")
             assert fanout.fan_out(e, "cohort-a", stage, message) == 1  # the mediator
-        assert fanout.asks_everyone(e, "chat")
+        assert fanout.asks_everyone(Room(e, "cohort-a", "chat"))
         with reads.invocation(), usage.counting() as used:
             members = fanout.read_members(e, "cohort-a", "chat")
             assert fanout.fan_out(e, "cohort-a", stage, message, members) == 1
@@ -153,7 +154,7 @@ def test_a_fan_out_reads_who_is_in_the_chat_beside_the_stage_once_it_knows_the_c
         with reads.invocation():
             fanout.fan_out(e, "cohort-a", store.read_stage(e, "chat"), message)
         runtime.wait_until_idle(timeout=60)
-    assert not fanout.asks_everyone(e, "chat")
+    assert not fanout.asks_everyone(Room(e, "cohort-a", "chat"))
 
 
 def _tick_reads(runtime) -> int:
@@ -325,3 +326,36 @@ def test_chat_prompts_share_a_recent_read_of_the_cohort(runtime, db, monkeypatch
     assert {m.private_id for m in cohort_lock.cohort_members(e, "cohort-a")} == {first, second}
     monkeypatch.setattr(cohort_lock._shown, "max_age_s", 0.0)
     assert {m.private_id for m in cohort_lock.members_shown(e, "cohort-a")} == {first, second}
+
+
+def test_a_fan_out_publishes_from_memory_before_it_reads_then_only_who_came(
+    runtime, db, monkeypatch
+):
+    """An instance whose last fan-out in a race or claim chat asked its agents publishes the
+    next message's turns to them before reading anything (``fanout.ask_from_memory``); the
+    fan-out that follows reads who is in the chat and publishes only the turns that memory
+    missed (someone who came since). A memory older than ``DLAB_FANOUT_MEMORY_SECONDS`` is not
+    used."""
+    e = chat_experiment(db, mediator=False)
+    room = Room(e, "cohort-a", "chat")
+    first, second = (messages.system_message(text, None) for text in ("hello", "again"))
+    with runtime.delivery_policy(Losing(lambda d: d.function == "onAgentTurn")):
+        a = agent(db, e, "chat", number=0)
+        runtime.wait_until_idle(timeout=60)
+        with reads.invocation():
+            stage = store.read_stage(e, "chat")
+            assert fanout.fan_out(e, "cohort-a", stage, first) == 1
+        with reads.invocation(), usage.counting() as used:
+            asked = fanout.ask_from_memory(room, second)
+        assert used.reads == 0 and used.by_method == {}  # published before any read
+        assert asked is not None and asked.groups == {"participant": [a], "mediator": []}
+        b = agent(db, e, "chat", number=1)
+        runtime.wait_until_idle(timeout=60)
+        with reads.invocation():
+            assert fanout.fan_out(e, "cohort-a", stage, second, asked=asked) == 1  # b's turn
+        again = fanout.ask_from_memory(room, second)
+        assert again is not None and again.groups["participant"] == sorted([a, b])
+        monkeypatch.setenv("DLAB_FANOUT_MEMORY_SECONDS", "0")
+        time.sleep(0.01)
+        assert fanout.ask_from_memory(room, second) is None
+        runtime.wait_until_idle(timeout=60)
