@@ -77,8 +77,8 @@ their timestamps or agent configs, which were most of each member's decoding."""
 
 
 CHAT_SHOWN_FIELDS = [*SHOWN_FIELDS, "currentStageId", "agentConfig"]
-"""What a chat prompt reads of the members: what it shows, and who is at the chat's stage and
-whether each is an agent (a claim turn posts on its first read only among agents)."""
+"""What a chat prompt reads of the members: what it shows, who is at the chat's stage, and
+whether each is an agent (a claim turn posts on its first read only in a cohort of agents)."""
 _shown: reads.Recent[list[ParticipantProfile]] = reads.Recent(max_age_s=1.0)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from functions import transactions
@@ -64,8 +64,8 @@ class ElectionPolicy(Protocol):
         self, room: Room, message: ChatMessage, groups: Groups, asked: Asked | None = None
     ) -> int:
         """Publish the turns a new message gets; returns how many. ``asked``: who was asked
-        already from the instance's memory of the chat (``fanout.ask_from_memory``), whose
-        turns are not published again."""
+        already, from the instance's memory of the chat (``fanout.ask_from_memory``): the
+        fan-out publishes only what that missed."""
         ...
 
     def claims(self, turn: AgentTurn) -> bool:
@@ -155,24 +155,29 @@ class Race:
     def fan_out(
         self, room: Room, message: ChatMessage, groups: Groups, asked: Asked | None = None
     ) -> int:
-        turns = self._turns(room, message, groups())
-        if asked is not None:
-            published = self._turns(room, message, asked)
-            turns = [turn for turn in turns if turn not in published]
+        before = asked or {}
+        turns = [
+            turn
+            for agent_type, ids in groups().items()
+            for turn in self._turns_for(room, message, agent_type, ids, before.get(agent_type, []))
+        ]
         publish_turns(*turns)
         return len(turns)
 
-    def _turns(self, room: Room, message: ChatMessage, groups: Asked) -> list[AgentTurn]:
-        return [
-            turn
-            for agent_type, ids in groups.items()
-            for turn in self._turns_for(room, message, agent_type, ids)
-        ]
-
     def _turns_for(
-        self, room: Room, message: ChatMessage, agent_type: str, ids: list[str]
+        self,
+        room: Room,
+        message: ChatMessage,
+        agent_type: str,
+        ids: list[str],
+        asked: Sequence[str] = (),
     ) -> list[AgentTurn]:
-        return [AgentTurn.in_room(room, agent_type, i, trigger_chat_id=message.id) for i in ids]
+        """Each agent of the type not asked already."""
+        return [
+            AgentTurn.in_room(room, agent_type, i, trigger_chat_id=message.id)
+            for i in ids
+            if i not in asked
+        ]
 
     def claims(self, turn: AgentTurn) -> bool:
         return turn.is_opening  # an agent opens a chat once
@@ -225,10 +230,17 @@ class Claim(Race):
     model call per message, not one per agent) and hands it on if it does not answer."""
 
     def _turns_for(
-        self, room: Room, message: ChatMessage, agent_type: str, ids: list[str]
+        self,
+        room: Room,
+        message: ChatMessage,
+        agent_type: str,
+        ids: list[str],
+        asked: Sequence[str] = (),
     ) -> list[AgentTurn]:
-        """The first of the order, carrying the order so a declining agent can hand on."""
-        if not ids:
+        """The first of the order, carrying the order so a declining agent can hand on; none
+        if the type was asked already (its order, from memory, is the message's: a second
+        order would ask an agent twice)."""
+        if not ids or asked:
             return []
         order = list(ids)
         random.Random(message.id).shuffle(order)

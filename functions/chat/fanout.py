@@ -73,12 +73,15 @@ def ask_from_memory(room: Room, message: ChatMessage) -> Asked | None:
     """Publish the message's turns to whom the chat's last fan-out here asked, if that was at
     most ``DLAB_FANOUT_MEMORY_SECONDS`` ago, before anything is read: a turn then starts one
     round trip after the message, not two. The fan-out that follows reads the chat's stage and
-    members as ever and publishes only the turns this did not (``fan_out``'s ``asked``): someone
-    who came since is asked, someone gone stops at its turn, a changed policy has the last word.
-    Returns what was asked, or None."""
+    members as ever and publishes only what this missed (``fan_out``'s ``asked``): under race,
+    someone who came since is asked; under claim the order from memory stands for the message
+    (someone gone stops at its turn and hands on; someone new is asked from the next message).
+    A changed policy has the last word, read by each turn. Returns what was asked, or None."""
     asked = _asked.get(_key(room))
     max_age = chat_settings().fanout_memory_seconds
-    if asked is None or message.is_error or time.monotonic() - asked.at > max_age:
+    if asked is None or message.is_error or max_age <= 0:
+        return None
+    if time.monotonic() - asked.at > max_age:
         return None
     election.policy_for(asked.stage).fan_out(room, message, lambda: asked.groups)
     return asked

@@ -99,6 +99,7 @@ class TurnOutcome(StrEnum):
     NOTHING_TO_END = "nothing-to-end"
     READINESS_ONLY = "readiness-only"
     MODEL_FAILED = "model-failed"
+    WRITE_REFUSED = "write-refused"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -416,7 +417,7 @@ def _respond(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
         if not held.taken:
             return TurnResult(TurnOutcome.ALREADY_CLAIMED)
         fixed = agent.settings.initial_message.strip() if turn.is_opening else ""
-        seen = history if _first_read_decides(scene) else None
+        seen = history if _first_read_decides(scene, history) else None
         try:
             decision = (
                 Decision("initial message", True, fixed, False)
@@ -438,7 +439,7 @@ def _respond(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -
         elif outcome == TurnOutcome.SPOKE:
             held.keep()
         held.let_go()  # before the message is handed on
-    if outcome == TurnOutcome.DECLINED:
+    if outcome in (TurnOutcome.DECLINED, TurnOutcome.WRITE_REFUSED):
         scene.policy.hand_on(turn)
     participant = scene.participant
     if participant is None or not history or fixed or _beaten(scene, outcome):
@@ -488,7 +489,7 @@ def _beaten(scene: Scene, outcome: TurnOutcome | Refusal) -> bool:
     its election): the readiness decided with it is dropped too, since it was decided on a
     conversation that has moved on, and the message that beat it gives the agent a turn of its
     own to decide again. A turn-based holder keeps it: it may not get another turn soon."""
-    beaten = (TurnOutcome.MOVED_ON_AFTER_DELAY, TurnOutcome.NOT_ELECTED)
+    beaten = (TurnOutcome.MOVED_ON_AFTER_DELAY, TurnOutcome.NOT_ELECTED, TurnOutcome.WRITE_REFUSED)
     return outcome in beaten and not scene.turn_based
 
 
@@ -576,21 +577,39 @@ def _parse_for(output: ChatStructuredOutputConfig | None) -> Any:
     return parse_json_reply
 
 
-def _first_read_decides(scene: Scene) -> bool:
-    """Whether the post may go on the turn's first read of the chat, not read it again after the
-    model: a claim held on a message of a group chat without threads or turns, where every
-    participant at the stage is an agent. Then whatever can come after the message is an agent's
-    reply, and the post's own write fails if one did (``messages.post``: ``answered-``, the
-    response slot, the author's ``left-`` lock): one round trip and a read of the chat fewer on
-    the critical path. A person at the stage writes without those records, so then the chat
-    is read again, as under every other policy."""
+def _first_read_decides(scene: Scene, history: list[ChatMessage]) -> bool:
+    """Whether the post may go on the turn's first read of the chat instead of reading it again
+    after the model: a claim held on a reply in a group chat without threads or turns, in a
+    cohort of agents only. Then what can come after the message that would make the reply
+    stale is another agent's reply to it, and the post's own write fails if one came
+    (``messages.post``: ``answered-``, the response slot, the author's ``left-`` lock): one
+    round trip and a read of the chat fewer on the critical path. A person (in the cohort, so
+    one who may come to the stage meanwhile) writes without those records, and a system
+    message is answered only if nobody spoke after it: then the chat is read again, as under
+    every other policy."""
     turn, stage = scene.turn, scene.stage
     if not scene.claims or turn.is_opening or scene.room.is_private:
         return False
     if not isinstance(stage, ChatStage) or stage.is_turn_based or stage.discussions:
         return False
+    trigger = next((m for m in history if m.id == turn.trigger_chat_id), None)
+    if trigger is None or not gates.is_reply(trigger):
+        return False
     members = cohort_lock.members_shown(turn.experiment_id, turn.cohort_id)
-    return all(m.is_agent for m in members if m.current_stage_id == stage.id)
+    return all(m.is_agent for m in members)
+
+
+def _refused(scene: Scene) -> TurnOutcome:
+    """A post on the first read that its own write refused: another reply to the message came
+    first (its ``answered-`` record: not elected), or not (``WRITE_REFUSED``): the author's
+    leaving lock stands, or another turn of its took the response slot. Nobody answered the
+    message, so it is handed on; a leaving lock whose holder died is released here (once
+    expired), so it does not refuse the agent's replies until the chat goes idle."""
+    room, turn = scene.room, scene.turn
+    if messages.answered(room, messages.ANSWERED_PREFIX + turn.trigger_chat_id):
+        return TurnOutcome.NOT_ELECTED
+    messages.release_unfinished(room, messages.left_lock_id(scene.agent.private_id))
+    return TurnOutcome.WRITE_REFUSED
 
 
 def _speak(
@@ -622,6 +641,8 @@ def _speak(
             outcome = _post_if_wanted(scene, decision, again, named_in=ballot.named_in)
             if outcome == TurnOutcome.SPOKE:
                 ballot.keep()
+            elif outcome == TurnOutcome.NOT_ELECTED and seen is not None:
+                outcome = _refused(scene)
             return outcome
     finally:
         if beside is not None:

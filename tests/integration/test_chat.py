@@ -26,7 +26,7 @@ from google.api_core import exceptions as gexc
 from raw_docs import agent, human
 
 from functions import store, transactions, usage
-from functions.chat import messages, readiness, turn
+from functions.chat import election, messages, readiness, turn
 from functions.rooms import Room
 from functions.wire import AgentTurn
 from shared.llm import providers
@@ -477,11 +477,11 @@ def test_a_message_nobody_may_answer_asks_everyone_present_at_once(runtime, db):
 
 
 class _RepliedMeanwhile:
-    """A model that answers h1 while another agent's reply to h1 is written, through
+    """A model that answers while another agent's reply to the trigger is written, through
     ``messages.post`` as every agent reply is; or, with ``human``, while a person writes h2."""
 
-    def __init__(self, db, room, human=False):
-        self.db, self.room, self.human = db, room, human
+    def __init__(self, db, room, human=False, trigger="h1"):
+        self.db, self.room, self.human, self.trigger = db, room, human, trigger
 
     def generate(self, request):
         if self.human:
@@ -491,7 +491,9 @@ class _RepliedMeanwhile:
                 update={"type": "mediator", "sender_id": "med-x"}
             )
             responder = {"agentType": "mediator", "privateId": "med-x", "publicId": "med-x"}
-            posted = messages.post(self.room, other, responder, election=None, slot=1, answers="h1")
+            posted = messages.post(
+                self.room, other, responder, election=None, slot=1, answers=self.trigger
+            )
             assert posted == messages.Posted.POSTED
         reply = {"explanation": "", "response": "The park.", "readyToEndChat": False}
         return ModelReply(text=json.dumps(reply), usage=Usage(1, 1))
@@ -501,37 +503,74 @@ def rooms_chats(room):
     return f"experiments/{room.experiment_id}/cohorts/{room.cohort_id}/publicStageData/chat/chats"
 
 
-@pytest.mark.parametrize("human_present", [False, True])
-def test_a_claim_turn_among_agents_posts_on_its_first_read(runtime, db, human_present):
-    """Among agents only, a claim turn does not read the chat again after its model: whatever
-    comes after the message is an agent's reply, whose ``answered-`` record refuses this one's
-    write (not elected). With a person at the stage it reads the chat again, and a person's
-    message written meanwhile makes it stop there (moved on)."""
+@pytest.mark.parametrize("case", ["agents", "person-here", "person-before", "system-trigger"])
+def test_a_claim_turn_among_agents_posts_on_its_first_read(runtime, db, case):
+    """In a cohort of agents only, a claim turn on a reply does not read the chat again after
+    its model: what can come after the message is an agent's reply, whose ``answered-`` record
+    refuses this one's write (not elected). With a person in the cohort (at the stage, or at an
+    earlier one and so free to come) it reads the chat again, and a person's message written
+    meanwhile stops it there (moved on); so does a system message it answers."""
     e = chat_experiment(db, mediator=False, electionPolicy="claim")
     config = persona_prompt(db, e, max_responses=5)
     db.document(f"experiments/{e}/agentParticipants/talker/prompts/chat").update(
         {"structuredOutputConfig": ALWAYS_SPEAKS}
     )
+    person = case.startswith("person")
+    trigger = "s1" if case == "system-trigger" else "h1"
     with runtime.delivery_policy(Losing(lambda d: True)):  # nothing else runs
         a = agent(db, e, "chat", number=1, agentConfig=config)
-        if human_present:
-            human(db, e, "chat")
+        if person:
+            human(db, e, "chat" if case == "person-here" else "intro")
         _human_asks(db, e)
+        if trigger == "s1":
+            system = messages.system_message("Time to decide.", None)
+            messages.write(Room(e, "cohort-a", "chat"), system.model_copy(update={"id": "s1"}))
         runtime.wait_until_idle(timeout=60)
         room = Room(e, "cohort-a", "chat")
-        request = AgentTurn.in_room(room, "participant", a, trigger_chat_id="h1", order=(a,))
-        with providers.wrapped(lambda client: _RepliedMeanwhile(db, room, human_present)):
+        request = AgentTurn.in_room(room, "participant", a, trigger_chat_id=trigger, order=(a,))
+        model = lambda client: _RepliedMeanwhile(db, room, person, trigger)  # noqa: E731
+        with providers.wrapped(model):
             result = turn.run(request)
         runtime.wait_until_idle(timeout=60)
     said = [m["senderId"] for m in chat_messages(db, e) if m["type"] != "system"]
-    if human_present:
-        assert result.outcome == turn.TurnOutcome.MOVED_ON_AFTER_DELAY
-        assert said == ["human-1", "human-1"]
-    else:
+    if case == "agents":
         assert result.outcome == turn.TurnOutcome.NOT_ELECTED
         assert said == ["human-1", "med-x"]
         assert trigger_logs(db, e)["answered-h1"]["replyId"] != ""
-    assert "h1-participant" not in trigger_logs(db, e)  # the claim let go: it did not answer
+    else:
+        assert result.outcome == turn.TurnOutcome.MOVED_ON_AFTER_DELAY
+        assert said == ["human-1", "human-1" if person else "med-x"]
+    assert f"{trigger}-participant" not in trigger_logs(db, e)  # let go: it did not answer
+
+
+def test_a_reply_refused_by_a_dead_leave_hands_the_message_on(runtime, db, monkeypatch):
+    """A claim turn posting on its first read whose write is refused by its author's leaving
+    lock, left by a leave that died: the lock is released (it expired) and the message handed
+    to the next in the order, so neither the agent's replies nor the message stay blocked."""
+    e = chat_experiment(db, mediator=False, electionPolicy="claim")
+    config = persona_prompt(db, e, max_responses=5)
+    db.document(f"experiments/{e}/agentParticipants/talker/prompts/chat").update(
+        {"structuredOutputConfig": ALWAYS_SPEAKS}
+    )
+    published: list[AgentTurn] = []
+    monkeypatch.setattr(election, "publish_turns", lambda *turns: published.extend(turns))
+    with runtime.delivery_policy(Losing(lambda d: True)):  # nothing else runs
+        a = agent(db, e, "chat", number=1, agentConfig=config)
+        b = agent(db, e, "chat", number=2, agentConfig=config)
+        _human_asks(db, e)
+        runtime.wait_until_idle(timeout=60)
+        room = Room(e, "cohort-a", "chat")
+        dead = datetime.now(UTC) - timedelta(minutes=5)
+        db.document(room.log_path(messages.left_lock_id(a))).set(
+            {"privateId": a, "timestamp": dead, messages.EXPIRES_FIELD: dead}
+        )
+        request = AgentTurn.in_room(room, "participant", a, trigger_chat_id="h1", order=(a, b))
+        result = turn.run(request)
+        runtime.wait_until_idle(timeout=60)
+    assert result.outcome == turn.TurnOutcome.WRITE_REFUSED
+    assert messages.left_lock_id(a) not in trigger_logs(db, e)  # released
+    assert [(t.agent_id, t.trigger_chat_id) for t in published] == [(b, "h1")]
+    assert [m["senderId"] for m in chat_messages(db, e)] == ["human-1"]
 
 
 def test_a_reply_is_refused_in_its_own_write_once_its_author_left(runtime, db):

@@ -4,7 +4,6 @@ do not grow with finished experiments (the index of running timed chats)."""
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -17,8 +16,9 @@ from raw_docs import agent, human, stage, write_experiment
 
 from functions import reads, rooms, store, usage
 from functions.agents import cohort_lock
-from functions.chat import active, agents, fanout, messages, watchdog
+from functions.chat import active, agents, election, fanout, messages, watchdog
 from functions.rooms import Room
+from functions.wire import AgentTurn
 from shared.models import ChatMessage
 from tools import usage_report
 
@@ -328,34 +328,42 @@ def test_chat_prompts_share_a_recent_read_of_the_cohort(runtime, db, monkeypatch
     assert {m.private_id for m in cohort_lock.members_shown(e, "cohort-a")} == {first, second}
 
 
-def test_a_fan_out_publishes_from_memory_before_it_reads_then_only_who_came(
-    runtime, db, monkeypatch
+@pytest.mark.parametrize("policy", ["race", "claim"])
+def test_a_fan_out_publishes_from_memory_before_it_reads_then_only_what_it_missed(
+    runtime, db, monkeypatch, policy
 ):
     """An instance whose last fan-out in a race or claim chat asked its agents publishes the
     next message's turns to them before reading anything (``fanout.ask_from_memory``); the
-    fan-out that follows reads who is in the chat and publishes only the turns that memory
-    missed (someone who came since). A memory older than ``DLAB_FANOUT_MEMORY_SECONDS`` is not
-    used."""
-    e = chat_experiment(db, mediator=False)
+    fan-out that follows reads who is in the chat and publishes only what memory missed: under
+    race a turn for someone who came since, under claim nothing more (the order from memory
+    stands for the message: a second order would ask an agent twice). A memory older than
+    ``DLAB_FANOUT_MEMORY_SECONDS``, or that setting at 0, is not used."""
+    e = chat_experiment(db, mediator=False, electionPolicy=policy)
     room = Room(e, "cohort-a", "chat")
     first, second = (messages.system_message(text, None) for text in ("hello", "again"))
+    published: list[AgentTurn] = []
+    monkeypatch.setattr(election, "publish_turns", lambda *turns: published.extend(turns))
     with runtime.delivery_policy(Losing(lambda d: d.function == "onAgentTurn")):
         a = agent(db, e, "chat", number=0)
         runtime.wait_until_idle(timeout=60)
         with reads.invocation():
             stage = store.read_stage(e, "chat")
             assert fanout.fan_out(e, "cohort-a", stage, first) == 1
+        published.clear()
         with reads.invocation(), usage.counting() as used:
             asked = fanout.ask_from_memory(room, second)
-        assert used.reads == 0 and used.by_method == {}  # published before any read
+        assert used.by_method == {}  # published before anything was read
         assert asked is not None and asked.groups == {"participant": [a], "mediator": []}
+        assert [(t.agent_id, t.trigger_chat_id) for t in published] == [(a, second.id)]
         b = agent(db, e, "chat", number=1)
         runtime.wait_until_idle(timeout=60)
+        published.clear()
         with reads.invocation():
-            assert fanout.fan_out(e, "cohort-a", stage, second, asked=asked) == 1  # b's turn
+            count = fanout.fan_out(e, "cohort-a", stage, second, asked=asked)
+        assert [t.agent_id for t in published] == ([b] if policy == "race" else [])
+        assert count == len(published)
         again = fanout.ask_from_memory(room, second)
         assert again is not None and again.groups["participant"] == sorted([a, b])
         monkeypatch.setenv("DLAB_FANOUT_MEMORY_SECONDS", "0")
-        time.sleep(0.01)
         assert fanout.ask_from_memory(room, second) is None
         runtime.wait_until_idle(timeout=60)

@@ -130,6 +130,11 @@ def test_race_gives_every_agent_a_turn_and_claim_one_with_the_order() -> None:
     random.Random("msg-7").shuffle(order)
     assert [t.agent_id for t in claim] == order[:1] and claim[0].order == tuple(order)
     assert election.Claim(_chat())._turns_for(ROOM, message, "mediator", []) == []
+    # asked already from the instance's memory: race asks only the others, claim nobody more
+    again = election.Race(_chat())._turns_for(ROOM, message, "participant", ["a", "b"], ["a"])
+    assert [t.agent_id for t in again] == ["b"]
+    claimed = election.Claim(_chat())._turns_for(ROOM, message, "participant", ["a", "b"], ["a"])
+    assert claimed == []
 
 
 def test_a_stage_s_settings_choose_its_policy_once() -> None:
