@@ -7,7 +7,8 @@ and never look at the setting themselves, so how a reply is elected reads in thi
 - race (DL's default): every eligible agent is asked; the first answer ready takes the message's
   election record at post time and the others stop there.
 - claim: one agent of each type is asked, the first of a seeded order; it claims the message
-  before its model call, and hands the message to the next in the order if it does not answer.
+  before its model call, and hands the message to the next in the order if it does not answer
+  (at the order's end, to whoever of the type came since it was drawn).
 - conductor: one conductor call picks the agent to ask (``conducted``); it claims the message
   like the claim policy, and a decline asks the conductor to pick again.
 - turn-based (DL): only the turn holder answers; its post moves the turn in one transaction
@@ -258,9 +259,27 @@ class Claim(Race):
         yield Ballot(True)  # claimed before the model call
 
     def hand_on(self, turn: AgentTurn) -> None:
-        following = turn.next_in_order()
+        """The next in the order; at its end, whoever of the type came to the chat since the
+        order was drawn (by the fan-out, or from an instance's memory of the chat,
+        ``fanout.ask_from_memory``), so nobody who may answer is left out. Each is asked once,
+        and the read is made only when an order runs out."""
+        following = turn.next_in_order() or self._newcomers(turn)
         if following is not None:
             publish_turns(following)
+
+    def _newcomers(self, turn: AgentTurn) -> AgentTurn | None:
+        if turn.is_opening or not turn.order or self.stage is None:
+            return None
+        room = turn.room
+        if turn.agent_type == "mediator":
+            present = agents.mediators_of(room.experiment_id, room.cohort_id, self.stage)
+        else:
+            present = agents.participants_at(room.experiment_id, room.cohort_id, room.stage_id)
+        new = [i for i in present if i not in turn.order]
+        if not new:
+            return None
+        random.Random(f"{turn.trigger_chat_id}:{len(turn.order)}").shuffle(new)
+        return turn.model_copy(update={"agent_id": new[0], "order": (*turn.order, *new)})
 
     def asks_who_is_ready(self, turn: AgentTurn, why_not: Refusal) -> bool:
         """The last agent of the order, so one earlier in it that declined (it may speak, it

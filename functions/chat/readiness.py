@@ -132,7 +132,7 @@ def leave(room: Room, stage: ConversationStage, participant: ParticipantProfile)
             return False
         if not complete_stage_from_outside(room.experiment_id, participant.private_id, stage.id):
             return False
-        held.keep()
+        held.keep(mark_done=True)  # done: never taken for a dead leave's (``turn._refused``)
     name = participant.name or "A participant"
     message = messages.system_message(
         f"{name} has left the chat.",

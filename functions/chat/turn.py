@@ -599,8 +599,14 @@ def _first_read_decides(scene: Scene, history: list[ChatMessage]) -> bool:
     return all(m.is_agent for m in members)
 
 
+def _answers_a_message(scene: Scene) -> bool:
+    """A group chat reply whose post writes the message's ``answered-`` record."""
+    turn = scene.turn
+    return not scene.room.is_private and not scene.turn_based and bool(turn.trigger_chat_id)
+
+
 def _refused(scene: Scene) -> TurnOutcome:
-    """A post on the first read that its own write refused: another reply to the message came
+    """A reply's post that its own write refused: another reply to the message came
     first (its ``answered-`` record: not elected), or not (``WRITE_REFUSED``): the author's
     leaving lock stands, or another turn of its took the response slot. Nobody answered the
     message, so it is handed on; a leaving lock whose holder died is released here (once
@@ -641,7 +647,7 @@ def _speak(
             outcome = _post_if_wanted(scene, decision, again, named_in=ballot.named_in)
             if outcome == TurnOutcome.SPOKE:
                 ballot.keep()
-            elif outcome == TurnOutcome.NOT_ELECTED and seen is not None:
+            elif outcome == TurnOutcome.NOT_ELECTED and _answers_a_message(scene):
                 outcome = _refused(scene)
             return outcome
     finally:

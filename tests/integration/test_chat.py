@@ -543,10 +543,12 @@ def test_a_claim_turn_among_agents_posts_on_its_first_read(runtime, db, case):
     assert f"{trigger}-participant" not in trigger_logs(db, e)  # let go: it did not answer
 
 
-def test_a_reply_refused_by_a_dead_leave_hands_the_message_on(runtime, db, monkeypatch):
-    """A claim turn posting on its first read whose write is refused by its author's leaving
-    lock, left by a leave that died: the lock is released (it expired) and the message handed
-    to the next in the order, so neither the agent's replies nor the message stay blocked."""
+@pytest.mark.parametrize("finished", [False, True])
+def test_a_reply_refused_by_a_dead_leave_hands_the_message_on(runtime, db, monkeypatch, finished):
+    """A claim turn whose write is refused by its author's leaving lock, left by a leave that
+    died: the lock is released (it expired) and the message handed to the next in the order, so
+    neither the agent's replies nor the message stay blocked. A finished leave's lock (marked
+    done) stays, however old: the agent has left."""
     e = chat_experiment(db, mediator=False, electionPolicy="claim")
     config = persona_prompt(db, e, max_responses=5)
     db.document(f"experiments/{e}/agentParticipants/talker/prompts/chat").update(
@@ -563,12 +565,13 @@ def test_a_reply_refused_by_a_dead_leave_hands_the_message_on(runtime, db, monke
         dead = datetime.now(UTC) - timedelta(minutes=5)
         db.document(room.log_path(messages.left_lock_id(a))).set(
             {"privateId": a, "timestamp": dead, messages.EXPIRES_FIELD: dead}
+            | ({messages.DONE_FIELD: True} if finished else {})
         )
         request = AgentTurn.in_room(room, "participant", a, trigger_chat_id="h1", order=(a, b))
         result = turn.run(request)
         runtime.wait_until_idle(timeout=60)
     assert result.outcome == turn.TurnOutcome.WRITE_REFUSED
-    assert messages.left_lock_id(a) not in trigger_logs(db, e)  # released
+    assert (messages.left_lock_id(a) in trigger_logs(db, e)) == finished  # a dead one released
     assert [(t.agent_id, t.trigger_chat_id) for t in published] == [(b, "h1")]
     assert [m["senderId"] for m in chat_messages(db, e)] == ["human-1"]
 
@@ -591,3 +594,28 @@ def test_a_reply_is_refused_in_its_own_write_once_its_author_left(runtime, db):
     messages.release_lock(room, messages.left_lock_id("agent-x"))
     posted = messages.post(room, message, owner, election=None, slot=1, answers="h1")
     assert posted == messages.Posted.POSTED
+
+
+def test_a_claim_order_that_runs_out_asks_who_came_since(runtime, db, monkeypatch):
+    """The claim order is drawn at the fan-out (or from an instance's memory of the chat): when
+    it runs out, whoever of the type came to the chat since is asked, once, so an agent who
+    may answer is never left out; with nobody new, nobody is asked."""
+    e = chat_experiment(db, mediator=False, electionPolicy="claim")
+    published: list[AgentTurn] = []
+    monkeypatch.setattr(election, "publish_turns", lambda *turns: published.extend(turns))
+    with runtime.delivery_policy(Losing(lambda d: True)):  # nothing else runs
+        a = agent(db, e, "chat", number=1)
+        runtime.wait_until_idle(timeout=60)
+        room = Room(e, "cohort-a", "chat")
+        policy = election.policy_for(store.read_stage(e, "chat"))
+        last = AgentTurn.in_room(room, "participant", a, trigger_chat_id="h1", order=(a,))
+        policy.hand_on(last)
+        assert published == []  # nobody new
+        b = agent(db, e, "chat", number=2)
+        runtime.wait_until_idle(timeout=60)
+        policy.hand_on(last)
+        runtime.wait_until_idle(timeout=60)
+    assert [(t.agent_id, t.order) for t in published] == [(b, (a, b))]
+    published.clear()
+    policy.hand_on(last.model_copy(update={"agent_id": b, "order": (a, b)}))
+    assert published == []  # b was the last of the order, and nobody came since
