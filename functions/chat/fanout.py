@@ -30,9 +30,6 @@ MAX_FAILURES_IN_A_ROW = 2
 """A mediator's model failing this often in a row no longer hands the participant the turn (the
 two would otherwise trade error messages and model calls for ever)."""
 
-Groups = dict[str, list[str]]
-"""Who may be asked, by agent type (``election.Groups`` once read)."""
-
 
 @dataclasses.dataclass(frozen=True)
 class Members:
@@ -45,16 +42,16 @@ class Members:
 
 
 @dataclasses.dataclass(frozen=True)
-class Asked:
+class LastFanOut:
     """A chat's last fan-out on this instance that asked the agents themselves (race, claim):
     its stage and who it asked, and when (``time.monotonic``)."""
 
     stage: ChatStage
-    groups: Groups
+    groups: election.Asked
     at: float
 
 
-_asked: dict[tuple[str | None, Room], Asked] = {}
+_asked: dict[tuple[str | None, Room], LastFanOut] = {}
 """Per instance and project: the chats whose last fan-out here asked everyone. The next one
 reads who is in the chat in its first round trip, beside the stage (``read_members``), and,
 while the memory is young, publishes its turns before that read (``ask_from_memory``)."""
@@ -69,14 +66,15 @@ def asks_everyone(room: Room) -> bool:
     return _key(room) in _asked
 
 
-def ask_from_memory(room: Room, message: ChatMessage) -> Asked | None:
+def ask_from_memory(room: Room, message: ChatMessage) -> LastFanOut | None:
     """Publish the message's turns to whom the chat's last fan-out here asked, if that was at
     most ``DLAB_FANOUT_MEMORY_SECONDS`` ago, before anything is read: a turn then starts one
     round trip after the message, not two. The fan-out that follows reads the chat's stage and
     members as ever and publishes only what this missed (``fan_out``'s ``asked``): under race,
     someone who came since is asked; under claim the order from memory stands for the message
-    (someone gone stops at its turn and hands on; someone new is asked from the next message).
-    A changed policy has the last word, read by each turn. Returns what was asked, or None."""
+    (someone gone stops at its turn and hands on; someone new is asked if the order runs out,
+    ``election.Claim.hand_on``). A changed policy has the last word, read by each turn.
+    Returns what was asked, or None."""
     asked = _asked.get(_key(room))
     max_age = chat_settings().fanout_memory_seconds
     if asked is None or message.is_error or max_age <= 0:
@@ -106,7 +104,7 @@ def fan_out(
     stage: ChatStage,
     message: ChatMessage,
     members: Members | None = None,
-    asked: Asked | None = None,
+    asked: LastFanOut | None = None,
 ) -> int:
     """The turns a new message gets, as the stage's election policy says (``election``).
     ``members``: who is in the chat, read already; ``asked``: the turns published already from
@@ -117,9 +115,9 @@ def fan_out(
     policy = election.policy_for(stage)
     if len(_asked) >= MEMORY_KEPT:
         _asked.clear()
-    read: list[Groups] = []
+    read: list[election.Asked] = []
 
-    def groups() -> Groups:
+    def groups() -> election.Asked:
         present = members or read_members(experiment_id, cohort_id, stage.id)
         mediators = agents.mediators_of(experiment_id, cohort_id, stage, present.mediators)
         read.append({"participant": present.participants, "mediator": mediators})
@@ -129,7 +127,7 @@ def fan_out(
     before = asked.groups if asked is not None and same_policy else None
     count = policy.fan_out(room, message, groups, before)
     if policy.asks_everyone and read:
-        _asked[_key(room)] = Asked(stage, read[-1], time.monotonic())
+        _asked[_key(room)] = LastFanOut(stage, read[-1], time.monotonic())
     elif not policy.asks_everyone:
         _asked.pop(_key(room), None)
     return count

@@ -738,7 +738,7 @@ def _post(
     named_in: str | None,
     thread_read: transactions.Begun | None,
 ) -> TurnOutcome | Refusal:
-    answers = None if scene.room.is_private else scene.turn.trigger_chat_id or None
+    answers = scene.turn.trigger_chat_id if _answers_a_message(scene) else None
     reply = election.Reply(
         message, _responder(scene.agent), slot, history, named_in, thread_read, answers
     )
