@@ -14,12 +14,15 @@ import subprocess
 import threading
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 30.0
+PORT_MOVES = 3
+"""How often an emulator on a port chosen here moves to another one that was free a moment ago
+(the choice and the emulator's bind are seconds apart: another process may bind it first)."""
 _PR_SET_PDEATHSIG = 1
 JVM_OPTIONS_ENV = "DLAB_EMULATOR_JVM_OPTIONS"
 PUBSUB_OPTIONS_ENV = "CLOUD_PUBSUB_EMULATOR_OPTS"
@@ -35,6 +38,10 @@ compiling only in far longer ones."""
 
 class EmulatorStartError(RuntimeError):
     pass
+
+
+class PortTaken(EmulatorStartError):
+    """The emulator's port was bound by another process (a port asked for by number)."""
 
 
 def free_port() -> int:
@@ -157,11 +164,18 @@ class RunningEmulator:
 class EmulatorProcess:
     """One emulator in its own process group, so stopping it also stops whatever it forked."""
 
-    def __init__(self, name: str, command: list[str], port: int, log_path: Path) -> None:
+    def __init__(
+        self, name: str, command: Callable[[int], list[str]], port: int, log_path: Path
+    ) -> None:
+        """``command`` gives the command line for a port. ``port`` 0 is a free port chosen here,
+        chosen again if another process binds it before the emulator does, at the first start
+        only: a restart stays on the port its clients know."""
         self.name = name
         self.command = command
-        self.port = port
+        self.port = port or free_port()
         self.log_path = log_path
+        self._moves_left = 0 if port else PORT_MOVES
+        self._log_from = 0
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -173,30 +187,58 @@ class EmulatorProcess:
         # PDEATHSIG fires when the forking *thread* ends, so only use it from the main thread.
         in_main = threading.current_thread() is threading.main_thread()
         with open(self.log_path, "ab") as out:
+            self._log_from = out.tell()
             self._proc = subprocess.Popen(
-                self.command,
+                self.command(self.port),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 preexec_fn=_die_with_parent if in_main else None,
             )
-        log.debug("%s started (pid %s): %s", self.name, self._proc.pid, " ".join(self.command))
+        log.debug("%s started (pid %s) on port %s", self.name, self._proc.pid, self.port)
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
         """Poll GET / until it answers "Ok"; fail fast with the log tail if the process died."""
         deadline = time.monotonic() + timeout
         while True:
+            if self._port_taken():
+                self._start_on_another_port()
+                deadline = time.monotonic() + timeout
+                continue
             if self._proc is None or self._proc.poll() is not None:
                 code = None if self._proc is None else self._proc.returncode
                 raise EmulatorStartError(f"{self.name} exited ({code}):\n{self.log_tail()}")
             if answers_ok(self.host):
+                self._moves_left = 0
                 return
             if time.monotonic() > deadline:
                 self.stop()
                 why = f"{self.name} not ready on {self.host} after {timeout:.0f} s"
                 raise EmulatorStartError(f"{why}:\n{self.log_tail()}")
             time.sleep(0.1)
+
+    def _port_taken(self) -> bool:
+        """The emulator could not bind its port (both emulators log a BindException; the
+        Pub/Sub one then hangs instead of exiting)."""
+        try:
+            with open(self.log_path, "rb") as log_file:
+                log_file.seek(self._log_from)
+                return b"java.net.BindException" in log_file.read()
+        except OSError:
+            return False
+
+    def _start_on_another_port(self) -> None:
+        taken = self.port
+        self.stop()
+        if not self._moves_left:
+            raise PortTaken(f"{self.name}: port {taken} is taken by another process")
+        self._moves_left -= 1
+        self.port = free_port()
+        log.info(
+            "%s: port %s was taken before it bound it: starting on %s", self.name, taken, self.port
+        )
+        self.start()
 
     @property
     def pid(self) -> int | None:

@@ -46,18 +46,19 @@ class Services:
                 processes.RunningEmulator("firestore-emulator", ports.firestore),
                 processes.RunningEmulator("pubsub-emulator", ports.pubsub),
             )
-        firestore_port = ports.firestore or processes.free_port()
-        pubsub_port = ports.pubsub or processes.free_port()
         seed = persistence.import_file(self.options.import_dir) if self.options.import_dir else None
-        command = processes.firestore_command(firestore_port, self.receiver.host, seed)
+        functions_host = self.receiver.host
         return (
             processes.EmulatorProcess(
-                "firestore-emulator", command, firestore_port, self.log_dir / "firestore.log"
+                "firestore-emulator",
+                lambda port: processes.firestore_command(port, functions_host, seed),
+                ports.firestore,
+                self.log_dir / "firestore.log",
             ),
             processes.EmulatorProcess(
                 "pubsub-emulator",
-                processes.pubsub_command(pubsub_port),
-                pubsub_port,
+                processes.pubsub_command,
+                ports.pubsub,
                 self.log_dir / "pubsub.log",
             ),
         )

@@ -267,15 +267,12 @@ def emulators_only(args: argparse.Namespace) -> int:
     emulators = [
         processes.EmulatorProcess(
             "firestore-emulator",
-            processes.firestore_command(ports.firestore, functions_host, seed),
+            lambda port: processes.firestore_command(port, functions_host, seed),
             ports.firestore,
             log_dir / "firestore.log",
         ),
         processes.EmulatorProcess(
-            "pubsub-emulator",
-            processes.pubsub_command(ports.pubsub),
-            ports.pubsub,
-            log_dir / "pubsub.log",
+            "pubsub-emulator", processes.pubsub_command, ports.pubsub, log_dir / "pubsub.log"
         ),
     ]
     try:

@@ -34,22 +34,23 @@ def standalone_emulators(
 ) -> Iterator[tuple[config.Ports, processes.EmulatorProcess, processes.EmulatorProcess]]:
     """A Firestore and a Pub/Sub emulator on free ports, started here and stopped on exit:
     they outlive (and may be restarted under) the runtimes a test runs against them."""
-    ports = config.resolve(config.Ports())[0]
+    functions = processes.free_port()  # the runtimes' receiver, bound by each in turn
     logs = Path(tempfile.mkdtemp(prefix=prefix))
     firestore = processes.EmulatorProcess(
         "firestore-emulator",
-        processes.firestore_command(ports.firestore, f"127.0.0.1:{ports.functions}"),
-        ports.firestore,
+        lambda port: processes.firestore_command(port, f"127.0.0.1:{functions}"),
+        0,
         logs / "firestore.log",
     )
     pubsub = processes.EmulatorProcess(
-        "pubsub-emulator", processes.pubsub_command(ports.pubsub), ports.pubsub, logs / "ps.log"
+        "pubsub-emulator", processes.pubsub_command, 0, logs / "ps.log"
     )
     try:
         for emulator in (firestore, pubsub):
             emulator.start()
         for emulator in (firestore, pubsub):
             emulator.wait_ready()
+        ports = config.Ports(firestore=firestore.port, pubsub=pubsub.port, functions=functions)
         yield ports, firestore, pubsub
     finally:
         for emulator in (firestore, pubsub):

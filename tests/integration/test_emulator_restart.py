@@ -18,8 +18,10 @@ import json
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -27,6 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import pytest
 from crashing import standalone_emulators
@@ -52,6 +55,7 @@ class Runtime:
 
     process: subprocess.Popen[str]
     ready: list[str]
+    errors: IO[str]
     lines: queue.Queue[str] = field(default_factory=queue.Queue)
     seen: list[str] = field(default_factory=list)
 
@@ -84,19 +88,25 @@ def _read(runtime: Runtime) -> None:
 
 
 def _start_runtime(args: list[str]) -> Runtime:
+    """The helper started; a start that fails shows the end of what it wrote to stderr."""
+    errors = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed by _stop_runtime)
     process = subprocess.Popen(
         [sys.executable, str(HELPER), *args],
         env={k: v for k, v in os.environ.items() if not k.endswith("_EMULATOR_HOST")},
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=errors,
         text=True,
     )
     assert process.stdout is not None
     line = process.stdout.readline().split()
     if not line or line[0] != "ready":
         process.kill()
-        pytest.fail(f"the runtime did not start: {line!r}")
-    runtime = Runtime(process, line[1:])
+        code = process.wait(timeout=30)
+        errors.seek(0)
+        said = errors.read()[-3000:]
+        errors.close()
+        pytest.fail(f"the runtime did not start: {line!r}, exit code {code}, stderr:\n{said}")
+    runtime = Runtime(process, line[1:], errors)
     threading.Thread(target=_read, args=(runtime,), daemon=True).start()
     return runtime
 
@@ -108,6 +118,7 @@ def _stop_runtime(runtime: Runtime) -> None:
     except subprocess.TimeoutExpired:
         runtime.process.kill()
         runtime.process.wait(timeout=10)
+    runtime.errors.close()
 
 
 @dataclass
@@ -289,3 +300,58 @@ def test_the_runtimes_own_firestore_emulator_killed_is_started_again_on_its_port
         assert len(restarted) == 1, runtime.notices()
     finally:
         _stop_runtime(runtime)
+
+
+COMMANDS: dict[str, Callable[[int], list[str]]] = {
+    "firestore-emulator": lambda port: processes.firestore_command(port, "127.0.0.1:9"),
+    "pubsub-emulator": processes.pubsub_command,
+}
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """A port another process holds (here: a listening socket that never answers)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield taken.getsockname()[1]
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_an_emulator_whose_free_port_is_bound_first_by_another_process_moves(
+    name: str, busy_port: int, tmp_path: Path
+) -> None:
+    """A free port is chosen seconds before the emulator binds it; another process binding it
+    meanwhile (the first command here binds the busy port instead) moves the emulator to
+    another free port, where it answers. The Firestore emulator exits on it, the Pub/Sub one
+    hangs: both are noticed in their log."""
+    asked: list[int] = []
+
+    def command(port: int) -> list[str]:
+        asked.append(port)
+        return COMMANDS[name](busy_port if len(asked) == 1 else port)
+
+    emulator = processes.EmulatorProcess(name, command, 0, tmp_path / "emulator.log")
+    emulator.start()
+    try:
+        emulator.wait_ready()
+        assert len(asked) == 2 and emulator.port == asked[1] != asked[0], asked
+        assert processes.answers_ok(emulator.host)
+    finally:
+        emulator.stop()
+
+
+def test_an_emulator_on_a_port_asked_for_by_number_says_it_is_taken(
+    busy_port: int, tmp_path: Path
+) -> None:
+    """A port the user named is not moved: the start fails at once, naming it (the Pub/Sub
+    emulator would otherwise hang until the readiness wait ran out)."""
+    emulator = processes.EmulatorProcess(
+        "pubsub-emulator", processes.pubsub_command, busy_port, tmp_path / "emulator.log"
+    )
+    emulator.start()
+    try:
+        with pytest.raises(processes.PortTaken, match=f"port {busy_port} is taken"):
+            emulator.wait_ready()
+    finally:
+        emulator.stop()
