@@ -1,9 +1,9 @@
 """A local runtime attached to emulators that outlive it, run as its own process so the crash
 test can kill it with SIGKILL: ``python tests/integration/crash_runtime.py FS PUBSUB FUNCTIONS``.
 Prints ``ready`` once it delivers events. Its functions run in worker processes as ``make up``
-runs them (``DLAB_WORKER_PROCESSES``, default one per core), so a kill also tests that the workers
-die with the runtime instead of finishing its moves as orphans. ``DLAB_CRASH_MODE=chaos``: chaos
-delivery (``emulator.chaos``, its settings from the environment)."""
+runs them when ``DLAB_WORKER_PROCESSES`` asks for them (``test_crash`` does), so a kill also tests
+that the workers die with the runtime instead of finishing its moves as orphans.
+``DLAB_CRASH_MODE=chaos``: chaos delivery (``emulator.chaos``, settings from the environment)."""
 
 from __future__ import annotations
 

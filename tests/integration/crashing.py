@@ -20,10 +20,16 @@ from functions import clients
 
 RUNTIME = Path(__file__).with_name("crash_runtime.py")
 PROJECT = "demo-dlab"  # the runtime's default project
-QUICK = {"DLAB_IDLE_AGENT_SECONDS": "2", "DLAB_MODEL_OVERRIDE": "SCRIPTED"}
+QUICK = {
+    "DLAB_IDLE_AGENT_SECONDS": "2",
+    "DLAB_MODEL_OVERRIDE": "SCRIPTED",
+    config.PROCESSES_ENV: "0",
+}
 """Chats nudged after 2 s of quiet (fast models here). The lease (``DLAB_LEASE_SECONDS``) and the
 watchdog's stalled threshold are the production defaults: the lease's renewal, not a test
-setting, is what makes recovery prompt."""
+setting, is what makes recovery prompt. The functions run in the runtime's own process: each
+worker process imports the whole stack at every restart, which cost the suite minutes of CPU;
+``test_crash`` runs them in worker processes, as ``make up`` does, and kills those too."""
 MOVE_BOUND_S = 60.0
 """Issue 27: after a SIGKILL and a restart, every stranded unit moves again within 60 s."""
 

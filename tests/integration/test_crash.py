@@ -22,6 +22,7 @@ from chat_docs import chat_messages, check_no_message_twice
 from crashing import (  # noqa: F401 (emulators: a fixture)
     MOVE_BOUND_S,
     PROJECT,
+    QUICK,
     emulators,
     environment,
     kill_runtime,
@@ -30,6 +31,7 @@ from crashing import (  # noqa: F401 (emulators: a fixture)
 from experiment_state import participants, template
 from google.cloud import firestore
 
+from emulator import config
 from shared.models import ParticipantStatus
 from tools.load_template import load
 
@@ -58,6 +60,8 @@ def test_killed_runtimes_lose_no_agent_and_double_nothing(emulators, monkeypatch
     kills = int(os.environ.get("DLAB_CRASH_KILLS", "3"))
     gap = float(os.environ.get("DLAB_CRASH_GAP", "26"))
     rng = random.Random(int(os.environ.get("DLAB_CRASH_SEED", "7")))
+    # worker processes as make up runs them: a kill must take them down with the runtime
+    monkeypatch.setitem(QUICK, config.PROCESSES_ENV, str(max(2, os.cpu_count() or 1)))
     for name, value in environment(emulators).items():
         monkeypatch.setenv(name, value)
     db = firestore.Client(project=PROJECT)

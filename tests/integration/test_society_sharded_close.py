@@ -39,7 +39,6 @@ def _parts(db: firestore.Client, sid: str, day: int) -> dict[str, dict]:
 
 def test_a_sharded_close_under_chaos_and_a_kill_ends_as_a_clean_run(emulators, monkeypatch):  # noqa: F811
     monkeypatch.delenv("DLAB_LEASE_SECONDS", raising=False)
-    monkeypatch.setenv("DLAB_WORKER_PROCESSES", "0")  # threads: a runtime starts in seconds
     monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", f"127.0.0.1:{emulators.firestore}")
     db = firestore.Client(project=PROJECT)
     runtime = start_runtime(emulators)  # calm, every day closed by one shard
