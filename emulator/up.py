@@ -105,6 +105,8 @@ def emulator_options(args: argparse.Namespace) -> tuple[config.EmulatorOptions, 
     ports, notes = config.resolve(wanted, keep)
     if args.console_port == 0:
         ports = ports.model_copy(update={"console": 0})
+    if args.free_ports and not args.attach:  # chosen as they start: one taken meanwhile moves
+        ports = ports.model_copy(update={"firestore": 0, "pubsub": 0})
     options = config.EmulatorOptions(
         ports=ports, attach=args.attach, import_dir=args.import_dir, keep_logs=args.keep_logs
     )

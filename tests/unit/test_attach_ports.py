@@ -33,3 +33,13 @@ def test_attach_uses_the_ports_given_and_refuses_them_without_attach():
     assert options.ports.functions == usual.functions
     with pytest.raises(SystemExit, match="go with --attach"):
         emulator_up.emulator_options(_args("--firestore-port", "18080"))
+
+
+def test_free_ports_leave_the_emulators_to_choose_theirs_as_they_start():
+    """A port chosen seconds before its emulator binds it may be taken meanwhile: with
+    ``--free-ports`` the emulators choose theirs (and move if so); firebase.json's are kept."""
+    options, _ = emulator_up.emulator_options(_args("--free-ports"))
+    assert (options.ports.firestore, options.ports.pubsub) == (0, 0)
+    assert options.ports.functions != 0
+    usual, _ = emulator_up.emulator_options(_args())
+    assert usual.ports.firestore != 0 and usual.ports.pubsub != 0
