@@ -25,8 +25,9 @@ society: $(STAMP)  ## a small agent society live on the scripted model: make soc
 up: $(STAMP)  ## emulators, runtime, console and live log until Ctrl-C: make up [ARGS="--import data --export-on-exit data"]
 	$(BIN)/python -m emulator up $(ARGS)
 
-TEST_WORKERS ?= auto
-test: $(STAMP) browser  ## the whole test suite, one pytest worker per core, each with its own emulators: make test [TEST_WORKERS=1]
+# one worker more than cores: the tests wait on emulators, subprocesses and deliberate pauses
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+test: $(STAMP) browser  ## the whole test suite, a pytest worker per core plus one, each with its own emulators: make test [TEST_WORKERS=1]
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The console's browser test drives Debian's chromium through chromium-driver (Selenium); a
