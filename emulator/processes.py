@@ -14,7 +14,7 @@ import subprocess
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,8 @@ class EmulatorStartError(RuntimeError):
 
 
 class PortTaken(EmulatorStartError):
-    """The emulator's port was bound by another process (a port asked for by number)."""
+    """The emulator's port was bound by another process: a port asked for by number, or one
+    chosen here that was taken again after every move."""
 
 
 def free_port() -> int:
@@ -112,6 +113,36 @@ def pubsub_command(port: int) -> list[str]:
         "--host=127.0.0.1",
         f"--port={port}",
     ]
+
+
+def emulator_pair(
+    firestore_port: int,
+    pubsub_port: int,
+    functions_host: str,
+    log_dir: Path,
+    seed: Path | None = None,
+) -> tuple[EmulatorProcess, EmulatorProcess]:
+    """The Firestore emulator, delivering trigger events to ``functions_host`` (and loading
+    ``seed``), and the Pub/Sub emulator, logging in ``log_dir``; a port 0 is chosen as they
+    start (``EmulatorProcess``)."""
+    return (
+        EmulatorProcess(
+            "firestore-emulator",
+            lambda port: firestore_command(port, functions_host, seed),
+            firestore_port,
+            log_dir / "firestore.log",
+        ),
+        EmulatorProcess("pubsub-emulator", pubsub_command, pubsub_port, log_dir / "pubsub.log"),
+    )
+
+
+def start_together(emulators: Sequence[EmulatorProcess | RunningEmulator]) -> None:
+    """Start every emulator, then wait for each: their JVMs start side by side. The caller
+    stops them if this raises."""
+    for emulator in emulators:
+        emulator.start()
+    for emulator in emulators:
+        emulator.wait_ready()
 
 
 def _die_with_parent() -> None:

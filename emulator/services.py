@@ -47,29 +47,14 @@ class Services:
                 processes.RunningEmulator("pubsub-emulator", ports.pubsub),
             )
         seed = persistence.import_file(self.options.import_dir) if self.options.import_dir else None
-        functions_host = self.receiver.host
-        return (
-            processes.EmulatorProcess(
-                "firestore-emulator",
-                lambda port: processes.firestore_command(port, functions_host, seed),
-                ports.firestore,
-                self.log_dir / "firestore.log",
-            ),
-            processes.EmulatorProcess(
-                "pubsub-emulator",
-                processes.pubsub_command,
-                ports.pubsub,
-                self.log_dir / "pubsub.log",
-            ),
+        return processes.emulator_pair(
+            ports.firestore, ports.pubsub, self.receiver.host, self.log_dir, seed
         )
 
     def start(self) -> None:
         self.receiver.start()
         try:
-            self.firestore.start()
-            self.pubsub.start()
-            self.firestore.wait_ready()
-            self.pubsub.wait_ready()
+            processes.start_together((self.firestore, self.pubsub))
         except BaseException:
             self.stop()
             raise

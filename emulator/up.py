@@ -266,22 +266,11 @@ def emulators_only(args: argparse.Namespace) -> int:
     log_dir = Path(tempfile.gettempdir()) / "dlab-emulators-standalone"
     seed = persistence.import_file(args.import_dir) if args.import_dir else None
     functions_host = f"127.0.0.1:{ports.functions}"
-    emulators = [
-        processes.EmulatorProcess(
-            "firestore-emulator",
-            lambda port: processes.firestore_command(port, functions_host, seed),
-            ports.firestore,
-            log_dir / "firestore.log",
-        ),
-        processes.EmulatorProcess(
-            "pubsub-emulator", processes.pubsub_command, ports.pubsub, log_dir / "pubsub.log"
-        ),
-    ]
+    emulators = processes.emulator_pair(
+        ports.firestore, ports.pubsub, functions_host, log_dir, seed
+    )
     try:
-        for emulator in emulators:
-            emulator.start()
-        for emulator in emulators:
-            emulator.wait_ready()
+        processes.start_together(emulators)
         print(
             f"Emulators up: Firestore 127.0.0.1:{ports.firestore} (trigger events to "
             f"{functions_host}), Pub/Sub 127.0.0.1:{ports.pubsub}; logs in {log_dir} "

@@ -42,20 +42,9 @@ def standalone_emulators(
     they outlive (and may be restarted under) the runtimes a test runs against them."""
     functions = processes.free_port()  # the runtimes' receiver, bound by each in turn
     logs = Path(tempfile.mkdtemp(prefix=prefix))
-    firestore = processes.EmulatorProcess(
-        "firestore-emulator",
-        lambda port: processes.firestore_command(port, f"127.0.0.1:{functions}"),
-        0,
-        logs / "firestore.log",
-    )
-    pubsub = processes.EmulatorProcess(
-        "pubsub-emulator", processes.pubsub_command, 0, logs / "ps.log"
-    )
+    firestore, pubsub = processes.emulator_pair(0, 0, f"127.0.0.1:{functions}", logs)
     try:
-        for emulator in (firestore, pubsub):
-            emulator.start()
-        for emulator in (firestore, pubsub):
-            emulator.wait_ready()
+        processes.start_together((firestore, pubsub))
         ports = config.Ports(firestore=firestore.port, pubsub=pubsub.port, functions=functions)
         yield ports, firestore, pubsub
     finally:
