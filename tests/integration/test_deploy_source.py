@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -33,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from emulator import processes
 from functions.registry import REGISTRY, FunctionSpec, HttpTrigger, PubSubTrigger
 from tools.deploy import plan, source
 
@@ -346,12 +346,6 @@ def test_the_firestore_location_lookup_runs_in_gcloud(
 # --- the source in a fresh virtualenv ---------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _wait_http(url: str, proc: subprocess.Popen, timeout: float = 60) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -440,7 +434,7 @@ def test_functions_framework_serves_a_function_from_the_source(assembled: Path, 
     """The functions-framework command of the fresh virtualenv serves a registry function on
     its port, as Cloud Run starts it."""
     name = REGISTRY[0].name
-    port = _free_port()
+    port = processes.free_port()
     proc = subprocess.Popen(
         [
             str(venv / "bin/functions-framework"),
