@@ -37,6 +37,9 @@ class Held:
     """This attempt's number, counted in the lease document (1 for a fresh unit)."""
     previous_error: str = ""
     """What ended the attempt before this one, when there was one."""
+    interrupted: int = 0
+    """Times the platform interrupted the unit so far (a holder that died with the lease, a
+    transient Firestore or Pub/Sub error): not the work's failures, so not in ``attempt``."""
     written: Any = None
     released: bool = False
     """Deleted in the batch of the work's own write (``release_with``)."""
@@ -71,17 +74,31 @@ def acquire(path: str, token: str, ttl: timedelta) -> Held | Ended | None:
             return Ended(int(data.get("attempts") or 0), str(data.get("lastError") or ""))
         option = store.db().write_option(last_update_time=snap.update_time)
         try:
-            if _expired(data):  # its holder died or failed: a new attempt
-                attempt = int(data.get("attempts") or 0) + 1
-                fields = {"token": token, "expiresAt": now() + ttl, "pending": False}
-                written = ref.update({**fields, "attempts": attempt}, option=option)
-                error = str(data.get("lastError") or "") if not data.get("token") else DIED
-                return Held(path, token, attempt, error, written=written.update_time)
+            if _expired(data):
+                return _take_over(ref, option, data, token, ttl)
             ref.update({"pending": True}, option=option)
             return None
         except (gexc.FailedPrecondition, gexc.NotFound):
             continue
     return None  # the lease is changing hands fast: others are on it
+
+
+def _take_over(ref: Any, option: Any, data: dict[str, Any], token: str, ttl: timedelta) -> Held:
+    """Take an expired lease. Let go after a failure of the work: its next attempt. Held by an
+    invocation that died: the same attempt again, the interruption counted apart (the work
+    did not fail; the platform stopped it)."""
+    attempts = int(data.get("attempts") or 0)
+    interrupted = int(data.get("interrupted") or 0)
+    died = bool(data.get("token"))
+    if died:
+        interrupted += 1
+    else:
+        attempts += 1
+    fields = {"token": token, "expiresAt": now() + ttl, "pending": False}
+    counts = {"attempts": max(attempts, 1), "interrupted": interrupted}
+    written = ref.update({**fields, **counts}, option=option)
+    error = DIED if died else str(data.get("lastError") or "")
+    return Held(ref.path, token, max(attempts, 1), error, interrupted, written.update_time)
 
 
 def _expired(data: dict[str, Any]) -> bool:
@@ -221,6 +238,16 @@ def let_go_failed(held: Held, error: str, *, ended: bool) -> bool:
     were pending on it."""
     fields: dict[str, Any] = {"token": "", "expiresAt": now(), "pending": False}
     fields |= {"lastError": error[:2000], "failed": ended}
+    return _give_up(held, lambda ref, option: ref.update(fields, option=option))
+
+
+def let_go_interrupted(held: Held, error: str) -> bool:
+    """Give the lease up after the platform failed the attempt (a transient Firestore or Pub/Sub
+    error): the attempt is not counted against the work (the next take counts it again) and the
+    interruption is. True if requests were pending on it."""
+    fields: dict[str, Any] = {"token": "", "expiresAt": now(), "pending": False}
+    fields |= {"lastError": error[:2000], "failed": False, "attempts": held.attempt - 1}
+    fields["interrupted"] = held.interrupted + 1
     return _give_up(held, lambda ref, option: ref.update(fields, option=option))
 
 

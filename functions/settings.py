@@ -31,6 +31,13 @@ class BackboneSettings(DlabSettings):
 
     - ``DLAB_WORK_MAX_ATTEMPTS`` (3): attempts of one unit (each counted in Firestore before it
       starts); past them the unit ends with one error record instead of running again.
+    - ``DLAB_WORK_MAX_PLATFORM_FAILURES`` (20): times one unit may be interrupted by the
+      platform (its holder died with the lease, or Firestore or Pub/Sub failed transiently)
+      before it ends; these are not the work's fault and do not count as its attempts.
+    - ``DLAB_JOURNAL_RETENTION_DAYS`` (90; 0: kept for ever): how long a recorded model reply
+      is kept (``expireAt``, Firestore's TTL policy on ``journal``).
+    - ``DLAB_JOURNAL_REPLAY`` (off): every model call looks in its run's journal before it asks
+      the provider (``tools.replay`` sets it); otherwise only a unit's re-execution does.
     - ``DLAB_LEASE_SECONDS`` (30): a unit's lease; its holder renews it every third of that
       while it works, so a dead holder's unit is taken over within one lease.
     - ``DLAB_DELIVERY_MAX_FAILURES`` (5): failed deliveries of one event of a retrying function
@@ -60,6 +67,9 @@ class BackboneSettings(DlabSettings):
     """
 
     work_max_attempts: int = Field(default=3, ge=1, le=100)
+    work_max_platform_failures: int = Field(default=20, ge=1, le=1000)
+    journal_retention_days: int = Field(default=90, ge=0, le=3650)
+    journal_replay: bool = False
     lease_seconds: float = Field(default=30.0, gt=0, le=3600)
     delivery_max_failures: int = Field(default=5, ge=1, le=1000)
     config_cache_seconds: float = Field(default=0.0, ge=0, le=86_400)

@@ -96,17 +96,27 @@ def _shard(run: str) -> str:
 
 
 def record(
-    run: str, log_path: str, log: dict[str, Any], added: dict[str, float], *, later: bool
+    run: str,
+    log_path: str,
+    log: dict[str, Any],
+    added: dict[str, float],
+    *,
+    later: bool,
+    beside: dict[str, dict[str, Any]] | None = None,
 ) -> None:
     """Write an attempt's log and add it to the run's totals, in one write: with the step's
-    own batch (``later``, inside a ``store.writing_later`` block), else in a batch now."""
+    own batch (``later``, inside a ``store.writing_later`` block), else in a batch now.
+    ``beside``: documents that belong to the attempt (its journal entry), in the same write."""
     shard = _shard(run)
+    also = beside or {}
     if later and store.writes_later():
-        store.set_later(log_path, log)
+        for path, data in {log_path: log, **also}.items():
+            store.set_later(path, data)
         store.add_later(shard, added)
         return
     batch = store.db().batch()
-    batch.set(store.ref(log_path), log)
+    for path, data in {log_path: log, **also}.items():
+        batch.set(store.ref(path), data)
     batch.set(
         store.ref(shard), {name: firestore.Increment(v) for name, v in added.items()}, merge=True
     )

@@ -27,7 +27,9 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from functions import errors, leases, store, transactions
+from google.api_core import exceptions as gexc
+
+from functions import errors, journal, leases, store, transactions
 from functions.settings import BackboneSettings, backbone_settings
 from functions.spend import BudgetReached
 from shared.models import DocumentError, now
@@ -131,9 +133,11 @@ def run(unit: Unit[T], settings: BackboneSettings | None = None) -> Outcome[T]:
     if isinstance(got, leases.Ended):
         return Outcome(State.ENDED)
     held = got
-    if held.attempt > settings.work_max_attempts:  # the last attempt died: end it now
+    if held.attempt > settings.work_max_attempts:  # counted before the causes were told apart
         cause = held.previous_error or leases.DIED
         return _end(unit, held, _ending(unit.document, "(work)", held.attempt - 1, cause))
+    if held.interrupted > settings.work_max_platform_failures:
+        return _end(unit, held, _interrupted(unit.document, held, held.previous_error))
     try:
         result, asked_again = _run_while_asked(unit, held, ttl)
     except BudgetReached:
@@ -156,9 +160,11 @@ def _run_while_asked(unit: Unit[T], held: leases.Held, ttl: timedelta) -> tuple[
     lease renewed meanwhile; the last result, and whether a request is still unanswered."""
     leases.renew_while_held(held, ttl)
     holding = leases.holding.set(held)
+    again = held.attempt > 1 or held.interrupted > 0  # it may have called the model before
     try:
-        for _ in range(MAX_RUNS):
-            result = unit.work()
+        for run in range(MAX_RUNS):
+            with journal.revisiting(again or run > 0):
+                result = unit.work()
             if not leases.still_pending(held):
                 return result, False
         return result, True
@@ -170,6 +176,27 @@ def _run_while_asked(unit: Unit[T], held: leases.Held, ttl: timedelta) -> tuple[
 def _ending(document: str, field: str, attempts: int, cause: str) -> Failure:
     reason = f"gave up after {attempts} attempt(s); the last: {cause}"
     return Failure(document, field, attempts, reason, cause)
+
+
+def _interrupted(document: str, held: leases.Held, cause: str) -> Failure:
+    """The platform, not the work, kept failing: its holders died or Firestore or Pub/Sub
+    failed ``DLAB_WORK_MAX_PLATFORM_FAILURES`` times (the work's own attempts were not spent)."""
+    reason = (
+        f"stopped after the platform interrupted it {held.interrupted} time(s) (not a failure of"
+        f" the work: {held.attempt} attempt(s) counted); the last: {cause or leases.DIED}"
+    )
+    return Failure(document, "(platform)", held.attempt, reason, cause or leases.DIED)
+
+
+PLATFORM_ERRORS: tuple[type[BaseException], ...] = (
+    gexc.ServiceUnavailable,
+    gexc.DeadlineExceeded,
+    gexc.InternalServerError,
+    gexc.Aborted,
+    gexc.RetryError,
+)
+"""Transient failures of Firestore or Pub/Sub (their clients' own retries ran out): the
+platform's, not the work's."""
 
 
 def _failed(unit: Unit[T], held: leases.Held, error: Exception, settings: BackboneSettings) -> Any:
@@ -185,6 +212,8 @@ def _failed(unit: Unit[T], held: leases.Held, error: Exception, settings: Backbo
         document, field, cause = error.document, error.field, error.reason
     else:
         document, field, cause = unit.document, "(work)", f"{type(error).__name__}: {error}"
+    if isinstance(error, PLATFORM_ERRORS):
+        return _platform_failed(unit, held, error, cause, settings)
     if held.attempt >= settings.work_max_attempts:
         return _end(unit, held, _ending(document, field, held.attempt, cause))
     if leases.let_go_failed(held, cause, ended=False) and unit.on_overflow is not None:
@@ -192,6 +221,21 @@ def _failed(unit: Unit[T], held: leases.Held, error: Exception, settings: Backbo
     if isinstance(error, DocumentError | errors.AlreadyRecorded):
         raise error  # recorded where it belongs; a DocumentError is not retried (entry point)
     errors.record_error(errors.current_function(), DocumentError(document, field, cause))
+    raise AttemptFailed(cause) from error
+
+
+def _platform_failed(
+    unit: Unit[T], held: leases.Held, error: Exception, cause: str, settings: BackboneSettings
+) -> Any:
+    """A transient Firestore or Pub/Sub failure: retried (the platform's redelivery backs off)
+    without spending an attempt of the work, under its own, larger bound."""
+    if held.interrupted + 1 > settings.work_max_platform_failures:
+        interrupted = dataclasses.replace(held, interrupted=held.interrupted + 1)
+        return _end(unit, held, _interrupted(unit.document, interrupted, cause))
+    if leases.let_go_interrupted(held, cause) and unit.on_overflow is not None:
+        unit.on_overflow()
+    where = DocumentError(unit.document, "(platform)", cause)
+    errors.record_error(errors.current_function(), where)
     raise AttemptFailed(cause) from error
 
 

@@ -20,12 +20,12 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from functions import rate_limit, spend
+from functions import journal, rate_limit, spend
 from functions.deadline import deadline
 from functions.errors import AlreadyRecorded
 from shared import paths
 from shared.llm import Message, ModelError, ModelReply, ModelRequest, client_for, effective_api_type
-from shared.llm.base import ProviderFailing
+from shared.llm.base import ProviderFailing, Usage
 from shared.llm.credentials import credentials_for
 from shared.llm.json_output import check_schema, parse_json_reply
 from shared.llm.policy import call_policy
@@ -83,11 +83,24 @@ class CallSite:
 @dataclasses.dataclass
 class CallStats:
     """What one ``ask`` cost: attempts (model calls, re-prompts and provider retries included)
-    and the tokens the providers reported."""
+    and the tokens the providers reported; ``reused``: replies taken from the journal (paid
+    for by an earlier execution, not counted again)."""
 
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reused: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Arrived:
+    """A turn's reply: from the provider now, or ``recorded`` in the journal before."""
+
+    reply: ModelReply
+    started: float
+    key: str
+    """The call's journal key (``journal.key``)."""
+    recorded: bool = False
 
 
 class AnswerFailed(Exception):
@@ -125,11 +138,17 @@ class _Call:
         self.stats = CallStats()
 
     def log(self, request: ModelRequest, started: float, **outcome: Any) -> None:
-        reply: ModelReply | None = outcome.get("reply")
-        usage = reply.usage if reply else None
+        """Log one attempt and count it. A reply is journaled in the same write; one taken
+        from the journal (``arrived.recorded``) was logged and counted when it arrived."""
+        arrived: Arrived | None = outcome.pop("arrived", None)
+        if arrived is not None and arrived.recorded:
+            self.stats.reused += 1
+            return
+        reply = arrived.reply if arrived is not None else None
+        usage = reply.usage if reply else Usage()
         self.stats.calls += 1
-        self.stats.prompt_tokens += usage.prompt_tokens if usage else 0
-        self.stats.completion_tokens += usage.completion_tokens if usage else 0
+        self.stats.prompt_tokens += usage.prompt_tokens
+        self.stats.completion_tokens += usage.completion_tokens
         p = self.site.participant
         log_id = uuid.uuid4().hex
         entry = ModelLogEntry(
@@ -155,9 +174,9 @@ class _Call:
                 parsed_response=outcome.get("parsed"),
                 error_message=outcome.get("error"),
                 usage=TokenUsage(
-                    prompt_tokens=usage.prompt_tokens if usage else 0,
-                    completion_tokens=usage.completion_tokens if usage else 0,
-                    total_tokens=usage.total_tokens if usage else 0,
+                    prompt_tokens=usage.prompt_tokens,
+                    completion_tokens=usage.completion_tokens,
+                    total_tokens=usage.total_tokens,
                 ),
             ),
         )
@@ -166,24 +185,42 @@ class _Call:
             if self.site.log_collection
             else paths.build(paths.MODEL_LOG, experimentId=self.site.experiment_id, logId=log_id)
         )
-        added = spend.counts(
-            request.model_name,
-            usage.prompt_tokens if usage else 0,
-            usage.completion_tokens if usage else 0,
-        )
+        added = spend.counts(request.model_name, usage.prompt_tokens, usage.completion_tokens)
         # the reply the step uses is logged (and counted) with the step's own write
         later = bool(outcome.get("accepted"))
-        spend.record(self.site.run_path, path, entry.to_firestore(), added, later=later)
+        beside = self._journaled(request, arrived, path) if arrived is not None else {}
+        spend.record(
+            self.site.run_path, path, entry.to_firestore(), added, later=later, beside=beside
+        )
 
-    def generate(self, request: ModelRequest) -> tuple[ModelReply, float]:
-        """One turn: provider attempts with backoff, each logged on failure; a provider still
-        failing when attempts or time run out is ProviderFailing (retryable: the agent waits)."""
+    def _journaled(self, request: ModelRequest, arrived: Arrived, log: str) -> dict[str, Any]:
+        """The reply's journal entry, to be written with its log."""
+        recorded = journal.entry(
+            arrived.key,
+            request,
+            arrived.reply,
+            log=log,
+            description=self.site.description,
+            stage_id=self.site.stage_id,
+            agent=self.site.participant.private_id,
+        )
+        return {journal.path(self.site.run_path, arrived.key): recorded}
+
+    def generate(self, request: ModelRequest) -> Arrived:
+        """One turn: its recorded reply when an earlier execution got one (``functions.journal``),
+        else provider attempts with backoff, each logged on failure; a provider still failing
+        when attempts or time run out is ProviderFailing (retryable: the agent waits)."""
+        key = journal.key(request)
+        recorded = journal.recorded(self.site.run_path, key)
+        if recorded is not None:
+            return Arrived(recorded, time.perf_counter(), key, recorded=True)
         try:
-            return self._attempts(request)
+            reply, started = self._attempts(request)
         except ModelError as error:
             if error.retryable:
                 raise ProviderFailing(self.attempts, error) from error
             raise
+        return Arrived(reply, started, key)
 
     def _attempts(self, request: ModelRequest) -> tuple[ModelReply, float]:
         end = deadline()
@@ -268,21 +305,22 @@ def ask_counted(
     last_error = ""
     turns = (retries if retries is not None else DEFAULT_RETRIES) + 1
     done = sum(1 for m in history if m.role == "tool")
-    for turn in range(done + 1, turns + 1):
+    for _ in range(done + 1, turns + 1):
         request = ModelRequest(
             prompt=prompt,
             response_schema=schema,
             model_name=call.settings.model_name,
-            seed=f"{site.participant.private_id}:{site.stage_id}:{site.description}:{turn}",
+            seed=f"{site.participant.private_id}:{site.stage_id}:{site.description}",
             generation_config=generation_config or {},
             history=history,
             credentials=call.credentials,
             system=system,
             tools=tools.specs if tools is not None else (),
         )
-        reply, started = call.generate(request)
+        arrived = call.generate(request)
+        reply, started = arrived.reply, arrived.started
         if reply.tool_calls and tools is not None:
-            call.log(request, started, reply=reply, status="TOOL_CALLS")
+            call.log(request, started, arrived=arrived, status="TOOL_CALLS")
             history = (*history, *tools.answer(reply.tool_calls, reply.text))
             last_error = "the model was still calling tools when its turns ran out"
             continue
@@ -293,7 +331,7 @@ def ask_counted(
             check_schema(parsed, schema)  # then the schema: a persona's own may ask for more
         except AnswerValidationError as error:
             last_error = str(error)
-            call.log(request, started, reply=reply, status="INVALID_RESPONSE", error=last_error)
+            call.log(request, started, arrived=arrived, status="INVALID_RESPONSE", error=last_error)
             history = (
                 *history,
                 Message("assistant", reply.text),
@@ -302,9 +340,9 @@ def ask_counted(
             continue
         except Exception as error:  # the validator's own failure (user code): the call is logged
             text = f"{type(error).__name__}: {error}"
-            call.log(request, started, reply=reply, status="VALIDATOR_ERROR", error=text)
+            call.log(request, started, arrived=arrived, status="VALIDATOR_ERROR", error=text)
             raise
-        call.log(request, started, reply=reply, parsed=_loggable(parsed), accepted=True)
+        call.log(request, started, arrived=arrived, parsed=_loggable(parsed), accepted=True)
         return answer, call.stats
     raise _no_answer(call, last_error)
 

@@ -1,8 +1,10 @@
 """The offline scripted model: deterministic, schema-valid answers without any network.
 
-Answers are seeded by the request's seed (agent and stage), so a run is reproducible; they honour
-the JSON Schema keywords the stage schemas use: enum, minLength/maxLength, minimum/maximum,
-minItems/maxItems/uniqueItems (an array of unique enum items of full length is a permutation).
+Answers are seeded by the request's seed (agent, stage and purpose) and the model's own earlier
+answers in the conversation, so a run is reproducible, with replies garbled by faults or without.
+They honour the JSON Schema keywords the stage schemas use: enum, minLength/maxLength,
+minimum/maximum, minItems/maxItems/uniqueItems (an array of unique enum items of full length is
+a permutation).
 """
 
 from __future__ import annotations
@@ -148,6 +150,26 @@ def tool_call(rng: random.Random, tools: tuple[ToolSpec, ...]) -> ToolCall:
     return ToolCall(id=f"call_{rng.getrandbits(48):012x}", name=spec.name, arguments=arguments)
 
 
+def _answers_before(request: ModelRequest) -> int:
+    """How many of the conversation's assistant turns are this model's own: tool calls, or
+    answers of the schema asked for. Each one sent back (a validator refused it) moves the
+    answer on; a garbled reply (a fault, never this model's) does not, so a run whose replies
+    were garbled on the way ends with the answers of a run where none were."""
+    own = 0
+    for message in request.history:
+        if message.role != "assistant":
+            continue
+        if message.tool_calls or request.response_schema is None:
+            own += 1
+            continue
+        try:
+            jsonschema.validate(json.loads(message.text), request.response_schema)
+        except (ValueError, jsonschema.ValidationError, jsonschema.SchemaError):
+            continue
+        own += 1
+    return own
+
+
 class ScriptedModel:
     """ModelClient that answers with generated JSON (or a sentence when no schema is given).
 
@@ -155,7 +177,8 @@ class ScriptedModel:
     and answers once the results are in the conversation."""
 
     def generate(self, request: ModelRequest) -> ModelReply:
-        rng = random.Random(request.seed)
+        seed = f"{request.seed}:{1 + _answers_before(request)}"
+        rng = random.Random(seed)
         if request.tools and not any(m.role == "tool" for m in request.history):
             call = tool_call(rng, request.tools)
             usage = Usage(estimate_tokens(request.prompt), estimate_tokens(str(call.arguments)))
@@ -164,7 +187,7 @@ class ScriptedModel:
             text = _text(rng, {"minLength": 20, "maxLength": 160})
         elif request.response_schema.get("title") == SOCIETY_SCHEMA_TITLE:
             seen = f"{request.system or ''}\n\n{request.prompt}"  # the personality is in system
-            text = json.dumps(play.choose(seen, request.seed), ensure_ascii=False)
+            text = json.dumps(play.choose(seen, seed), ensure_ascii=False)
         else:
             text = json.dumps(generate_value(rng, request.response_schema), ensure_ascii=False)
         usage = Usage(estimate_tokens(request.prompt), estimate_tokens(text))
