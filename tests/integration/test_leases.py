@@ -221,16 +221,29 @@ def test_user_code_that_raises_ends_the_unit_at_once(runtime, db):
     assert "user function format_agent_response raised KeyError" in record["reason"]
 
 
-def test_a_holder_that_died_is_a_counted_attempt_and_a_live_one_is_renewed(runtime, db):
+def test_a_holder_that_died_is_not_the_works_attempt_and_a_live_one_is_renewed(runtime, db):
+    """A holder that died is the platform's failure, not the work's: its attempt is not spent
+    (the work's budget of 2 is reached, yet the unit runs), the interruption is counted."""
     path = "experiments/e-renew/moveLeases/p7"
     db.document(path).set(
         {"token": "dead", "expiresAt": now() - timedelta(seconds=1), "attempts": 2}
     )
+    ran: list[int] = []
+
+    def fails_once() -> str:
+        ran.append(1)
+        if len(ran) == 1:
+            raise RuntimeError("the work's own failure")
+        return "x"
+
     ended: list[work.Failure] = []
-    unit = work.Unit(path, "experiments/e-renew/participants/p7", lambda: "x", ended=ended.append)
-    assert work.run(unit, BackboneSettings(work_max_attempts=2)).state == work.State.ENDED
-    assert "gave up after 2 attempt(s)" in ended[0].reason
-    assert "killed runtime" in ended[0].reason
+    unit = work.Unit(path, "experiments/e-renew/participants/p7", fails_once, ended=ended.append)
+    with pytest.raises(work.AttemptFailed):
+        work.run(unit, BackboneSettings(work_max_attempts=3))
+    lease = db.document(path).get().to_dict()
+    assert (lease["attempts"], lease["interrupted"]) == (2, 1)
+    assert work.run(unit, BackboneSettings(work_max_attempts=3)).result == "x"
+    assert not ended and ran == [1, 1]
 
     renewed = "experiments/e-renew/moveLeases/p8"
     expiries: list[object] = []

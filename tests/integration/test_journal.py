@@ -1,0 +1,135 @@
+"""The journal of model calls on the emulator: a reply that arrived is recorded with its call log,
+and a unit's re-execution (a later attempt, a takeover of a dead holder's lease) or a replay
+takes it from there instead of asking the provider again; a first execution reads nothing."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from functions import journal, spend, work
+from functions.agents import model_call
+from functions.settings import BackboneSettings
+from shared.llm import providers
+from shared.llm.base import ModelClient, ModelReply, ModelRequest
+from shared.models import AgentModelSettings, ApiType, ParticipantProfile, ProfileAgentConfig, now
+
+pytestmark = pytest.mark.usefixtures("clean")
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+class Counting:
+    """The scripted model, counting the requests it answers (the provider's bill)."""
+
+    def __init__(self, inner: ModelClient, asked: list[str]) -> None:
+        self.inner = inner
+        self.asked = asked
+
+    def generate(self, request: ModelRequest) -> ModelReply:
+        self.asked.append(request.prompt)
+        return self.inner.generate(request)
+
+
+def _site(run: str) -> model_call.CallSite:
+    agent = ParticipantProfile(
+        private_id="member-1",
+        agent_config=ProfileAgentConfig(
+            model_settings=AgentModelSettings(api_type=ApiType.SCRIPTED)
+        ),
+    )
+    return model_call.CallSite("x", agent, "day-1", "a turn", log_collection=f"{run}/logs")
+
+
+def _ask(run: str) -> tuple[dict, model_call.CallStats]:
+    answer, stats = model_call.ask_counted(_site(run), "Count.", SCHEMA, lambda parsed: parsed)
+    return answer, stats
+
+
+def _journal(db, run: str) -> list[dict]:
+    return [d.to_dict() for d in db.collection(f"{run}/journal").get()]
+
+
+def test_a_unit_run_again_takes_the_reply_it_recorded(db):
+    run, lease = "societies/j1", "societies/j1/turnLeases/m1"
+    asked: list[str] = []
+    answers: list[dict] = []
+    reused: list[int] = []
+
+    def turn() -> None:
+        answer, stats = _ask(run)
+        answers.append(answer)
+        reused.append(stats.reused)
+        if len(answers) == 1:
+            raise RuntimeError("the step's write failed after the reply arrived")
+
+    unit = work.Unit(lease, "societies/j1/members/m1", turn)
+    with providers.wrapped(lambda client: Counting(client, asked)):
+        with pytest.raises(work.AttemptFailed):
+            work.run(unit)
+        assert work.run(unit).state == work.State.RAN
+    assert len(asked) == 1  # one paid call for one logical call
+    assert answers[0] == answers[1] and reused == [0, 1]
+    (entry,) = _journal(db, run)
+    assert entry["text"] and entry["log"].startswith(f"{run}/logs/")
+    assert entry["description"] == "a turn" and entry["agent"] == "member-1"
+    assert entry["expireAt"] > now() + timedelta(days=89)
+    assert len(db.collection(f"{run}/logs").get()) == 1
+    assert spend.totals(run).calls == 1
+
+
+def test_a_takeover_of_a_dead_holder_takes_recorded_replies_and_spends_no_attempt(db):
+    run, lease = "societies/j2", "societies/j2/turnLeases/m1"
+    asked: list[str] = []
+    with providers.wrapped(lambda client: Counting(client, asked)):
+        first, _ = _ask(run)  # as the holder that then died did
+        db.document(lease).set(
+            {"token": "dead", "expiresAt": now() - timedelta(seconds=1), "attempts": 3}
+        )
+        again: list[dict] = []
+        unit = work.Unit(lease, "societies/j2/members/m1", lambda: again.append(_ask(run)[0]))
+        outcome = work.run(unit, BackboneSettings(work_max_attempts=3))
+    assert outcome.state == work.State.RAN  # the dead holder's attempt was not the work's
+    assert again == [first] and len(asked) == 1
+
+
+def test_a_first_execution_reads_no_journal(db):
+    """Outside a re-execution the journal is not read (no round trip): an entry planted for
+    the very request is not seen, and the provider is asked."""
+    run = "societies/j3"
+    asked: list[str] = []
+    with providers.wrapped(lambda client: Counting(client, asked)):
+        first, _ = _ask(run)
+        (entry,) = _journal(db, run)
+        db.document(f"{run}/journal/{entry['key']}").update({"text": '{"n": -1}'})
+        unit = work.Unit(f"{run}/turnLeases/m1", "societies/j3/members/m1", lambda: _ask(run))
+        answer, stats = work.run(unit).result or ({}, None)
+    assert len(asked) == 2 and answer == first != {"n": -1}
+    assert stats is not None and stats.reused == 0
+
+
+def test_a_replay_takes_every_recorded_reply(db, monkeypatch):
+    run = "societies/j4"
+    asked: list[str] = []
+    with providers.wrapped(lambda client: Counting(client, asked)):
+        first, _ = _ask(run)
+        monkeypatch.setenv("DLAB_JOURNAL_REPLAY", "1")
+        again, stats = _ask(run)
+    assert again == first and len(asked) == 1 and stats.reused == 1 and stats.calls == 0
+    assert journal.lookups_on()
+
+
+def test_platform_interruptions_end_a_unit_only_past_their_own_bound(db):
+    lease = "societies/j5/turnLeases/m1"
+    ended: list[work.Failure] = []
+    unit = work.Unit(lease, "societies/j5/members/m1", lambda: "x", ended=ended.append)
+    dead = {"token": "dead", "expiresAt": now() - timedelta(seconds=1), "attempts": 1}
+    db.document(lease).set({**dead, "interrupted": 2})
+    assert work.run(unit, BackboneSettings(work_max_platform_failures=3)).result == "x"
+    db.document(lease).set({**dead, "interrupted": 3})
+    outcome = work.run(unit, BackboneSettings(work_max_platform_failures=3))
+    assert outcome.state == work.State.ENDED
+    (failure,) = ended
+    assert failure.field == "(platform)"
+    assert "platform interrupted it 4 time(s)" in failure.reason
+    assert "not a failure of the work" in failure.reason and "killed runtime" in failure.reason
