@@ -20,6 +20,7 @@ the same logical call twice.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
 import hashlib
@@ -38,6 +39,9 @@ from shared.models import DocModel, Timestamp, now
 
 JOURNAL = "journal"
 """The run's collection of recorded replies."""
+
+taken: collections.Counter[str] = collections.Counter()
+"""Replies this process took from the journal, by run (what ``tools.replay`` reports)."""
 
 _revisiting: contextvars.ContextVar[bool] = contextvars.ContextVar("revisiting", default=False)
 
@@ -160,4 +164,5 @@ def recorded(run: str, request_key: str) -> ModelReply | None:
     data = store.snapshot_data(path(run, request_key))
     if data is None:
         return None
+    taken[run] += 1
     return store.parse(RecordedCall, path(run, request_key), data).reply

@@ -1,0 +1,76 @@
+"""``python -m tools.replay`` on the emulator: a finished run replayed from its journal on a
+database of its own writes the same documents with 0 model requests; re-run with one thing
+changed, it reuses exactly the recorded replies whose requests did not change."""
+
+from __future__ import annotations
+
+import pytest
+from conductor_state import conversation, finished, load_example, start
+from experiment_state import settle
+
+from functions import journal
+from shared.conductor.documents import Status
+from tools.replay import __main__ as replay
+from tools.replay import compare, runs
+
+pytestmark = pytest.mark.usefixtures("clean")
+QUERY = "Hi, I'm Dana. My firewall drops every packet to port 443; what should I check?"
+
+
+def _journaled(db, run: str) -> int:
+    return len(db.collection(f"{run}/journal").get())
+
+
+def test_a_finished_conversation_replays_with_no_model_request(runtime, db, capsys):
+    load_example(db)
+    start(db, "r1", QUERY)
+    settle(runtime, finished(db, "r1"), rounds=5)
+    assert conversation(db, "r1").status == Status.DONE
+    recorded = _journaled(db, "conversations/r1")
+    assert recorded >= 2
+    assert replay.replay(db, "conversations/r1", [], timeout=120) == 0
+    out = capsys.readouterr().out
+    assert f"reused {recorded} recorded replies, made 0 model calls" in out
+    assert "documents: the same as the run's" in out
+
+
+def test_a_changed_query_asks_the_model_from_the_first_request_that_differs(runtime, db, capsys):
+    load_example(db)
+    start(db, "r2", QUERY)
+    settle(runtime, finished(db, "r2"), rounds=5)
+    recorded = _journaled(db, "conversations/r2")
+    status = replay.replay(db, "conversations/r2", ['conversations/r2:query="Hello?"'], 120)
+    out = capsys.readouterr().out
+    assert status == 0, out
+    # the query is in the first request: nothing is reused, every call is made anew
+    assert "reused 0 recorded replies" in out
+    assert "made 0 model calls" not in out
+    assert "changed: conversations/r2" in out and "place(s) differ from the run's" in out
+    assert journal.taken["conversations/r2"] == 0 and recorded >= 2
+
+
+def test_bad_runs_and_changes_are_refused_before_anything_starts(runtime, db):
+    with pytest.raises(runs.NotReplayable, match="is not a run"):
+        runs.kind_of("experiments")
+    with pytest.raises(runs.NotReplayable, match="does not exist"):
+        replay.replay(db, "debates/none", [], 10)
+    load_example(db)
+    start(db, "r3", QUERY)
+    with pytest.raises(replay.BadChange, match="PATH:FIELD=JSON"):
+        replay.replay(db, "conversations/r3", ["query"], 10)
+    with pytest.raises(replay.BadChange, match="not among the run's start documents"):
+        replay.replay(db, "conversations/r3", ["stages/x:a=1"], 10)
+    with pytest.raises(replay.BadChange, match="not JSON"):
+        replay.replay(db, "conversations/r3", ["conversations/r3:query=Hello"], 10)
+
+
+def test_the_comparison_sets_aside_times_and_drawn_ids_only():
+    kept = {"experiments", "e1", "p1"}
+    a = {"experiments/e1/chats/0b9b3c6e-8c8f-4a62-9d7e-1f2a3b4c5d6e": {"text": "hi", "by": "p1"}}
+    b = {"experiments/e1/chats/7c9e6679-7425-40de-944b-e07fc1f90ae7": {"text": "hi", "by": "p1"}}
+    assert compare.compare(a, b, kept).same
+    c = {"experiments/e1/chats/7c9e6679-7425-40de-944b-e07fc1f90ae7": {"text": "ho", "by": "p1"}}
+    (where,) = compare.compare(a, c, kept).differing
+    assert where.startswith("experiments/e1/chats/<id>")
+    renamed = {"experiments/e1/chats/x": {"text": "hi", "by": "p2"}}
+    assert not compare.compare(a, renamed, kept).same
