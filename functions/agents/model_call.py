@@ -83,8 +83,9 @@ class CallSite:
 @dataclasses.dataclass
 class CallStats:
     """What one ``ask`` cost: attempts (model calls, re-prompts and provider retries included)
-    and the tokens the providers reported; ``reused``: replies taken from the journal (paid
-    for by an earlier execution, not counted again)."""
+    and the tokens the providers reported, the same whoever paid; ``reused``: how many of the
+    calls were replies taken from the journal (paid once, by an earlier execution, and counted
+    in the run's totals then)."""
 
     calls: int = 0
     prompt_tokens: int = 0
@@ -141,14 +142,14 @@ class _Call:
         """Log one attempt and count it. A reply is journaled in the same write; one taken
         from the journal (``arrived.recorded``) was logged and counted when it arrived."""
         arrived: Arrived | None = outcome.pop("arrived", None)
-        if arrived is not None and arrived.recorded:
-            self.stats.reused += 1
-            return
         reply = arrived.reply if arrived is not None else None
         usage = reply.usage if reply else Usage()
         self.stats.calls += 1
         self.stats.prompt_tokens += usage.prompt_tokens
         self.stats.completion_tokens += usage.completion_tokens
+        if arrived is not None and arrived.recorded:
+            self.stats.reused += 1
+            return
         p = self.site.participant
         log_id = uuid.uuid4().hex
         entry = ModelLogEntry(

@@ -115,7 +115,8 @@ def test_a_replay_takes_every_recorded_reply(db, monkeypatch):
         first, _ = _ask(run)
         monkeypatch.setenv("DLAB_JOURNAL_REPLAY", "1")
         again, stats = _ask(run)
-    assert again == first and len(asked) == 1 and stats.reused == 1 and stats.calls == 0
+    assert again == first and len(asked) == 1 and stats.reused == stats.calls == 1
+    assert spend.totals(run).calls == 1  # paid once, counted once
     assert journal.lookups_on()
 
 

@@ -4,16 +4,23 @@ changed, it reuses exactly the recorded replies whose requests did not change.""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from conductor_state import conversation, finished, load_example, start
-from experiment_state import settle
+from experiment_state import participants, settle, template
 
 from functions import journal
 from shared.conductor.documents import Status
+from tools.debate import state as debate_state
+from tools.load_template import load
 from tools.replay import __main__ as replay
 from tools.replay import compare, runs
+from tools.society import client as society
 
 pytestmark = pytest.mark.usefixtures("clean")
+DEBATE = Path(__file__).resolve().parents[2] / "templates" / "debates" / "stock_trading.json"
 QUERY = "Hi, I'm Dana. My firewall drops every packet to port 443; what should I check?"
 
 
@@ -74,3 +81,44 @@ def test_the_comparison_sets_aside_times_and_drawn_ids_only():
     assert where.startswith("experiments/e1/chats/<id>")
     renamed = {"experiments/e1/chats/x": {"text": "hi", "by": "p2"}}
     assert not compare.compare(a, renamed, kept).same
+
+
+def _without_chats(demo: dict) -> dict:
+    """The demo template's non-chat stages: a race-elected chat depends on timing by design."""
+    chats = {s["id"] for s in demo["stageConfigs"] if s["kind"] in ("chat", "privateChat")}
+    experiment = {**demo["experiment"]}
+    experiment["stageIds"] = [s for s in experiment["stageIds"] if s not in chats]
+    stages = [s for s in demo["stageConfigs"] if s["id"] not in chats]
+    return {**demo, "experiment": experiment, "stageConfigs": stages}
+
+
+def test_an_experiment_replays_to_the_same_answers_with_no_model_request(runtime, db, capsys):
+    demo = _without_chats(template("demo_all_stages.json"))
+    loaded = load(db, demo, agents=3, api_type="SCRIPTED", seed=0)
+    e = f"experiments/{loaded.experiment_id}"
+
+    def done():
+        return all(p.current_status == "SUCCESS" for p in participants(db, loaded.experiment_id))
+
+    settle(runtime, done, rounds=10)
+    recorded = _journaled(db, e)
+    assert recorded >= 3
+    assert replay.replay(db, e, [], timeout=240) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"reused {recorded} recorded replies, made 0 model calls" in out
+    assert "documents: the same as the run's" in out
+
+
+def test_a_debate_and_a_society_replay_with_no_model_request(runtime, db, capsys):
+    debate = json.loads(DEBATE.read_text()) | {"numRounds": 1}
+    db.document("debates/rd").set(debate)
+    settle(runtime, lambda: debate_state.read(db, "rd").done, rounds=30)
+    sid = society.create(db, {"agents": 4, "days": 2, "seed": 5, "dayDeadlineS": 60})
+    settle(runtime, lambda: society.closed_days(db, sid) == 2, rounds=10)
+    for run in ("debates/rd", f"societies/{sid}"):
+        recorded = _journaled(db, run)
+        assert recorded >= 4, run
+        assert replay.replay(db, run, [], timeout=300) == 0, capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert f"reused {recorded} recorded replies, made 0 model calls" in out, out
+        assert "documents: the same as the run's" in out, out

@@ -53,14 +53,16 @@ class _Normal:
     def value(self, value: Any) -> Any:
         if isinstance(value, datetime.datetime):
             return "<time>"
-        if isinstance(value, dict):
-            return {k: self.value(v) for k, v in value.items()}
+        if isinstance(value, dict):  # a field set to null is a field not set
+            return {k: self.value(v) for k, v in value.items() if v is not None}
         if isinstance(value, list | tuple):
             return [self.value(v) for v in value]
         if isinstance(value, str):
             return self.text(value)
         if hasattr(value, "path"):  # a document reference
             return self.text(str(value.path))
+        if isinstance(value, int) and not isinstance(value, bool):
+            return float(value)  # 2 and 2.0 are one number, however a writer typed it
         return value
 
     def text(self, text: str) -> str:
@@ -109,6 +111,10 @@ def _difference(
     )
     if sum(only_old.values()) == sum(only_new.values()) == 1:
         a, b = json.loads(next(iter(only_old))), json.loads(next(iter(only_new)))
-        fields = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        fields = sorted(k for k in a.keys() | b.keys() if _text(a.get(k)) != _text(b.get(k)))
         return f"{path} (fields {', '.join(fields)})"
     return f"{path} ({counts})"
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)

@@ -123,11 +123,11 @@ def _debate_ended(db: firestore.Client, path: str) -> Ended | None:
 # -- an agent society -----------------------------------------------------------------------
 
 
-_SOCIETY_WRITTEN = ("status", "failure", "createdAt")
-
-
 def _society_starts(db: firestore.Client, path: str) -> Documents:
-    return {path: _researchers(Society, path, _data(db, path), _SOCIETY_WRITTEN)}
+    started = _researchers(Society, path, _data(db, path), ("failure",))
+    if started.get("status") == "failed":  # the backend's; a researcher sets the others
+        started["status"] = "running"
+    return {path: started}
 
 
 def _society_ended(db: firestore.Client, path: str) -> Ended | None:
