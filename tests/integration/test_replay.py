@@ -122,3 +122,25 @@ def test_a_debate_and_a_society_replay_with_no_model_request(runtime, db, capsys
         out = capsys.readouterr().out
         assert f"reused {recorded} recorded replies, made 0 model calls" in out, out
         assert "documents: the same as the run's" in out, out
+
+
+def test_a_changed_stage_reuses_the_calls_before_it_and_none_after(runtime, db, capsys):
+    demo = _without_chats(template("demo_all_stages.json"))
+    loaded = load(db, demo, agents=2, api_type="SCRIPTED", seed=1)
+    e = f"experiments/{loaded.experiment_id}"
+
+    def done() -> bool:
+        return all(p.current_status == "SUCCESS" for p in participants(db, loaded.experiment_id))
+
+    settle(runtime, done, rounds=10)
+    order = demo["experiment"]["stageIds"]
+    changed = order.index("survey")
+    stages = [d.to_dict()["stageId"] for d in db.collection(f"{e}/journal").get()]
+    before = sum(order.index(s) < changed for s in stages)
+    after = len(stages) - before
+    assert before >= 2 and after >= 4, stages
+    change = 'stages/survey:descriptions.primaryText="What would you change first?"'
+    assert replay.replay(db, e, [change], timeout=240) == 0
+    out = capsys.readouterr().out
+    assert f"reused {before} recorded replies, made {after} model calls" in out, out
+    assert "place(s) differ from the run's" in out
