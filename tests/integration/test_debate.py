@@ -105,13 +105,14 @@ def test_three_category_two_layer_debate_reaches_a_decision(runtime, db) -> None
 
 def test_chaos_delivery_reproduces_statements_clusters_and_decision(runtime, db) -> None:
     plain = _plain_fingerprint(runtime, db)
-    settings = ChaosSettings.from_env(duplicate_rate=0.5, fault_rate=0.0, seed=5)
+    settings = ChaosSettings.from_env(duplicate_rate=0.5, fault_rate=0.2, seed=5)
     with runtime.chaos(settings) as run:
         chaotic = _run(runtime, db, "chaos", _settings())
     print(run.describe())
     _check_shape(chaotic)
     assert chaotic.fingerprint() == plain
     assert run.counts()["duplicated"] > 0
+    assert sum(run.faults.injected.values()) > 0  # garbled replies, 429s and 503s among them
 
 
 def test_failed_model_call_is_recorded_and_a_touch_resumes(runtime, db, monkeypatch) -> None:
