@@ -244,7 +244,17 @@ def test_a_missing_workflow_is_a_recorded_error(runtime, db):
     assert [r.to_dict()["field"] for r in records] == ["(document)"]
 
 
-def test_under_chaos_no_step_is_created_twice(runtime, db):
+def _fingerprint(db, cid: str) -> tuple:
+    """What the same seed must reproduce: every step's agent and output, and the memory."""
+    return [(s.agent, s.output) for s in steps(db, cid)], conversation(db, cid).memory_values()
+
+
+def test_under_chaos_no_step_is_created_twice_and_each_is_the_calm_runs(runtime, db):
+    load_example(db)
+    start(db, "x0", QUERY)
+    settle(runtime, finished(db, "x0"), rounds=10)
+    calm = _fingerprint(db, "x0")
+    runtime.reset()
     load_example(db)
     ids = [f"x{i}" for i in range(4)]
     created: list[str] = []
@@ -274,6 +284,7 @@ def test_under_chaos_no_step_is_created_twice(runtime, db):
         for step_id in ("0001", "0003"):  # each agent step's model call was answered once
             ok = [a for a in attempts(db, cid, step_id) if a["response"]["status"] == "OK"]
             assert len(ok) == 1, (cid, step_id, attempts(db, cid, step_id))
+    assert _fingerprint(db, "x0") == calm  # garbled replies and duplicates changed nothing
     counts = run.counts()
     assert counts["duplicated"] > 0, counts
     assert sum(n for k, n in counts.items() if k.startswith("fault:")) > 0, counts
