@@ -32,7 +32,7 @@ from typing import Any
 from pydantic import Field
 
 from functions import store
-from functions.settings import backbone_settings
+from functions.settings import BackboneSettings
 from shared.llm import ModelReply, ModelRequest
 from shared.llm.base import Message, ToolCall, Usage
 from shared.models import DocModel, Timestamp, now
@@ -124,10 +124,16 @@ def path(run: str, request_key: str) -> str:
 
 
 def entry(
-    request_key: str, request: ModelRequest, reply: ModelReply, *, log: str, **asked_by: str
+    request_key: str,
+    request: ModelRequest,
+    reply: ModelReply,
+    settings: BackboneSettings,
+    *,
+    log: str,
+    **asked_by: str,
 ) -> dict[str, Any]:
     """The journal document for ``reply`` (``asked_by``: description, stage_id, agent)."""
-    retention = backbone_settings().journal_retention_days
+    retention = settings.journal_retention_days
     recorded = RecordedCall(
         key=request_key,
         model_name=request.model_name,
@@ -152,14 +158,14 @@ def entry(
     return recorded.to_firestore()
 
 
-def lookups_on() -> bool:
+def lookups_on(settings: BackboneSettings) -> bool:
     """Whether a call looks in the journal first (a re-execution, or a replay)."""
-    return _revisiting.get() or backbone_settings().journal_replay
+    return _revisiting.get() or settings.journal_replay
 
 
-def recorded(run: str, request_key: str) -> ModelReply | None:
+def recorded(run: str, request_key: str, settings: BackboneSettings) -> ModelReply | None:
     """The reply recorded for this call, when it may have been made before and was."""
-    if not lookups_on():
+    if not lookups_on(settings):
         return None
     data = store.snapshot_data(path(run, request_key))
     if data is None:

@@ -154,22 +154,11 @@ def _experiment_starts(db: firestore.Client, path: str) -> Documents:
     docs: Documents = {path: experiment}
     stage_docs = {s.id: s.to_dict() or {} for s in _collection(db, f"{path}/stages")}
     docs |= {f"{path}/stages/{sid}": data for sid, data in stage_docs.items()}
-    personas: dict[str, dict[str, Any]] = {}
-    for collection in ("agentParticipants", "agentMediators"):
-        for persona in _collection(db, f"{path}/{collection}"):
-            personas[persona.id] = persona.to_dict() or {}
-            docs[persona.reference.path] = personas[persona.id]
-            for prompt in persona.reference.collection("prompts").stream():
-                docs[prompt.reference.path] = prompt.to_dict() or {}
+    personas = _personas(db, path, docs)
     order = [sid for sid in experiment.get("stageIds") or [] if sid in stage_docs]
     stages = [parse_stage(f"{path}/stages/{sid}", stage_docs[sid]) for sid in order]
     for cohort in _collection(db, f"{path}/cohorts"):
-        data = cohort.to_dict() or {}
-        fresh = cohort_document(experiment, cohort.id, "", initial_unlock_map(stages))
-        fresh |= {k: data[k] for k in ("metadata", "participantConfig") if k in data}
-        docs[cohort.reference.path] = fresh
-        for public in initial_public_data(stages):
-            docs[f"{cohort.reference.path}/publicStageData/{public['id']}"] = public
+        docs |= _cohort_start(experiment, cohort, stages)
     for mediator in _collection(db, f"{path}/mediators"):
         docs[mediator.reference.path] = _mediator_start(mediator.to_dict() or {}, personas)
     first = order[0] if order else ""
@@ -177,6 +166,29 @@ def _experiment_starts(db: firestore.Client, path: str) -> Documents:
         docs[participant.reference.path] = _agent_start(
             participant.reference.path, participant.to_dict() or {}, personas, first
         )
+    return docs
+
+
+def _personas(db: firestore.Client, path: str, docs: Documents) -> dict[str, dict[str, Any]]:
+    """The agent personas and their prompts, added to ``docs``; the personas by id."""
+    personas: dict[str, dict[str, Any]] = {}
+    for collection in ("agentParticipants", "agentMediators"):
+        for persona in _collection(db, f"{path}/{collection}"):
+            personas[persona.id] = persona.to_dict() or {}
+            docs[persona.reference.path] = personas[persona.id]
+            for prompt in persona.reference.collection("prompts").stream():
+                docs[prompt.reference.path] = prompt.to_dict() or {}
+    return personas
+
+
+def _cohort_start(experiment: dict[str, Any], cohort: Any, stages: list[Any]) -> Documents:
+    """A cohort as it was created: its settings, the initial unlock map and public data."""
+    data = cohort.to_dict() or {}
+    fresh = cohort_document(experiment, cohort.id, "", initial_unlock_map(stages))
+    fresh |= {k: data[k] for k in ("metadata", "participantConfig") if k in data}
+    docs: Documents = {cohort.reference.path: fresh}
+    for public in initial_public_data(stages):
+        docs[f"{cohort.reference.path}/publicStageData/{public['id']}"] = public
     return docs
 
 
