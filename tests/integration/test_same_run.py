@@ -1,0 +1,50 @@
+"""The same seed gives the same run: an experiment's agents, started again with the same ids
+under chaos delivery (duplicates, reordering, model faults: 429s, 503s, garbled replies), write
+the documents a calm run wrote, apart from what differs by design (times, drawn ids,
+bookkeeping; ``tools.replay.compare``)."""
+
+from __future__ import annotations
+
+import pytest
+from experiment_state import participants, settle, template
+
+from emulator.chaos import ChaosSettings
+from tools.load_template import load
+from tools.replay import compare, runs
+
+pytestmark = pytest.mark.usefixtures("clean")
+
+
+def _without_chats(demo: dict) -> dict:
+    chats = {s["id"] for s in demo["stageConfigs"] if s["kind"] in ("chat", "privateChat")}
+    experiment = {**demo["experiment"]}
+    experiment["stageIds"] = [s for s in experiment["stageIds"] if s not in chats]
+    stages = [s for s in demo["stageConfigs"] if s["id"] not in chats]
+    return {**demo, "experiment": experiment, "stageConfigs": stages}
+
+
+def test_an_experiment_under_chaos_writes_the_calm_runs_answers(runtime, db):
+    demo = _without_chats(template("demo_all_stages.json"))
+    loaded = load(db, demo, agents=3, api_type="SCRIPTED", seed=2)
+    e = f"experiments/{loaded.experiment_id}"
+
+    def done() -> bool:
+        return all(p.current_status == "SUCCESS" for p in participants(db, loaded.experiment_id))
+
+    settle(runtime, done, rounds=10)
+    kind = runs.kind_of(e)
+    starts = kind.starts(db, e)
+    calm = compare.dump(db, e)
+    runtime.reset()
+    settings = ChaosSettings(duplicate_rate=0.5, fault_rate=0.25, max_delay_s=0.1, seed=11)
+    with runtime.chaos(settings) as run:
+        batch = db.batch()
+        for path, data in starts.items():
+            batch.set(db.document(path), data)
+        batch.commit()
+        settle(runtime, done, rounds=30)
+    assert sum(run.faults.injected.values()) > 0 and run.counts()["duplicated"] > 0
+    kept = {part for path in starts for part in path.split("/")}
+    outcome = compare.compare(calm, compare.dump(db, e), kept)
+    assert outcome.same, outcome.differing
+    assert outcome.documents > 20
