@@ -134,6 +134,13 @@ def test_a_runs_journal_is_shown_read_only(api, db):
     assert f'href="/journal/{J}"' in api.get(f"/docs/{J}").get_data(True)
     assert f'href="/journal/{J}"' in api.get("/journal").get_data(True)
     assert api.get("/journal/nothing/x").status_code == 404
+    for page, kind in (
+        ("/experiments/x/live", "experiments"),
+        ("/societies/x/live", "societies"),
+        ("/debates/x/live", "debates"),
+        ("/conductor/x", "conversations"),
+    ):  # each run's own page links its journal
+        assert f'href="/journal/{kind}/x"' in api.get(page).get_data(True), page
     assert api.get("/api/journal/experiments/none-such").json["rows"] == []
 
     edit = api.put(f"/api/docs/{J}/journal/k1", data=json.dumps({**first, "text": "forged"}))
