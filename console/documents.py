@@ -10,12 +10,25 @@ from google.cloud import firestore
 
 from console import firestore_json, validation
 from console.context import db
+from functions.journal import JOURNAL
+from tools.journal_data import RUN_KINDS
 
 blueprint = Blueprint("documents", __name__)
 
 
 def _is_document(path: str) -> bool:
     return bool(path) and len(path.split("/")) % 2 == 0
+
+
+def _run_of(path: str) -> tuple[str, str] | None:
+    """(kind, id) of the run a path is in (``experiments/e1/...``), if any."""
+    parts = path.split("/")
+    return (parts[0], parts[1]) if len(parts) >= 2 and parts[0] in RUN_KINDS else None
+
+
+def _in_journal(path: str) -> bool:
+    parts = path.split("/")
+    return _run_of(path) is not None and len(parts) >= 3 and parts[2] == JOURNAL
 
 
 def _collections(parent: firestore.DocumentReference | None) -> list[str]:
@@ -41,6 +54,7 @@ def browse(path: str = "") -> str:
             data=data,
             collections=_collections(ref),
             model=validation.model_for(path),
+            journal_of=_run_of(path),
         )
     documents = sorted(s.id for s in db().collection(path).list_documents())
     return render_template(
@@ -62,6 +76,8 @@ def save(path: str) -> tuple[Response, int]:
     path = path.strip("/")
     if not _is_document(path):
         return _refuse(400, path, "(path)", "not a document path (collection/doc/...)")
+    if _in_journal(path):
+        return _read_only(path)
     try:
         data: Any = request.get_json(force=True)
     except Exception as error:
@@ -80,7 +96,14 @@ def create(path: str) -> tuple[Response, int]:
     return save(f"{path}/{db().collection(path).document().id}")
 
 
+def _read_only(path: str) -> tuple[Response, int]:
+    reason = "the journal is read-only: a replay hands its recorded replies back as the model's"
+    return _refuse(403, path, "(path)", reason)
+
+
 @blueprint.delete("/api/docs/<path:path>")
 def delete(path: str) -> tuple[Response, int]:
+    if _in_journal(path.strip("/")):
+        return _read_only(path.strip("/"))
     db().document(path.strip("/")).delete()
     return jsonify({"deleted": path}), 200

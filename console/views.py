@@ -11,7 +11,7 @@ import dataclasses
 
 from flask import Blueprint
 
-from console import conductor, debates, documents, experiments, societies
+from console import conductor, debates, documents, experiments, journal, societies
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,4 +29,5 @@ VIEWS: tuple[View, ...] = (
     View(documents.blueprint, "Documents", "documents.browse"),
     View(societies.blueprint, "Societies", "societies.index"),
     View(conductor.blueprint, "Conductor", "conductor.index"),
+    View(journal.blueprint, "Journal", "journal.index"),
 )

@@ -12,6 +12,8 @@ the conversation's own records), ``id`` the document's id, ``data`` the document
   step's agent and turn), as the commit that completed the step wrote them
 - ``memory_change`` records made in the console (``by: console``), in the order they were made
 - ``error``: the conversation's error records
+- ``journal``: every model reply recorded for it (functions/journal.py), as recorded, oldest
+  first; ``id`` the call's key (tools/journal_data.py)
 
 Used by ``python -m tools.export --conversation C`` and the console's conversation page.
 """
@@ -24,6 +26,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from google.cloud import firestore
+
+from tools import journal_data
 
 Json = dict[str, Any]
 
@@ -81,6 +85,8 @@ def records(db: firestore.Client, conversation_id: str) -> list[Json] | None:
         out.append(_record("memory_change", conversation_id, edit.to_dict() or {}, id=edit.id))
     for error in sorted(ref.collection("errors").get(), key=lambda d: d.id):
         out.append(_record("error", conversation_id, error.to_dict() or {}, id=error.id))
+    for entry in journal_data.entries(db, ref.path):
+        out.append(_record("journal", conversation_id, entry, id=entry["key"]))
     return out
 
 

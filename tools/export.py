@@ -11,9 +11,12 @@ Writes into DIR:
   answers.csv/.parquet one row per participant-stage answer (a survey's questions: one row each)
   messages.csv/.parquet one row per chat message
   model_calls.csv/.parquet one row per model call, with its tokens and cost
+  journal.json         the experiment's journal: each model reply as recorded (functions/journal.py)
+  journal.csv/.parquet one row per recorded reply (tools/journal_data.py's columns)
 
 A conversation is written as DIR/CONVERSATION_ID.jsonl: its steps, model attempts, tool calls,
-human answers, memory changes and error records (tools/conversation_export.py says which).
+human answers, memory changes, error records and journal (tools/conversation_export.py says
+which).
 
 Works against the emulator (FIRESTORE_EMULATOR_HOST) or a real project (application default
 credentials). The console's experiment page offers the same files as one zip (``archive``).
@@ -38,8 +41,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from google.cloud import firestore
 
-from functions import download
-from tools import conversation_export
+from functions import download, store
+from tools import conversation_export, journal_data
 
 Json = dict[str, Any]
 
@@ -94,6 +97,7 @@ TABLES = {
     "answers": ANSWER_COLUMNS,
     "messages": MESSAGE_COLUMNS,
     "model_calls": MODEL_CALL_COLUMNS,
+    "journal": journal_data.COLUMNS,
 }
 
 
@@ -240,11 +244,15 @@ def files(experiment_id: str) -> dict[str, bytes] | None:
     logs = download.experiment_logs(experiment_id)
     if data is None or logs is None:
         return None
+    run = f"experiments/{experiment_id}"
+    journal = journal_data.entries(store.db(), run)
     out = {
         "download.json": json.dumps(data, indent=1).encode(),
         "logs.json": json.dumps(logs, indent=1).encode(),
+        "journal.json": json.dumps(journal, indent=1, ensure_ascii=False).encode(),
     }
-    for name, rows in tables(data, logs).items():
+    found = {**tables(data, logs), "journal": journal_data.rows(run, journal)}
+    for name, rows in found.items():
         out[f"{name}.csv"] = _csv(rows, TABLES[name])
         out[f"{name}.parquet"] = _parquet(rows, TABLES[name])
     return out

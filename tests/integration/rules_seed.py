@@ -276,11 +276,34 @@ def _owned() -> dict[str, dict[str, Any]]:
     }
 
 
+JOURNAL_RUNS = (E1, S1, S2, "debates/d1", "debates/d2", "conversations/cv1")
+"""Runs with a recorded model reply at ``{run}/journal/k1``."""
+
+
+def recorded_call(run: str) -> dict[str, Any]:
+    """A journal entry as functions/journal.py writes it."""
+    return {
+        "key": "k1",
+        "modelName": "scripted",
+        "description": f"a call of {run}",
+        "stageId": "chat1",
+        "agent": "agent-1",
+        "text": "the model's reply",
+        "toolCalls": [],
+        "promptTokens": 10,
+        "completionTokens": 4,
+        "log": "log-1",
+        "recordedAt": PAST,
+        "expireAt": PAST + datetime.timedelta(days=90),
+    }
+
+
 def documents() -> dict[str, dict[str, Any]]:
     participants = {f"{E1}/participants/{uid}": data for uid, data in PROFILES.items()}
     return {
         **_society(),
         **_owned(),
+        **{f"{run}/journal/k1": recorded_call(run) for run in JOURNAL_RUNS},
         "allowlist/alice@lab.org": {},
         "allowlist/bob@lab.org": {},
         "allowlist/carol@lab.org": {},

@@ -216,6 +216,9 @@ def test_the_export_has_every_step_attempt_answer_and_memory_change(runtime, db,
         exported = [a["data"] for a in by_type["attempt"] if a["step"] == index]
         assert exported == [_plain(a) for a in attempts(db, "h4", record["id"])], index
     assert {a["step"] for a in by_type["attempt"]} == {1, 3}  # the model's steps only
+    journal = {s.id: s.to_dict() for s in db.collection("conversations/h4/journal").get()}
+    assert journal and {r["id"] for r in by_type["journal"]} == set(journal)  # each reply
+    assert all(r["data"]["text"] == journal[r["id"]]["text"] for r in by_type["journal"])
     (answer,) = by_type["human_answer"]
     assert (answer["step"], answer["data"]["values"]["verdict"]) == (5, "approve")
     assert answer["data"]["by"] == "console"

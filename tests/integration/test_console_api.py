@@ -4,6 +4,7 @@ blocked on their document."""
 
 from __future__ import annotations
 
+import datetime
 import json
 
 import pytest
@@ -81,3 +82,71 @@ def test_the_event_stream_opens_with_the_experiment_state(api, db):
         response.close()
     event, data = first.split("\n")[:2]
     assert event == "event: state" and json.loads(data.removeprefix("data: "))["name"] == "Streamed"
+
+
+J = "societies/console-journal"
+
+
+def _recorded(key: str, seconds: int, text: str) -> dict:
+    """A journal entry as functions/journal.py writes it."""
+    at = datetime.datetime(2026, 1, 1, 0, 0, seconds, tzinfo=datetime.UTC)
+    return {
+        "key": key,
+        "modelName": "scripted",
+        "description": f"turn {key}",
+        "stageId": "day-1",
+        "agent": "member-2",
+        "text": text,
+        "toolCalls": [],
+        "promptTokens": 11,
+        "completionTokens": 3,
+        "log": f"{J}/logs/l-{key}",
+        "recordedAt": at,
+        "expireAt": at + datetime.timedelta(days=90),
+    }
+
+
+def test_a_runs_journal_is_shown_read_only(api, db):
+    """The recorded calls of a run, oldest first, with who asked, tokens, time, size and text;
+    the page links the run's documents, the documents link the journal, and nothing in the
+    console writes a journal."""
+    # only the journal: a society document would start the backend on it
+    later, earlier = _recorded("k2", 30, "second <b>reply</b>"), _recorded("k1", 10, "first")
+    db.document(f"{J}/journal/k2").set(later)
+    db.document(f"{J}/journal/k1").set(earlier)
+    state = api.get("/api/journal/societies/console-journal").json
+    assert [r["key"] for r in state["rows"]] == ["k1", "k2"]
+    first = state["rows"][0]
+    assert (first["description"], first["agent"], first["stage_id"], first["text"]) == (
+        "turn k1",
+        "member-2",
+        "day-1",
+        "first",
+    )
+    assert (first["prompt_tokens"], first["completion_tokens"]) == (11, 3)
+    assert first["recorded_at"] == "2026-01-01T00:00:10+00:00"
+    assert first["log_id"] == f"{J}/logs/l-k1" and first["stored_bytes"] > 200
+    assert (state["calls"], state["prompt_tokens"], state["completion_tokens"]) == (2, 22, 6)
+
+    page = api.get(f"/journal/{J}").get_data(True)
+    assert "turn k1" in page and "second &lt;b&gt;reply&lt;/b&gt;" in page  # escaped
+    assert f'href="/docs/{J}"' in page
+    assert f'href="/journal/{J}"' in api.get(f"/docs/{J}").get_data(True)
+    assert f'href="/journal/{J}"' in api.get("/journal").get_data(True)
+    assert api.get("/journal/nothing/x").status_code == 404
+    for page, kind in (
+        ("/experiments/x/live", "experiments"),
+        ("/societies/x/live", "societies"),
+        ("/debates/x/live", "debates"),
+        ("/conductor/x", "conversations"),
+    ):  # each run's own page links its journal
+        assert f'href="/journal/{kind}/x"' in api.get(page).get_data(True), page
+    assert api.get("/api/journal/experiments/none-such").json["rows"] == []
+
+    edit = api.put(f"/api/docs/{J}/journal/k1", data=json.dumps({**first, "text": "forged"}))
+    assert edit.status_code == 403 and "read-only" in edit.json["reason"]
+    assert api.post(f"/api/docs/{J}/journal", data="{}").status_code == 403
+    assert api.delete(f"/api/docs/{J}/journal/k1").status_code == 403
+    stored = db.document(f"{J}/journal/k1").get().to_dict()
+    assert stored["text"] == "first"
+    assert len(db.collection(f"{J}/journal").get()) == 2

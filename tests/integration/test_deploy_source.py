@@ -175,6 +175,10 @@ def expected_write(argv: tuple[str, ...]) -> tuple[str, str]:
         return "POST", rf"{p}/databases/\(default\)/collectionGroups/[^/]+/indexes\?"
     if words == ("services", "enable", argv[3]):
         return "POST", rf"{p}/services:batchEnable\?"
+    if words == ("firestore", "fields", "ttls"):
+        group = next(a.split("=", 1)[1] for a in argv if a.startswith("--collection-group="))
+        field = rf"{p}/databases/\(default\)/collectionGroups/{group}/fields/{argv[5]}"
+        return "PATCH", rf"{field}\?.*updateMask=ttlConfig"
     if words == ("firestore", "indexes", "fields"):
         group = next(a.split("=", 1)[1] for a in argv if a.startswith("--collection-group="))
         field = rf"{p}/databases/\(default\)/collectionGroups/{group}/fields/{argv[5]}"
@@ -307,24 +311,31 @@ def test_field_index_requests_have_the_shape_gcloud_sends(tmp_path: Path) -> Non
         indexes=source.REPO_ROOT / "firestore.indexes.json",
     )
     steps = [s for s in plan.build(options) if isinstance(s, plan.FieldIndexes)]
+    assert any(step.ttl for step in steps), "the journal's TTL field"
     for step in steps:
         flags = [
             f"--index={'order' if kind == 'order' else 'array-config'}={value.lower()}"
             for _, kind, value in step.indexes
-        ]
-        argv = (
-            *("gcloud", "firestore", "indexes", "fields", "update", step.field_path),
+        ] or ["--disable-indexes"]
+        where = (
             f"--project={PROJECT}",
             f"--database={step.database}",
             f"--collection-group={step.collection_group}",
-            *flags,
         )
-        sent = check_accepted(argv, tmp_path)
+        argv = ("gcloud", "firestore", "indexes", "fields", "update", step.field_path, *where)
+        sent = check_accepted((*argv, *flags), tmp_path)
         assert sent.path.startswith(f"/v1/{step.path}?")
         ours = step.body()
         for index in ours["indexConfig"]["indexes"]:
             index["queryScope"] = "COLLECTION"
-        assert sent.body == ours
+        ttl = ours.pop("ttlConfig", None)
+        assert sent.body["indexConfig"].get("indexes", []) == ours["indexConfig"]["indexes"]
+        assert sent.body == {**ours, "indexConfig": sent.body["indexConfig"]}
+        if step.ttl:  # gcloud sets a TTL field on its own: the same ttlConfig
+            argv = ("gcloud", "firestore", "fields", "ttls", "update", step.field_path, *where)
+            sent = check_accepted((*argv, "--enable-ttl"), tmp_path)
+            assert sent.path.startswith(f"/v1/{step.path}?") and "updateMask=ttlConfig" in sent.path
+            assert sent.body == {"name": step.path, "ttlConfig": ttl}
 
 
 @pytest.mark.skipif(GCLOUD is None, reason="gcloud is not installed")

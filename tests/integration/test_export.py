@@ -133,3 +133,27 @@ def test_the_api_and_the_console_serve_the_same_download(
     names = zipfile.ZipFile(io.BytesIO(zipped.data)).namelist()
     assert sorted(names) == sorted(f"{e}/{p.name}" for p in out.iterdir())
     assert console.get("/experiments/nope/export.zip").status_code == 404
+
+
+def test_the_journal_is_exported_as_recorded(exported: tuple[str, Path, Any, str]) -> None:
+    """journal.json holds every recorded reply of the experiment (functions/journal.py), each
+    beside the log entry written with it; the table has one row per reply."""
+    e, out, db, _ = exported
+    stored = {s.id: s.to_dict() for s in db.collection(f"experiments/{e}/journal").get()}
+    journal = json.loads((out / "journal.json").read_text())
+    assert stored and [j["key"] for j in journal] == sorted(
+        stored, key=lambda k: (stored[k]["recordedAt"], k)
+    )
+    for entry in journal:
+        recorded = stored[entry["key"]]
+        assert entry["text"] == recorded["text"] and entry["agent"] == recorded["agent"]
+        assert entry["recordedAt"] == recorded["recordedAt"].isoformat()
+        assert entry["storedBytes"] > len(recorded["text"].encode())
+        log = db.document(entry["log"]).get().to_dict()
+        assert log["response"]["text"] == entry["text"], entry["log"]
+        assert log["response"]["usage"]["completionTokens"] == entry["completionTokens"]
+    rows = read_csv(out / "journal.csv")
+    assert [r["key"] for r in rows] == [j["key"] for j in journal]
+    assert {r["run"] for r in rows} == {f"experiments/{e}"}
+    assert [r["text"] for r in rows] == [j["text"] for j in journal]
+    assert sum(int(r["prompt_tokens"]) for r in rows) == sum(j["promptTokens"] for j in journal)

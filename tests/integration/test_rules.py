@@ -266,6 +266,64 @@ OWNER_CASES = [
 ]
 
 
+J_E1, J_S1, J_S2 = f"{s.E1}/journal", f"{s.S1}/journal", f"{S2}/journal"
+J_D1, J_CV1 = "debates/d1/journal", "conversations/cv1/journal"
+FORGED_REPLY = s.recorded_call("forged")
+JOURNAL_CASES = [
+    # --- the journal of model replies: the run's experimenters read it; participants and
+    # --- players never see it; nobody writes it from a client (it would be replayed) --------
+    Case("alice", "get", f"{J_E1}/k1", ALLOW),  # the experiment's creator
+    Case("alice", "list", J_E1, ALLOW),
+    Case("carol", "get", f"{J_E1}/k1", ALLOW),  # a reader
+    Case("dana", "list", J_E1, ALLOW),  # admin
+    Case("alice", "list", "experiments/e2/journal", ALLOW),  # bob's, public
+    Case("bob", "get", f"{J_E1}/k1", DENY),
+    Case("bob", "list", J_E1, DENY),
+    Case("eve", "list", J_E1, DENY),
+    Case("fake_alice", "get", f"{J_E1}/k1", DENY),
+    Case("mallory", "list", J_E1, DENY),
+    Case("pat", "get", f"{J_E1}/k1", DENY),  # its own experiment's participant
+    Case("pat", "list", J_E1, DENY),
+    Case("quinn", "query", J_E1, DENY, where=("agent", "agent-1")),
+    Case("stranger", "get", f"{J_E1}/k1", DENY),
+    Case("anonymous", "list", J_E1, DENY),
+    Case("gina", "get", f"{J_S1}/k1", ALLOW),  # the society's creator
+    Case("gina", "list", J_S1, ALLOW),
+    Case("alice", "get", f"{J_S2}/k1", ALLOW),
+    Case("carol", "list", J_S2, ALLOW),
+    Case("dana", "get", f"{J_S1}/k1", ALLOW),
+    Case("bob", "get", f"{J_S1}/k1", DENY),
+    Case("gina", "list", J_S2, DENY),
+    Case("hana", "get", f"{J_S1}/k1", DENY),  # a player: other members' replies
+    Case("hana", "list", J_S1, DENY),
+    Case("ivo", "query", J_S1, DENY, where=("agent", "3")),
+    Case("pat", "list", J_S1, DENY),
+    Case("alice", "get", f"{J_D1}/k1", ALLOW),
+    Case("carol", "list", J_D1, ALLOW),
+    Case("bob", "list", "debates/d2/journal", ALLOW),
+    Case("bob", "get", f"{J_D1}/k1", DENY),
+    Case("alice", "list", "debates/d2/journal", DENY),
+    Case("pat", "get", f"{J_D1}/k1", DENY),
+    Case("alice", "get", f"{J_CV1}/k1", ALLOW),
+    Case("carol", "list", J_CV1, ALLOW),
+    Case("bob", "list", J_CV1, DENY),
+    Case("anonymous", "get", f"{J_CV1}/k1", DENY),
+    # writes: not the owner, not an admin, not a participant or player
+    Case("alice", "create", f"{J_E1}/k2", DENY, FORGED_REPLY),
+    Case("alice", "update", f"{J_E1}/k1", DENY, {"text": "forged"}),
+    Case("alice", "delete", f"{J_E1}/k1", DENY),
+    Case("dana", "set", f"{J_E1}/k2", DENY, FORGED_REPLY),
+    Case("pat", "create", f"{J_E1}/k2", DENY, FORGED_REPLY),
+    Case("pat", "update", f"{J_E1}/k1", DENY, {"text": "forged"}),
+    Case("gina", "create", f"{J_S1}/k2", DENY, FORGED_REPLY),
+    Case("gina", "delete", f"{J_S1}/k1", DENY),
+    Case("hana", "create", f"{J_S1}/k2", DENY, FORGED_REPLY),
+    Case("alice", "set", f"{J_D1}/k2", DENY, FORGED_REPLY),
+    Case("alice", "update", f"{J_CV1}/k1", DENY, {"text": "forged"}),
+    Case("anonymous", "create", f"{J_CV1}/k2", DENY, FORGED_REPLY),
+]
+
+
 def pat_says(note: str, allowed: bool = DENY, **changes: Any) -> Case:
     """Pat posting to its cohort's chat, its message changed by ``changes``."""
     return Case(
@@ -592,6 +650,7 @@ CASES = [
     Case("dana", "create", "somewhere/else", DENY, {"x": 1}),
     *SOCIETY_CASES,
     *OWNER_CASES,
+    *JOURNAL_CASES,
 ]
 
 

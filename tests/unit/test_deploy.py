@@ -500,6 +500,37 @@ def test_field_indexes_are_set_through_the_firestore_admin_api(
     assert headers["Authorization"] == "Bearer tok"
 
 
+def test_a_ttl_field_is_set_with_its_indexes_in_one_request(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A ``"ttl": true`` override (the journal's expireAt) becomes the group's TTL field in the
+    request that sets its indexes; other overrides leave the TTL configuration alone."""
+    indexes = tmp_path / "indexes.json"
+    ttl = {"collectionGroup": "journal", "fieldPath": "expireAt", "ttl": True, "indexes": []}
+    indexes.write_text(json.dumps({"indexes": [], "fieldOverrides": [ttl]}))
+    (step,) = plan.field_overrides(indexes, options(indexes=indexes))
+    monkeypatch.setattr(googleapis, "access_token", lambda: "tok")
+    with fake_api(monkeypatch) as api:
+        run.execute([step], out=lambda line: None)
+    ((method, path, body, _),) = api.calls
+    assert method == "PATCH"
+    assert path == f"/v1/{step.path}?updateMask=indexConfig,ttlConfig"
+    assert "/collectionGroups/journal/fields/expireAt?" in path
+    assert body["ttlConfig"] == {} and body["indexConfig"] == {"indexes": []}
+    assert "ttlConfig" in step.describe()
+    indexes.write_text(json.dumps({"fieldOverrides": [{**ttl, "ttl": "yes"}]}))
+    with pytest.raises(plan.PlanError, match="ttl"):
+        plan.field_overrides(indexes, options(indexes=indexes))
+
+
+def test_the_journal_ttl_is_in_the_deploy_plan(tmp_path: Path) -> None:
+    steps = plan.build(options(source_dir=tmp_path), REGISTRY)
+    ttl = [s for s in steps if isinstance(s, plan.FieldIndexes) and s.ttl]
+    assert [(s.collection_group, s.field_path, s.update_mask) for s in ttl] == [
+        ("journal", "expireAt", "indexConfig,ttlConfig")
+    ]
+
+
 # --- running a plan ---------------------------------------------------------------------------
 
 

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from functions import journal
+from functions.journal import RecordedCall
+
 ROOT = Path(__file__).resolve().parents[2]
 INDEXES = ROOT / "firestore.indexes.json"
 SCANNED = ("functions", "shared")
@@ -533,6 +536,12 @@ def load_field_overrides() -> list[dict]:
     return json.loads(INDEXES.read_text()).get("fieldOverrides", [])
 
 
+def is_ttl_only(override: dict) -> bool:
+    """A TTL field exempt from indexing: no query reads it, and Firestore advises against
+    indexing a TTL timestamp (its ever-increasing values make a write hot spot)."""
+    return override.get("ttl") is True and override.get("indexes") == []
+
+
 def _scan() -> tuple[list[Query], list[str]]:
     scanner, queries, problems = Scanner(project_sources()), [], []
     try:
@@ -592,7 +601,7 @@ def test_every_index_serves_some_query() -> None:
     unused = [
         o
         for o in load_field_overrides()
-        if not any(serves_field(o, q) for q in QUERIES if len(q.fields) == 1)
+        if not is_ttl_only(o) and not any(serves_field(o, q) for q in QUERIES if len(q.fields) == 1)
     ]
     assert not unused, f"field overrides no query uses: {unused}"
 
@@ -606,8 +615,25 @@ def test_field_overrides_keep_the_automatic_indexes() -> None:
         {"arrayConfig": "CONTAINS", "queryScope": "COLLECTION"},
     ]
     for override in load_field_overrides():
+        if is_ttl_only(override):
+            continue
         for index in defaults:
             assert index in override["indexes"], (override["fieldPath"], index)
+
+
+def test_the_journal_expires_by_a_ttl_policy() -> None:
+    """The journal's ``expireAt`` (functions/journal.py) is its collection group's TTL field,
+    deployed with the indexes (tools/deploy), and not indexed: nothing queries it."""
+    field = RecordedCall.model_fields["expire_at"].alias
+    (override,) = [o for o in load_field_overrides() if o["collectionGroup"] == journal.JOURNAL]
+    assert override == {
+        "collectionGroup": journal.JOURNAL,
+        "fieldPath": field,
+        "ttl": True,
+        "indexes": [],
+    }
+    stored = RecordedCall(key="k", model_name="m", text="t", recorded_at=journal.now())
+    assert field in stored.to_firestore()
 
 
 def test_index_file_is_well_formed() -> None:

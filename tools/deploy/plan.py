@@ -126,7 +126,10 @@ class ReleaseRules:
 class FieldIndexes:
     """A field's single-field indexes (a fieldOverrides entry), set with the Firestore Admin
     API: gcloud's ``indexes fields update`` cannot give an index collection-group scope, which
-    collection-group queries on one field need (Firestore only keeps collection-scope ones)."""
+    collection-group queries on one field need (Firestore only keeps collection-scope ones).
+    An entry with ``"ttl": true`` also makes the field its collection group's TTL field, in the
+    same request (as the Firebase CLI sends it; gcloud's ``fields ttls update --enable-ttl``
+    sends the same ``ttlConfig``)."""
 
     project: str
     database: str
@@ -134,6 +137,8 @@ class FieldIndexes:
     field_path: str
     indexes: tuple[tuple[str, str, str], ...]
     """(queryScope, "order" | "arrayConfig", value)"""
+    ttl: bool = False
+    """Firestore deletes the group's documents once this timestamp field's time has passed."""
 
     @property
     def path(self) -> str:
@@ -147,12 +152,20 @@ class FieldIndexes:
         indexes = [
             {"queryScope": scope, "fields": [{kind: value}]} for scope, kind, value in self.indexes
         ]
-        return {"name": self.path, "indexConfig": {"indexes": indexes}}
+        body: dict[str, Any] = {"name": self.path, "indexConfig": {"indexes": indexes}}
+        if self.ttl:
+            body["ttlConfig"] = {}
+        return body
+
+    @property
+    def update_mask(self) -> str:
+        return "indexConfig,ttlConfig" if self.ttl else "indexConfig"
 
     def describe(self) -> str:
+        body = {k: v for k, v in self.body().items() if k != "name"}
         return (
-            f"PATCH https://firestore.googleapis.com/v1/{self.path}?updateMask=indexConfig"
-            f" {json.dumps(self.body()['indexConfig'])}"
+            f"PATCH https://firestore.googleapis.com/v1/{self.path}?updateMask={self.update_mask}"
+            f" {json.dumps(body)}"
         )
 
 
@@ -312,8 +325,9 @@ def index_commands(indexes_file: Path, options: Options) -> list[Gcloud]:
 def field_overrides(indexes_file: Path, options: Options) -> list[FieldIndexes]:
     steps = []
     for override in json.loads(indexes_file.read_text()).get("fieldOverrides", []):
-        if override.get("ttl"):
-            raise PlanError(f"{indexes_file}: TTL field overrides are not supported")
+        ttl = override.get("ttl", False)
+        if not isinstance(ttl, bool):
+            raise PlanError(f"{indexes_file}: ttl must be true or false, not {ttl!r}")
         indexes = []
         for index in override.get("indexes", []):
             kind = "order" if "order" in index else "arrayConfig"
@@ -327,6 +341,7 @@ def field_overrides(indexes_file: Path, options: Options) -> list[FieldIndexes]:
                 override["collectionGroup"],
                 override["fieldPath"],
                 tuple(indexes),
+                ttl,
             )
         )
     return steps

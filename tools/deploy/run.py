@@ -70,7 +70,7 @@ def _one(step: Step, out: Print) -> None:
         out(f"  -> {rules.deploy(step, out)}")
     elif isinstance(step, FieldIndexes):
         body = step.body()
-        query = f"{step.path}?updateMask=indexConfig"
+        query = f"{step.path}?updateMask={step.update_mask}"
         operation = googleapis.call("firestore", "PATCH", query, body, step.project)
         out(f"  -> started {operation.get('name', 'operation')}")
     else:
