@@ -21,9 +21,7 @@ def _exit_code(main: Main, argv: list[str]) -> int:
         return int(leaving.code or 0)
 
 
-def refused(
-    main: Main, argv: list[str], capsys: pytest.CaptureFixture[str], *words: str
-) -> str:
+def refused(main: Main, argv: list[str], capsys: pytest.CaptureFixture[str], *words: str) -> str:
     assert _exit_code(main, argv) == 2, argv
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err, err
