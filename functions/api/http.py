@@ -26,6 +26,10 @@ class ApiError(Exception):
         self.message = message
 
 
+def too_large(most: int) -> ApiError:
+    return ApiError(413, f"Request body too large: at most {most} bytes")
+
+
 @dataclasses.dataclass(frozen=True)
 class Call:
     """One authenticated request: the key's record, the route's parameters, the request."""
@@ -51,9 +55,7 @@ class Call:
         try:
             raw = self.request.get_data(as_text=True)
         except RequestEntityTooLarge:
-            raise ApiError(
-                413, f"Request body too large: at most {settings.api_max_body_bytes} bytes"
-            ) from None
+            raise too_large(settings.api_max_body_bytes) from None
         if not raw.strip():
             return {}
         if _depth(raw) > settings.api_max_depth:

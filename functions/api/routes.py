@@ -16,7 +16,15 @@ import flask
 
 from functions import api_keys
 from functions.api import cohorts, conversations, experiments, limits
-from functions.api.http import ApiError, Call, answer, authenticate, browser_refusal, error
+from functions.api.http import (
+    ApiError,
+    Call,
+    answer,
+    authenticate,
+    browser_refusal,
+    error,
+    too_large,
+)
 from shared import paths
 
 log = logging.getLogger(__name__)
@@ -64,6 +72,10 @@ def _route(method: str, path: str) -> tuple[Handler, dict[str, str]] | None:
 
 
 def handle(request: flask.Request) -> flask.Response:
+    most = limits.ApiSettings().api_max_body_bytes
+    if (request.content_length or 0) > most:  # whatever the route and the key: never read
+        refused = too_large(most)
+        return _unread(error(refused.status, refused.message))
     client = limits.client_address(request)
     token = api_keys.bearer_token(request.headers.get("Authorization"))
     key_id = api_keys.key_id(token) if token else None

@@ -132,6 +132,16 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(client: DlClient) ->
     message = json.loads(answered.read())["error"]
     assert message == f"Request body too large: at most {1 << 20} bytes"
     connection.close()
+    for route, headers in (("/health", {}), ("/experiments", {"Authorization": "Bearer x"})):
+        connection = http.client.HTTPConnection(url.hostname or "", url.port, timeout=10)
+        connection.putrequest("GET" if route == "/health" else "POST", url.path + route)
+        for name, value in headers.items():  # no key, or a wrong one: refused as unread
+            connection.putheader(name, value)
+        connection.putheader("Content-Length", str(10_000_000))
+        connection.endheaders()
+        connection.send(b"x" * 1000)
+        assert connection.getresponse().status == 413, route
+        connection.close()
 
 
 def test_stages_agents_and_cohorts_per_experiment_are_bounded(
