@@ -20,9 +20,15 @@ from test_rest_api import DlClient, error
 from functions import api_keys
 from functions.api import limits
 
-OWNER = "hostile@example.com"
 STAGE = {"id": "s", "kind": "info", "name": "S", "descriptions": {}, "progress": {}}
+OWNER = "hostile@example.com"
 INTERNAL = ("pydantic", "validation error", "grpc", "InvalidArgument", "Traceback", "400 ")
+
+
+@pytest.fixture
+def client(db: Any, runtime: Any) -> DlClient:
+    """Deliberate Lab's client with a key of its own, on the ``api`` function."""
+    return DlClient(runtime.http_url("api") + "/v1", api_keys.create(OWNER, "tests")[0])
 
 
 @pytest.fixture(autouse=True)
@@ -33,17 +39,6 @@ def fresh_limits() -> Iterator[None]:
     yield
     limits.requests_counted.clear()
     limits.failures.clear()
-
-
-@pytest.fixture
-def base_url(runtime: Any) -> str:
-    return runtime.http_url("api") + "/v1"
-
-
-@pytest.fixture
-def client(db: Any, base_url: str) -> DlClient:
-    key, _ = api_keys.create(OWNER, "tests")
-    return DlClient(base_url, key)
 
 
 def refused(response: requests.Response, status: int, *named: str) -> str:
@@ -169,8 +164,9 @@ def test_stages_agents_and_cohorts_per_experiment_are_bounded(
 
 
 def test_guessing_keys_ends_in_429_per_client_and_per_key_id(
-    base_url: str, client: DlClient, monkeypatch: pytest.MonkeyPatch
+    client: DlClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    base_url = client.base_url
     monkeypatch.setenv("DLAB_API_AUTH_FAILURES", "5")
     answers = [
         DlClient(base_url, f"dlb_live_{secrets.token_hex(16)}").get("/experiments")
