@@ -13,6 +13,8 @@ import pytest
 from google.api_core import exceptions as gexc
 
 from emulator import pubsub
+from emulator.delivery import Delivery
+from emulator.dispatcher import Dispatcher
 
 
 class _GivingUp:
@@ -62,3 +64,28 @@ def test_the_lease_thread_outlives_rounds_that_give_up(monkeypatch: pytest.Monke
     bridge._stopping.set()
     thread.join(timeout=5)
     assert not thread.is_alive()
+
+
+def test_a_delivery_worker_outlives_a_settle_that_raises() -> None:
+    """Whatever settling meets, the worker takes the next delivery."""
+    ran: list[str] = []
+
+    def settle(ok: bool) -> None:
+        raise gexc.RetryError("Timeout of 60.0s exceeded", cause=None)
+
+    def run(delivery: Delivery) -> bool:
+        ran.append(delivery.event_id)
+        return True
+
+    dispatcher = Dispatcher(run, workers=1)
+    dispatcher.start()
+    try:
+        first = Delivery("f", "topic", "e1", {}, b"", settle=settle)
+        dispatcher.submit(first)
+        dispatcher.submit(Delivery("f", "topic", "e2", {}, b""))
+        deadline = time.monotonic() + 10
+        while len(ran) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ran == ["e1", "e2"]
+    finally:
+        dispatcher.stop()
