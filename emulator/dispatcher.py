@@ -160,4 +160,13 @@ class Dispatcher:
                     self._enqueue_locked(delivery, retry)
                 self._cond.notify_all()
             if not retrying:
-                delivery.finish(ok)  # a Pub/Sub message is acked (or nacked) only now
+                self._finish(delivery, ok)
+
+    @staticmethod
+    def _finish(delivery: Delivery, ok: bool) -> None:
+        """A Pub/Sub message is acked (or nacked) only now; whatever that meets (an emulator
+        away), the worker goes on: the message comes again after its deadline."""
+        try:
+            delivery.finish(ok)
+        except Exception:
+            log.exception("settling the delivery of %s", delivery.function)

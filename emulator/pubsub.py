@@ -52,6 +52,9 @@ ACK_DEADLINE_S = 60
 LEASE_EVERY_S = 20.0
 """Held messages (pulled, their function not settled) get ``ACK_DEADLINE_S`` more this often."""
 POLL_S = 60.0
+SETTLE_TIMEOUT_S = 10.0
+"""An ack or a deadline change, tried once: a failure leaves the message to come again after
+its deadline (the client's default retries for a minute, then raises RetryError)."""
 """The deadline of one long poll (the emulator answers an empty one about a second before)."""
 MAX_MESSAGES = 100
 
@@ -303,7 +306,7 @@ class PubSubBridge:
                 timeout=POLL_S,
                 retry=None,
             )
-        except (gexc.GoogleAPICallError, ValueError) as error:
+        except (gexc.GoogleAPIError, ValueError) as error:
             if self._stopping.is_set():
                 return False  # the subscriber closed, or the subscription went, on stop
             self._pull_failed(subscription, error)
@@ -332,11 +335,16 @@ class PubSubBridge:
         self._submit(delivery)
 
     def _lease(self) -> None:
+        """Extend the held messages' deadlines, whatever one round meets (the thread must
+        outlive an emulator restart: before, one RetryError ended it for good)."""
         while not self._stopping.wait(LEASE_EVERY_S):
-            with self._lock:
-                held = {name: sorted(ids) for name, ids in self._held.items() if ids}
-            for name, ids in held.items():
-                self._send(name, ids, ACK_DEADLINE_S)
+            try:
+                with self._lock:
+                    held = {name: sorted(ids) for name, ids in self._held.items() if ids}
+                for name, ids in held.items():
+                    self._send(name, ids, ACK_DEADLINE_S)
+            except Exception:  # logged; the next round tries again
+                log.exception("extending the held messages' deadlines")
 
     def _send(self, subscription: str, ack_ids: list[str], deadline_s: int | None) -> None:
         """Ack (``deadline_s`` None) or change the ack deadline (0: redeliver now); a stopped
@@ -344,14 +352,18 @@ class PubSubBridge:
         subscriber = self._subscriber
         if subscriber is None or self._stopping.is_set():
             return
+        calls = {"retry": None, "timeout": SETTLE_TIMEOUT_S}
         try:
             if deadline_s is None:
-                subscriber.acknowledge(subscription=subscription, ack_ids=ack_ids)
+                subscriber.acknowledge(subscription=subscription, ack_ids=ack_ids, **calls)
             else:
                 subscriber.modify_ack_deadline(
-                    subscription=subscription, ack_ids=ack_ids, ack_deadline_seconds=deadline_s
+                    subscription=subscription,
+                    ack_ids=ack_ids,
+                    ack_deadline_seconds=deadline_s,
+                    **calls,
                 )
-        except (gexc.GoogleAPICallError, ValueError) as error:
+        except (gexc.GoogleAPIError, ValueError) as error:  # RetryError is no GoogleAPICallError
             if not self._stopping.is_set():  # the message comes again after its deadline
                 log.warning("settling %d message(s) of %s: %s", len(ack_ids), subscription, error)
 

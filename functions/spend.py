@@ -19,10 +19,10 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from typing import Any
+from typing import Annotated, Any
 
 from google.cloud import firestore
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from functions import errors, reads, store
 from functions.settings import BackboneSettings, backbone_settings
@@ -33,14 +33,30 @@ SPEND = "spend"
 FIELDS = ("calls", "promptTokens", "completionTokens", "costUsd")
 
 
+def _not_a_boolean(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a number, not true or false")
+    return value
+
+
+Cap = BeforeValidator(_not_a_boolean)
+
+
 class Budget(BaseModel):
-    """A run's caps; an absent one does not limit."""
+    """A run's caps; an absent (or null) one does not limit, 0 allows no call. Booleans are
+    not numbers (``maxCalls: true`` is refused, never taken as 1)."""
 
     model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
 
-    max_calls: int | None = Field(default=None, alias="maxCalls", ge=0)
-    max_tokens: int | None = Field(default=None, alias="maxTokens", ge=0)
-    max_cost_usd: float | None = Field(default=None, alias="maxCostUsd", ge=0)
+    max_calls: Annotated[int, Cap] | None = Field(default=None, alias="maxCalls", ge=0)
+    max_tokens: Annotated[int, Cap] | None = Field(default=None, alias="maxTokens", ge=0)
+    max_cost_usd: Annotated[float, Cap] | None = Field(default=None, alias="maxCostUsd", ge=0)
+
+
+NOT_A_MAP = (
+    "must be a map of caps ({maxCalls, maxTokens, maxCostUsd}) or null; to allow no call, "
+    "set budget.maxCalls to 0"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,6 +188,8 @@ def _run_budget(run: str) -> _RunBudget:
     def load() -> _RunBudget:
         data = store.snapshot_data(run, fields=["budget", "budgetReached"]) or {}
         raw = data.get("budget")
+        if raw is not None and not isinstance(raw, dict):  # 0, false, "": never ignored
+            raise DocumentError(run, "budget", NOT_A_MAP)
         try:
             budget = Budget.model_validate(raw) if raw else None
         except ValidationError as error:

@@ -73,3 +73,24 @@ def match(pattern: str, path: str) -> dict[str, str] | None:
         elif w != g:
             return None
     return params
+
+
+FIRESTORE_ID_BYTES = 1500
+
+
+def id_problem(value: object, max_bytes: int = FIRESTORE_ID_BYTES) -> str | None:
+    """Why ``value`` cannot be a document id (Firestore's rules: a non-empty string of at most
+    1,500 bytes, no ``/``, not ``.`` or ``..``, not ``__…__``), or None when it can."""
+    if not isinstance(value, str):
+        return "Expected string"
+    if not value:
+        return "must not be empty"
+    if "/" in value:
+        return "must not contain '/'"
+    if value in (".", ".."):
+        return "must not be '.' or '..'"
+    if value.startswith("__") and value.endswith("__"):
+        return "must not start and end with '__' (reserved)"
+    if len(value.encode()) > max_bytes:
+        return f"must be at most {max_bytes} bytes"
+    return None

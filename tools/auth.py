@@ -46,7 +46,7 @@ from functions import api_keys
 from shared import paths
 from shared.models import DocumentError, ParticipantProfile, parse_document
 from shared.society import paths as society_paths
-from tools import owner
+from tools import cli, owner
 from tools.society import client as society_client
 
 EXPERIMENTER_CLAIM = {"role": "experimenter"}
@@ -121,29 +121,34 @@ def _user(app: firebase_admin.App, **identity: Any) -> auth.UserRecord:
         return auth.create_user(**identity, app=app)
 
 
+PROG = "python -m tools.auth"
+
+
 def _args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m tools.auth", description=__doc__.split("\n")[0]
-    )
+    parser = cli.Parser(prog=PROG, description=__doc__.split("\n")[0])
     parser.add_argument("--project", default=os.environ.get("GOOGLE_CLOUD_PROJECT"))
     parser.add_argument(
         "--service-account", help="the service account that signs custom tokens (real projects)"
     )
     commands = parser.add_subparsers(dest="command", required=True)
     participant = commands.add_parser("participant", help="print a participant's custom token")
-    participant.add_argument("experiment_id")
-    participant.add_argument("participant_id", help="its private id (the document id)")
+    participant.add_argument("experiment_id", type=cli.document_id)
+    participant.add_argument(
+        "participant_id", type=cli.document_id, help="its private id (the document id)"
+    )
     experimenter = commands.add_parser("experimenter", help="give an email experimenter access")
-    experimenter.add_argument("email")
+    experimenter.add_argument("email", type=cli.email)
     experimenter.add_argument("--admin", action="store_true")
     player = commands.add_parser("player", help="print a society's human member's custom token")
-    player.add_argument("society_id")
+    player.add_argument("society_id", type=cli.document_id)
     player.add_argument("member_id", type=int)
     owned = commands.add_parser("owner", help="give a society, debate, ... to an experimenter")
     owned.add_argument("path", help="e.g. societies/s1")
     owned.add_argument("creator", help="the experimenter's email or uid")
     key = commands.add_parser("api-key", help="make a REST API key for an experimenter")
-    key.add_argument("email", help="the experimenter's email (Deliberate Lab's experimenter id)")
+    key.add_argument(
+        "email", type=cli.email, help="the experimenter's email (Deliberate Lab's experimenter id)"
+    )
     key.add_argument("--name", default="python -m tools.auth", help="the key's name")
     key.add_argument("--read-only", action="store_true", help="read permission only")
     return parser.parse_args(argv)
@@ -168,8 +173,7 @@ def _api_key(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     if not args.project:
-        print("--project or GOOGLE_CLOUD_PROJECT is needed", file=sys.stderr)
-        return 2
+        return cli.usage_error(PROG, "no project: pass --project or set GOOGLE_CLOUD_PROJECT")
     if args.command == "api-key":
         return _api_key(args)
     options = {"projectId": args.project}

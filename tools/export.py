@@ -42,7 +42,7 @@ import pyarrow.parquet as pq
 from google.cloud import firestore
 
 from functions import download, store
-from tools import conversation_export, journal_data
+from tools import cli, conversation_export, journal_data
 
 Json = dict[str, Any]
 
@@ -270,12 +270,15 @@ def archive(experiment_id: str) -> bytes | None:
     return out.getvalue()
 
 
+PROG = "python -m tools.export"
+
+
 def _args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m tools.export", description=__doc__.split("\n")[0]
+    parser = cli.Parser(prog=PROG, description=__doc__.split("\n")[0])
+    parser.add_argument("experiment_id", nargs="?", type=cli.document_id)
+    parser.add_argument(
+        "--conversation", type=cli.document_id, help="export this conductor conversation instead"
     )
-    parser.add_argument("experiment_id", nargs="?")
-    parser.add_argument("--conversation", help="export this conductor conversation instead")
     parser.add_argument("--out", type=Path, required=True, help="the folder to write into")
     parser.add_argument("--project", default=os.environ.get("GOOGLE_CLOUD_PROJECT"))
     args = parser.parse_args(argv)
@@ -292,8 +295,11 @@ def _conversation_files(project: str, conversation_id: str) -> dict[str, bytes] 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     if not args.project:
-        print("error: no project: pass --project or set GOOGLE_CLOUD_PROJECT", file=sys.stderr)
-        return 2
+        return cli.usage_error(PROG, "no project: pass --project or set GOOGLE_CLOUD_PROJECT")
+    try:  # an unusable folder is found before anything is read
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        return cli.usage_error(PROG, f"--out {args.out}: {error.strerror or error}")
     os.environ["GOOGLE_CLOUD_PROJECT"] = args.project  # the functions' client reads it
     if args.conversation is not None:
         found = _conversation_files(args.project, args.conversation)
@@ -303,9 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     if found is None:
         print(f"error: no {what}", file=sys.stderr)
         return 1
-    args.out.mkdir(parents=True, exist_ok=True)
     for name, content in found.items():
-        (args.out / name).write_bytes(content)
+        try:
+            (args.out / name).write_bytes(content)
+        except OSError as error:
+            return cli.usage_error(PROG, f"--out {args.out}: {error.strerror or error}")
         print(f"{args.out / name}")
     return 0
 

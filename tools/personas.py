@@ -12,8 +12,10 @@ documents ``experiments/{E}/agentParticipants/{personaId}``, or as template entr
 file (``{"agentParticipants": [...]}``) to add to a template's ``agentParticipants``.
 ``add-agents`` makes one agent participant per persona of an experiment, carrying the persona's
 sketch as its ``agentConfig.promptContext`` and its model settings. Against the emulators
-(FIRESTORE_EMULATOR_HOST), a provider without credentials answers with the scripted model, as
-under ``make up``. Any failure ends the command at once, non-zero, saying why.
+(FIRESTORE_EMULATOR_HOST), agents whose provider has no credentials answer with the scripted
+model, as under ``make up``; ``generate``'s own ``--api-type`` must have its credentials (exit 2
+otherwise), ``SCRIPTED`` asks for the scripted model. A bad argument exits 2 on one line; any
+other failure ends the command at once, with 1, saying why.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from shared.personas import (
 )
 from shared.personas import sample as sample_params
 from shared.templates import agent_participant_document, persona_documents
+from tools import cli
 
 BATCHES = "personaBatches"
 """Where a batch written to a file keeps its model logs and totals: ``personaBatches/{id}``."""
@@ -210,36 +213,64 @@ def _personas(
     return [by_id[i] for i in persona_ids]
 
 
-def local_model_default() -> None:
+def local_model_default(api_type: str | None) -> None:
     """Against the emulators, providers without credentials answer with the scripted model
-    (as ``make up`` sets it for the functions); a DLAB_MODEL_OVERRIDE already set is kept."""
-    if os.environ.get("FIRESTORE_EMULATOR_HOST"):
-        chosen = model_choice.override(None, os.environ)
-        if chosen:
-            os.environ["DLAB_MODEL_OVERRIDE"] = chosen
+    (as ``make up`` sets it for the functions); a DLAB_MODEL_OVERRIDE already set is kept. The
+    provider the command itself calls (``api_type``) must have its credentials: it is never
+    switched to the scripted model behind the caller's back (``--api-type SCRIPTED`` asks
+    for it)."""
+    if not os.environ.get("FIRESTORE_EMULATOR_HOST") or os.environ.get("DLAB_MODEL_OVERRIDE"):
+        return
+    chosen = model_choice.override(None, os.environ)
+    if api_type is not None and model_choice.runs_on(api_type, chosen) != api_type:
+        needed = " or ".join(model_choice.KEY_VARS.get(ApiType(api_type), ()))
+        raise PersonaError(
+            f"--api-type {api_type} has no credentials here (set {needed or 'its key'}); "
+            f"--api-type {ApiType.SCRIPTED.value} runs the offline scripted model"
+        )
+    if chosen:
+        os.environ["DLAB_MODEL_OVERRIDE"] = chosen
+
+
+PROG = "python -m tools.personas"
+MAX_PERSONAS = 1000
+"""The most personas one command writes: each is a model conversation, all held until the
+last one is written."""
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m tools.personas", description=__doc__.split("\n")[0]
-    )
+    parser = cli.Parser(prog=PROG, description=__doc__.split("\n")[0])
     parser.add_argument("--project", default=os.environ.get("GOOGLE_CLOUD_PROJECT"))
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("generate", help="sample N personas and have the model write them")
-    gen.add_argument("--n", type=int, required=True, help="how many personas")
+    gen.add_argument(
+        "--n", type=cli.bounded(1, MAX_PERSONAS), required=True, help="how many personas"
+    )
     where = gen.add_mutually_exclusive_group(required=True)
-    where.add_argument("--experiment", help="write agentParticipants/{personaId} documents here")
+    where.add_argument(
+        "--experiment",
+        type=cli.document_id,
+        help="write agentParticipants/{personaId} documents here",
+    )
     where.add_argument("--out", type=Path, help="write template entries to this JSON file")
     gen.add_argument("--seed", type=int, help="sampling seed (default: a random one, printed)")
-    gen.add_argument("--start", type=int, default=1, help="first Halton index (default 1)")
     gen.add_argument(
-        "--api-type", default=DEFAULT_MODEL.api_type, choices=[t.value for t in ApiType]
+        "--start", type=cli.bounded(1, 10**9), default=1, help="first Halton index (default 1)"
+    )
+    gen.add_argument(
+        "--api-type", default=str(DEFAULT_MODEL.api_type), choices=[t.value for t in ApiType]
     )
     gen.add_argument("--model", default=DEFAULT_MODEL.model_name, help="model name")
     add = sub.add_parser("add-agents", help="one agent participant per persona")
-    add.add_argument("--experiment", required=True)
-    add.add_argument("--cohort", required=True)
-    add.add_argument("--persona", action="append", default=[], help="persona id (repeatable)")
+    add.add_argument("--experiment", required=True, type=cli.document_id)
+    add.add_argument("--cohort", required=True, type=cli.document_id)
+    add.add_argument(
+        "--persona",
+        action="append",
+        default=[],
+        type=cli.document_id,
+        help="persona id (repeatable)",
+    )
     return parser.parse_args(argv)
 
 
@@ -271,13 +302,12 @@ def _generate(db: firestore.Client, args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     if not args.project:
-        print("error: no project: pass --project or set GOOGLE_CLOUD_PROJECT", file=sys.stderr)
-        return 2
-    if args.command == "generate" and (args.n < 1 or args.start < 1):
-        print("error: --n and --start must be at least 1", file=sys.stderr)
-        return 2
+        return cli.usage_error(PROG, "no project: pass --project or set GOOGLE_CLOUD_PROJECT")
     os.environ["GOOGLE_CLOUD_PROJECT"] = args.project  # the model call's logs go there too
-    local_model_default()
+    try:
+        local_model_default(args.api_type if args.command == "generate" else None)
+    except PersonaError as error:
+        return cli.usage_error(PROG, str(error))
     try:
         db = firestore.Client(project=args.project)
         if args.command == "generate":

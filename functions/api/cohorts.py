@@ -10,7 +10,7 @@ from google.cloud.firestore_v1.base_query import FieldFilter
 from pydantic import ValidationError
 
 from functions import experiment_writes, store
-from functions.api import access
+from functions.api import access, limits
 from functions.api.http import ApiError, Call, answer
 from shared import paths
 from shared.models import CohortParticipantConfig, ParticipantStatus, now
@@ -48,6 +48,16 @@ def _text(body: Json, field: str, required: bool = False) -> str | None:
     return value
 
 
+def _room_for_one_more(experiment_id: str) -> None:
+    """At most ``DLAB_API_MAX_COHORTS`` cohorts per experiment (each one adds its public stage
+    data, its mediators and the agents a client adds to it)."""
+    most = limits.ApiSettings().api_max_cohorts
+    collection = paths.collection_of(paths.COHORT, experimentId=experiment_id, cohortId="x")
+    counting: Any = store.db().collection(collection).count()
+    if int(counting.get()[0][0].value) >= most:
+        raise ApiError(400, f"Too many cohorts: an experiment has at most {most}")
+
+
 def list_cohorts(call: Call) -> flask.Response:
     call.require("read")
     experiment_id = call.params["experimentId"]
@@ -71,6 +81,7 @@ def create_cohort(call: Call) -> flask.Response:
     if not isinstance(given, dict):
         raise ApiError(400, "Invalid request body: /participantConfig: Expected object")
     config = _participant_config({**(experiment.get("defaultCohortConfig") or {}), **given})
+    _room_for_one_more(experiment_id)
     cohort_id, _, _ = experiment_writes.create_cohort(
         store.db(),
         access.template_of(experiment_id),

@@ -11,8 +11,8 @@ from google.cloud.firestore_v1.base_query import FieldFilter
 from pydantic import ValidationError
 
 from functions import download, store
-from functions.api import access
-from functions.api.http import ApiError, Call, answer
+from functions.api import access, limits
+from functions.api.http import ApiError, Call, answer, field_problem
 from shared import paths
 from shared.models import DocumentError, Experiment, now
 from shared.templates import new_id, persona_documents, template_stages
@@ -71,14 +71,54 @@ def _shape_errors(template: Json) -> Iterator[str]:
 _TYPE_NAMES = {str: "string", dict: "object"}
 
 
+def _id_errors(template: Json) -> Iterator[str]:
+    """Ids that cannot name a document: the experiment's, its stages', its personas' and
+    their prompts' (keyed by stage id)."""
+    given = {"/experiment/id": template["experiment"].get("id")}
+    given |= {f"/stageConfigs/{i}/id": s["id"] for i, s in enumerate(template["stageConfigs"])}
+    for field in AGENT_FIELDS:
+        for i, agent in enumerate(template.get(field, [])):
+            if "id" in agent["persona"]:
+                given[f"/{field}/{i}/persona/id"] = agent["persona"]["id"]
+            prompts = agent.get("promptMap") or {}
+            if not isinstance(prompts, dict):
+                yield f"/{field}/{i}/promptMap: Expected object"
+                continue
+            given |= {f"/{field}/{i}/promptMap/{k}": k for k in prompts}
+    for where, value in given.items():
+        problem = None if value is None else paths.id_problem(value, limits.MAX_ID_BYTES)
+        if problem is not None:
+            yield f"{where[:300]}: {problem}"
+
+
+def _count_errors(template: Json) -> Iterator[str]:
+    """More stages or agents than one experiment may have (docs/API.md: why)."""
+    settings = limits.ApiSettings()
+    stages = len(template["stageConfigs"])
+    if stages > settings.api_max_stages:
+        yield f"/stageConfigs: at most {settings.api_max_stages} stages ({stages} given)"
+    agents = sum(len(template.get(field, [])) for field in AGENT_FIELDS)
+    if agents > settings.api_max_agents:
+        most = settings.api_max_agents
+        yield f"/agentParticipants, /agentMediators: at most {most} agents ({agents} given)"
+
+
 def _checked(template: Json) -> Json:
     """The template if it is shaped as Deliberate Lab's (a 400 'Invalid request body'
-    otherwise) and our models take its stages and personas (a 422, as Deliberate Lab's
-    'Invalid stage configuration'). Not Deliberate Lab's whole JSON schema: its client leaves
-    out fields that are null (``exclude_none``), which its schema file still lists as required."""
+    otherwise: a type, an id, a count) and our models take its experiment, stages and
+    personas (a 422, as Deliberate Lab's 'Invalid stage configuration'). Not Deliberate Lab's
+    whole JSON schema: its client leaves out fields that are null (``exclude_none``), which
+    its schema file still lists as required."""
     problems = list(_shape_errors(template))
+    if not problems:
+        problems = list(_count_errors(template)) or list(_id_errors(template))
     if problems:
         raise ApiError(400, "Invalid request body: " + "; ".join(problems[:10]))
+    try:
+        Experiment.model_validate({**template["experiment"], "id": "checked"})
+    except ValidationError as error:
+        problem = field_problem(error, "/experiment")
+        raise ApiError(400, f"Invalid request body: {problem}") from None
     _stages(template)
     try:
         persona_documents(template)
@@ -105,9 +145,11 @@ def _simple_template(body: Json, experiment: Json) -> Json:
     metadata = dict(experiment.get("metadata") or {})
     for field in ("name", "description"):
         if body.get(field) is not None:
-            metadata[field] = body[field]
+            metadata[field] = _string(body, field)
     fields = {"metadata": metadata}
     if body.get("prolificConfig") is not None:
+        if not isinstance(body["prolificConfig"], dict):
+            raise ApiError(400, "Invalid request body: /prolificConfig: Expected object")
         fields["prolificConfig"] = body["prolificConfig"]
     template: Json = {"experiment": {**experiment, **fields}}
     for field in ("stages", *AGENT_FIELDS):
@@ -117,6 +159,13 @@ def _simple_template(body: Json, experiment: Json) -> Json:
     for field in AGENT_FIELDS:
         template[field] = body.get(field) or []
     return template
+
+
+def _string(body: Json, field: str) -> str:
+    value = body[field]
+    if not isinstance(value, str):
+        raise ApiError(400, f"Invalid request body: /{field}: Expected string")
+    return value
 
 
 def _created(experiment_id: str) -> Json:
@@ -247,7 +296,8 @@ def fork_experiment(call: Call) -> flask.Response:
         )
     template = access.template_of(source_id)
     metadata = dict(template["experiment"].get("metadata") or {})
-    metadata["name"] = body.get("name") or f"Copy of {metadata.get('name') or 'Experiment'}"
+    given = _string(body, "name") if body.get("name") is not None else ""
+    metadata["name"] = given or f"Copy of {metadata.get('name') or 'Experiment'}"
     metadata["dateCreated"] = None
     fork_id = new_id()
     template["experiment"] = {**template["experiment"], "metadata": metadata}

@@ -16,7 +16,16 @@ import flask
 
 from functions import api_keys
 from functions.api import cohorts, conversations, experiments, limits
-from functions.api.http import ApiError, Call, answer, authenticate, browser_refusal, error
+from functions.api.http import (
+    ApiError,
+    Call,
+    answer,
+    authenticate,
+    browser_refusal,
+    error,
+    too_large,
+)
+from shared import paths
 
 log = logging.getLogger(__name__)
 
@@ -63,14 +72,35 @@ def _route(method: str, path: str) -> tuple[Handler, dict[str, str]] | None:
 
 
 def handle(request: flask.Request) -> flask.Response:
-    caller = api_keys.bearer_token(request.headers.get("Authorization")) or request.remote_addr
-    counted = limits.count(caller or "unknown")
+    most = limits.ApiSettings().api_max_body_bytes
+    if (request.content_length or 0) > most:  # whatever the route and the key: never read
+        refused = too_large(most)
+        return _unread(error(refused.status, refused.message))
+    client = limits.client_address(request)
+    token = api_keys.bearer_token(request.headers.get("Authorization"))
+    key_id = api_keys.key_id(token) if token else None
+    wait = limits.guessing(client, key_id)
+    if wait is not None:
+        answered = flask.Response(limits.GUESSING, status=429, mimetype="text/html")
+        answered.headers["Retry-After"] = str(wait)
+        return answered
+    counted = limits.count(key_id or client)
     if not counted.allowed:
         answered = flask.Response(limits.MESSAGE, status=429, mimetype="text/html")
     else:
         answered = _answer(request)
+        if answered.status_code == 401:
+            limits.failed(client, key_id)
     answered.headers.update(counted.headers)
-    return answered
+    return _unread(answered) if answered.status_code == 413 else answered
+
+
+def _unread(answered: flask.Response) -> flask.Response:
+    """A body refused unread: the answer as a stream (functions-framework reads a request's
+    whole body after any other answer), and the connection closed after it."""
+    streamed = flask.Response(iter([answered.get_data()]), status=413, mimetype="application/json")
+    streamed.headers.update({**dict(answered.headers), "Connection": "close"})
+    return streamed
 
 
 def _answer(request: flask.Request) -> flask.Response:
@@ -84,10 +114,14 @@ def _answer(request: flask.Request) -> flask.Response:
     if found is None:
         return error(404, f"Cannot {request.method} {request.path}")
     handler, params = found
+    for name, value in params.items():
+        problem = paths.id_problem(value, limits.MAX_ID_BYTES)
+        if problem is not None:
+            return error(400, f"Invalid {name}: {problem}")
     try:
         return handler(Call(key, params, request))
     except ApiError as failure:
         return error(failure.status, failure.message)
-    except Exception as failure:  # Deliberate Lab's error handler: logged, its message sent
+    except Exception:  # logged; the caller is told no internal text (Deliberate Lab sends it)
         log.exception("API error: %s %s", request.method, request.path)
-        return error(500, str(failure) or "Internal server error")
+        return error(500, "Internal server error")

@@ -12,6 +12,7 @@ however often repeated, completes the step only through the commit transaction, 
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -45,6 +46,7 @@ from shared.conductor.documents import (
 )
 from shared.conductor.human import (
     ANSWER_FIELD,
+    MAX_ANSWER_BYTES,
     HumanAnswer,
     HumanConfig,
     HumanWait,
@@ -126,6 +128,11 @@ def check(human: _Human, values: Any) -> Any:
     it raises is the user's code failing)."""
     if not isinstance(values, dict):
         raise PromptValidationError("the answer must be a map of the answer's fields")
+    size = len(json.dumps(values, default=str).encode())
+    if size > MAX_ANSWER_BYTES:
+        raise PromptValidationError(
+            f"the answer is {size} bytes, over the limit of {MAX_ANSWER_BYTES} bytes"
+        )
     current = human.values()
     name = workflow.code_name(human.agent, "is_valid")
     return validator(human.code.user, human.code.is_valid, current, name)({**current, **values})

@@ -24,6 +24,9 @@ ANSWER = paths.HUMAN_ANSWER
 ANSWER_FIELD = "humanAnswer"
 """The field error records name for a step's answer (missing by the deadline, or invalid)."""
 MAX_DEADLINE_SECONDS = 30 * 86_400
+MAX_ANSWER_BYTES = 64 * 1024
+"""The largest answer a person may give (its values as JSON): the step's output, the
+conversation's memory and the next prompt carry it, each in a document of at most 1 MiB."""
 
 
 class OnDeadline(StrEnum):

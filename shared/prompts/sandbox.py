@@ -6,8 +6,9 @@ bare OverflowError, ``{{ 'a'*10**7 }}`` build a 10 MB prompt and nested loops pi
 Here every render is bounded in:
 
 - size: ranges, strings and lists built by operators, calls and filters, and the output;
-- work: items drawn from ranges across one render;
-- time: a wall-clock limit that interrupts any Python-level loop in the rendering thread.
+- work: items drawn from ranges across one render, template lines executed (every loop's
+  turn counts) and characters or items built, all counted, never timed: the same template on
+  the same variables renders, or is refused at the same point, on any machine, however busy.
 
 Each refusal is a TemplateBoundsError naming the bound, which templating turns into a
 PromptTemplateError (an error record naming the document and field).
@@ -17,14 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import ctypes
 import dataclasses
 import functools
 import operator
 import re
-import threading
-import time
+import sys
 from collections.abc import Callable, Iterator, Mapping
+from types import CodeType, FrameType
 from typing import Any
 
 from jinja2 import Template, nodes
@@ -39,8 +39,12 @@ MAX_SIZE = 100_000
 """Characters or items of one value built by the template (``*``, ``+``, ``%``, calls, filters)."""
 MAX_OUTPUT = 200_000
 """Characters of one rendered template; a prompt is far smaller."""
-TIME_LIMIT_S = 2.0
-"""Wall-clock time of one render."""
+MAX_STEPS = 1_000_000
+"""Template lines executed in one render (each turn of a loop at least one); a prompt takes
+hundreds. About a second of work on a laptop: what bounds a loop over the variables."""
+MAX_BUILT = 20_000_000
+"""Characters or items of all values built in one render (each at most MAX_SIZE): the work of
+the operators, calls and filters inside those steps."""
 
 _WIDE_FORMAT = re.compile(r"\d{6,}")
 """A width or precision of a million or more in a format string."""
@@ -50,14 +54,12 @@ class TemplateBoundsError(Exception):
     """A template went over one of the bounds above; the message names it."""
 
 
-class _TimeUp(BaseException):
-    """Raised asynchronously in the rendering thread; BaseException so no template-level
-    ``except Exception`` in library code swallows it."""
-
-
 @dataclasses.dataclass
 class _Budget:
     iterations: int = 0
+    steps: int = 0
+    built: int = 0
+    max_steps: int = MAX_STEPS
 
 
 _budget: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar("budget", default=None)
@@ -69,10 +71,22 @@ def _check_size(size: int, what: str = "a value") -> None:
 
 
 def _sized(value: Any) -> Any:
-    """``value``, refused if it is a string or collection over MAX_SIZE."""
+    """``value``, refused if it is a string or collection over MAX_SIZE, or if the values built
+    in this render add up to over MAX_BUILT."""
     if isinstance(value, str | bytes | list | tuple | dict | set):
-        _check_size(len(value))
+        _built(len(value))
     return value
+
+
+def _built(size: int, what: str = "a value") -> None:
+    _check_size(size, what)
+    budget = _budget.get()
+    if budget is not None:
+        budget.built += size
+        if budget.built > MAX_BUILT:
+            raise TemplateBoundsError(
+                f"values built in one render add up to over {MAX_BUILT:,} items"
+            )
 
 
 _WIDTHS = frozenset(
@@ -238,7 +252,7 @@ class BoundedEnvironment(SandboxedEnvironment):
 
     def bounded_concat(self, values: tuple[Any, ...]) -> str:
         parts = [str(v) for v in values]
-        _check_size(sum(len(p) for p in parts), "a joined string")
+        _built(sum(len(p) for p in parts), "a joined string")
         return "".join(parts)
 
     def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
@@ -248,58 +262,95 @@ class BoundedEnvironment(SandboxedEnvironment):
         return _sized(super().call(__context, __obj, *args, **kwargs))
 
 
-def _interrupt(thread_id: int) -> None:
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(_TimeUp))
+def _template_frame(frame: FrameType) -> bool:
+    """A frame of a compiled template (its module's globals hold its environment)."""
+    return isinstance(frame.f_globals.get("environment"), BoundedEnvironment)
 
 
-def _clear(thread_id: int) -> None:
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), None)
+def _step(*_: Any) -> None:
+    """One step of template code in the current render (a call or a jump: each loop turn)."""
+    budget = _budget.get()
+    if budget is not None:
+        budget.steps += 1
+        if budget.steps > budget.max_steps:
+            raise TemplateBoundsError(f"over {budget.max_steps:,} template steps in one render")
+
+
+def _monitoring_tool() -> int | None:
+    """A sys.monitoring tool id for the sandbox (Python 3.12+), or None when all are taken:
+    then a line tracer counts the steps instead."""
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is None:
+        return None
+    for tool in (4, 3):
+        if monitoring.get_tool(tool) is None:
+            monitoring.use_tool_id(tool, "dlab template sandbox")
+            events = monitoring.events
+            monitoring.register_callback(tool, events.JUMP, _step)
+            monitoring.register_callback(tool, events.PY_START, _step)
+            return tool
+    return None
+
+
+_TOOL = _monitoring_tool()
+_counted_code: set[CodeType] = set()
+"""The compiled templates' code whose calls and jumps are counted (events are set per code
+object, so no other code pays for them)."""
+
+
+def _count_steps_of(template: Template) -> None:
+    if _TOOL is None:
+        return
+    found = [template.root_render_func.__code__]
+    found += [block.__code__ for block in template.blocks.values()]
+    events = sys.monitoring.events.JUMP | sys.monitoring.events.PY_START
+    while found:
+        code = found.pop()
+        if code in _counted_code:
+            continue
+        sys.monitoring.set_local_events(_TOOL, code, events)
+        _counted_code.add(code)
+        found += [c for c in code.co_consts if isinstance(c, CodeType)]  # macros, loop bodies
 
 
 @contextlib.contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    """Interrupt the current thread's Python code after ``seconds`` (a loop that never yields
-    output included); a pending interrupt is cleared when the block ends in time."""
-    thread_id = threading.get_ident()
-    lock = threading.Lock()
-    state = {"done": False, "fired": False}
+def _counted_steps(template: Template) -> Iterator[None]:
+    """Count the steps the current render takes in template code: through sys.monitoring on
+    the template's code objects, else with a line tracer on its frames (the previous tracer,
+    a coverage tool's, put back after)."""
+    _count_steps_of(template)
+    if _TOOL is not None:
+        yield
+        return
 
-    def fire() -> None:
-        with lock:
-            if not state["done"]:
-                state["fired"] = True
-                _interrupt(thread_id)
+    def step(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "line":
+            _step()
+        return step
 
-    timer = threading.Timer(seconds, fire)
-    timer.daemon = True
-    timer.start()
+    def call(frame: FrameType, event: str, arg: Any) -> Any:
+        return step if event == "call" and _template_frame(frame) else None
+
+    previous = sys.gettrace()
+    sys.settrace(call)
     try:
         yield
     finally:
-        with lock:
-            state["done"] = True
-            if state["fired"]:
-                _clear(thread_id)
-        timer.cancel()
+        sys.settrace(previous)
 
 
 def render_bounded(
     compile_template: Callable[[], Template],
     variables: Mapping[str, Any],
-    time_limit_s: float = TIME_LIMIT_S,
+    max_steps: int = MAX_STEPS,
 ) -> str:
     """Compile (Jinja folds constants then) and render a BoundedEnvironment template within the
     bounds; TemplateBoundsError names the bound it went over."""
-    token = _budget.set(_Budget())
-    started = time.monotonic()
+    token = _budget.set(_Budget(max_steps=max_steps))
     try:
-        with _time_limit(time_limit_s):
-            return _collect(compile_template().generate(variables))
-    except _TimeUp:
-        raise TemplateBoundsError(
-            f"rendering took over {time_limit_s:g} s (stopped after "
-            f"{time.monotonic() - started:.1f} s)"
-        ) from None
+        template = compile_template()
+        with _counted_steps(template):
+            return _collect(template.generate(variables))
     finally:
         _budget.reset(token)
 

@@ -279,6 +279,45 @@ def test_a_client_answers_through_the_rest_api(runtime, db):
     assert call(mine, "GET").json()["waiting"] is None
 
 
+def test_an_answer_over_the_size_limit_is_refused_and_never_fails_the_conversation(runtime, db):
+    """1 MB through the API: 422, nothing written; a raw write over the limit: one record, the
+    step keeps waiting; a good answer then finishes it."""
+    load(db, REVIEW, "review")
+    owner = "owner@example.com"
+    db.document("conversations/h6").set(
+        {"query": QUERY, "workflowId": "review", "status": "PENDING", "creator": owner}
+    )
+    key, _ = api_keys.create(owner, "tests")
+    url = runtime.http_url("api") + "/v1/conversations/h6/answer"
+    settle(runtime, _waiting(db, "h6"), rounds=8)
+    huge = {"values": {"verdict": "reject", "answer": "x" * 1_000_000}}
+    answered = requests.post(url, json=huge, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+    assert answered.status_code == 422, answered.text
+    assert answered.json()["error"] == (
+        "values: the answer is 1000035 bytes, over the limit of 65536 bytes"
+    )
+    raw = db.document(f"conversations/h6/humanAnswers/{HUMAN_STEP}")
+    assert not raw.get().exists
+    raw.set({"values": {"verdict": "reject", "answer": "y" * 100_000}, "by": "a raw write"})
+    runtime.wait_until_idle(timeout=60)
+    records = [e for e in errors(db, "h6") if e["document"] == raw.path]
+    assert [(r["field"], "over the limit of 65536 bytes" in r["reason"]) for r in records] == [
+        ("values", True)
+    ]
+    assert conversation(db, "h6").status == Status.RUNNING
+    raw.delete()
+    runtime.wait_until_idle(timeout=60)
+    good = {"values": {"verdict": "approve", "answer": BETTER}}
+    assert (
+        requests.post(
+            url, json=good, headers={"Authorization": f"Bearer {key}"}, timeout=60
+        ).status_code
+        == 201
+    )
+    settle(runtime, finished(db, "h6"), rounds=5)
+    assert conversation(db, "h6").status == Status.DONE
+
+
 def test_the_export_and_the_console_show_a_steps_tool_calls(runtime, db, tmp_path, monkeypatch):
     logging_tools(tmp_path, monkeypatch)
     with_tools(db, "lookup")  # the example, its answerer (step 3) given a tool

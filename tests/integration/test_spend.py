@@ -10,7 +10,13 @@ from experiment_state import settle
 from functions import spend
 from functions.agents import model_call
 from shared.conductor.documents import Status
-from shared.models import AgentModelSettings, ApiType, ParticipantProfile, ProfileAgentConfig
+from shared.models import (
+    AgentModelSettings,
+    ApiType,
+    DocumentError,
+    ParticipantProfile,
+    ProfileAgentConfig,
+)
 from shared.stages import AnswerValidationError
 
 pytestmark = pytest.mark.usefixtures("clean")
@@ -95,3 +101,32 @@ def test_a_caller_s_parse_that_refuses_is_a_corrective_turn_counted_in_its_run(d
     assert statuses == ["INVALID_RESPONSE", "OK"]
     assert spend.totals("societies/s1").calls == 2
     assert spend.totals("experiments/s1").calls == 0
+
+
+@pytest.mark.parametrize(
+    ("budget", "field", "reason"),
+    [
+        (0, "budget", "to allow no call, set budget.maxCalls to 0"),
+        (False, "budget", "must be a map of caps"),
+        ("", "budget", "must be a map of caps"),
+        ({"maxCalls": True}, "budget.maxCalls", "a number, not true or false"),
+        ({"maxCostUsd": False}, "budget.maxCostUsd", "a number, not true or false"),
+        ({"maxTokens": 1.5}, "budget.maxTokens", "integer"),
+    ],
+)
+def test_a_budget_that_is_not_a_map_of_numbers_is_an_error_naming_it(db, budget, field, reason):
+    """Never ignored (``budget: 0`` was), never taken as 1 (``maxCalls: true`` was)."""
+    run = "conversations/b1"
+    db.document(run).set({"status": "RUNNING", "budget": budget})
+    with pytest.raises(DocumentError) as raised:
+        spend.check(run)
+    assert (raised.value.document, raised.value.field) == (run, field)
+    assert reason in raised.value.reason
+
+
+def test_a_cap_of_zero_allows_no_call(db):
+    run = "conversations/b2"
+    db.document(run).set({"status": "RUNNING", "budget": {"maxCalls": 0}})
+    with pytest.raises(spend.BudgetReached) as raised:
+        spend.check(run)
+    assert raised.value.cap == "maxCalls=0"
