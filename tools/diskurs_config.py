@@ -100,6 +100,16 @@ _TARGETS = {
 """A conductor's agents to finalize with (the config's key, as written)."""
 
 
+_TOOL = {"name", "function_name", "module_name", "module_path", "configs", "dependencies"}
+_DEPENDENCY = {"name", "module_name", "module_path", "class_name", "parameters"}
+
+
+def _hint(name: str, known: Any) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``known``, else ''."""
+    close = difflib.get_close_matches(name, sorted(str(k) for k in known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 class DiskursConfigError(ValueError):
     """A Diskurs project that Diskurs itself could not run; the message names file and key."""
 
@@ -188,9 +198,9 @@ class _Reader:
     def unknown_keys(self, data: dict[str, Any], known: set[str], where: str) -> None:
         for key in data:
             if key not in known:
-                close = difflib.get_close_matches(key, sorted(known), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                self.warn(f"{where}.{key}", f"unknown to Diskurs, which ignores it{hint}")
+                self.warn(
+                    f"{where}.{key}", f"unknown to Diskurs, which ignores it{_hint(key, known)}"
+                )
 
     def where(self, location: str | None, key: str) -> Path:
         if not location:
@@ -494,23 +504,120 @@ class _Reader:
             target_agent=str(rule.get("target_agent", "")),
         )
 
-    def tools(self, tools: list[Any]) -> list[dict[str, Any]]:
+    def custom_modules(self, modules: Any) -> dict[str, Path]:
+        """``customModules: [{name, location}]`` by name, each file imported now, as Diskurs
+        pre-loads them (a file that is missing or raises is refused here)."""
+        if not isinstance(modules, list):
+            raise self.fail("customModules", "must be a list of {name, location}")
+        found: dict[str, Path] = {}
+        for i, module in enumerate(modules):
+            key = f"customModules[{i}]"
+            if not isinstance(module, dict) or not module.get("name") or not module.get("location"):
+                raise self.fail(key, "needs name and location")
+            self.unknown_keys(module, {"name", "location"}, key)
+            path = self.where(str(module["location"]), f"{key}.location")
+            self.module(path, f"{key}.location")
+            found[str(module["name"])] = path
+        return found
+
+    def module_file(self, entry: dict[str, Any], key: str, modules: dict[str, Path]) -> Path:
+        """A tool's or a dependency's file: its ``moduleName`` among ``customModules``, as
+        Diskurs finds it, or (ours) its ``modulePath``."""
+        name, path = entry.get("module_name"), entry.get("module_path")
+        if name:
+            if name not in modules:
+                raise self.fail(
+                    f"{key}.moduleName",
+                    f"{name!r} is not the name of one of customModules {sorted(modules)}"
+                    + _hint(str(name), modules),
+                )
+            return modules[str(name)]
+        if path:
+            return self.where(str(path), f"{key}.modulePath")
+        raise self.fail(key, "needs moduleName (one of customModules) or modulePath")
+
+    def tools(self, tools: Any, modules: dict[str, Path], dependencies: dict[str, Any]) -> list:
+        """The workflow's ``tools``, each function found in its file now: the function itself,
+        or its ``create_<functionName>`` factory when the entry has configs or dependencies
+        (Diskurs' ``load_tools``), each dependency one of ``toolDependencies``."""
         found = []
         for i, tool in enumerate(tools or []):
             key = f"tools[{i}]"
             if not isinstance(tool, dict) or not tool.get("name") or not tool.get("function_name"):
                 raise self.fail(key, "needs name and functionName")
-            path = tool.get("module_path")
+            self.unknown_keys(tool, _TOOL, key)
+            path = self.module_file(tool, key, modules)
+            module = self.module(path, f"{key}.moduleName")
+            made = tool.get("configs") is not None or bool(tool.get("dependencies"))
+            wanted = f"create_{tool['function_name']}" if made else tool["function_name"]
+            if not callable(getattr(module, wanted, None)):
+                defined = [
+                    n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                ]
+                raise self.fail(
+                    f"{key}.functionName",
+                    f"no function {wanted!r} in {self.shown(path)}" + _hint(wanted, defined),
+                )
+            for name in tool.get("dependencies") or []:
+                if name not in dependencies:
+                    raise self.fail(
+                        f"{key}.dependencies",
+                        f"{name!r} is not one of toolDependencies {sorted(dependencies)}"
+                        + _hint(str(name), dependencies),
+                    )
             entry = ToolEntry(
                 name=tool["name"],
                 function_name=tool["function_name"],
-                module_path=self.stored(self.where(path, f"{key}.modulePath")) if path else "",
+                module_path=self.stored(path),
                 module_name=tool.get("module_name", ""),
                 configs=tool.get("configs"),
                 dependencies=tool.get("dependencies"),
             )
             found.append(entry.to_firestore())
         return found
+
+    def tool_dependencies(self, raw: Any, modules: dict[str, Path]) -> dict[str, Any]:
+        """``toolDependencies`` by name. Diskurs 0.0.79's list of ``{name, moduleName,
+        className, parameters}`` becomes ``{className, modulePath, parameters}`` with the class
+        found now (it must have ``create``); the older map is kept as written."""
+        if isinstance(raw, dict):
+            return raw
+        if not isinstance(raw, list):
+            raise self.fail("toolDependencies", "must be a list of {name, moduleName, className}")
+        found: dict[str, Any] = {}
+        for i, dependency in enumerate(raw):
+            key = f"toolDependencies[{i}]"
+            if not isinstance(dependency, dict) or not dependency.get("name"):
+                raise self.fail(key, "needs name, moduleName and className")
+            self.unknown_keys(dependency, _DEPENDENCY, key)
+            path = self.module_file(dependency, key, modules)
+            module = self.module(path, f"{key}.moduleName")
+            class_name = str(dependency.get("class_name") or "")
+            if not callable(getattr(getattr(module, class_name, None), "create", None)):
+                classes = [n for n, v in vars(module).items() if isinstance(v, type)]
+                raise self.fail(
+                    f"{key}.className",
+                    f"no class {class_name!r} with create() in {self.shown(path)}"
+                    + _hint(class_name, classes),
+                )
+            found[str(dependency["name"])] = {
+                "className": class_name,
+                "modulePath": self.stored(path),
+                "parameters": dependency.get("parameters") or {},
+            }
+        return found
+
+    def agent_tools(self, docs: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
+        """Each agent's ``tools`` name one of the workflow's by its name or its function's."""
+        known = [t["name"] for t in tools] + [t["functionName"] for t in tools]
+        for i, doc in enumerate(docs):
+            for name in doc.get("tools", []):
+                if name not in known:
+                    raise self.fail(
+                        f"agents[{i}] ({doc['name']}).tools",
+                        f"{name!r} is no tool of this project {sorted(set(known))}"
+                        + _hint(name, known),
+                    )
 
     def memory_class(self, raw: dict[str, Any]) -> dict[str, Any]:
         """Where the ``LongtermMemory`` class is: the top-level ``longtermMemory`` (a class in a
@@ -542,20 +649,21 @@ class _Reader:
         docs = [self.agent(i, e, models) for i, e in enumerate(entries)]
         first = str(raw.get("first_contact") or "")
         self.check_names(docs, first)
+        modules = self.custom_modules(raw.get("custom_modules") or [])
+        dependencies = self.tool_dependencies(raw.get("tool_dependencies") or {}, modules)
         names = [d["name"] for d in docs if d["type"] != "conductor"]
         workflow: dict[str, Any] = {
             "format": WorkflowFormat.DISKURS.value,
             "agents": names,
-            "tools": self.tools(raw.get("tools") or []),
-            "toolDependencies": raw.get("tool_dependencies") or {},
+            "tools": self.tools(raw.get("tools") or [], modules, dependencies),
+            "toolDependencies": dependencies,
             "conductor": {"maxDispatches": DEFAULT_MAX_DISPATCHES},
         }
+        self.agent_tools(docs, workflow["tools"])
         self.with_conductor(workflow, entries, docs, first)
         workflow["conductor"].update(self.memory_class(raw))
         if not models:
             self.warn("llms", "no llms: every agent runs on the scripted model")
-        for custom in raw.get("custom_modules") or []:
-            self.warn("customModules", f"{custom} is not loaded by this backend")
         return workflow, docs
 
     def with_conductor(

@@ -1,7 +1,8 @@
 """An agent's tools, made from the workflow's ``tools`` as Diskurs makes them (its
 ``load_tools``), and the step's durable tool calls (``tool_calls.StepTools``).
 
-A tool entry names a function in a project file (``modulePath``). With ``configs`` or
+A tool entry names a function in a project file (``modulePath``: the loader resolves
+Diskurs' ``moduleName`` through ``customModules`` to it). With ``configs`` or
 ``dependencies`` the file's ``create_<functionName>`` makes the function: called with the
 configs (when given) and each named dependency as a keyword argument, as Diskurs calls it. An
 agent's ``tools`` name entries by the entry's ``name`` or, as Diskurs matches them, the
@@ -65,7 +66,7 @@ def _function(workflow_id: str, wf: WorkflowDoc, index: int) -> Callable[..., An
     entry = wf.tools[index]
     doc, field = workflow.workflow_path(workflow_id), f"tools[{index}].modulePath"
     if not entry.module_path:
-        reason = "needs modulePath (a moduleName of customModules is not loaded by this backend)"
+        reason = "needs modulePath (the loader resolves a moduleName through customModules)"
         raise DocumentError(doc, field, reason)
     where = Path(entry.module_path)
     path = workflow.code_file(str(where.parent), where.name, doc, field)

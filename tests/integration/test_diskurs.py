@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conductor_state import Scripted, attempts, conversation, finished, start, steps
 from experiment_state import settle
+from tool_state import tool_calls
 
 from shared.conductor.documents import Status, StepKind
 from tools.load_workflow import load
@@ -426,3 +427,106 @@ def test_a_predicate_agent_decides_can_finalize_and_the_supervisor_takes_over(ru
     assert conv.outcome == "finalizer"
     assert conv.result == {"verdict": found[-1].output["verdict"]} and conv.result["verdict"]
     assert found[-1].input["answer"] == ""  # the answerer never ran: the judge said finish
+
+
+DESK_TOOLS = '''\
+from diskurs import tool
+
+
+@tool
+def lookup(city: str) -> str:
+    """
+    The weather in a city.
+
+    :param city: The city's name.
+    :return: The weather there.
+    """
+    return f"sunny in {city}"
+
+
+def create_address(configs, directory):
+    @tool
+    def address(name: str) -> str:
+        """
+        Where a person lives.
+
+        :param name: The person's name.
+        """
+        return f"{configs['prefix']} {directory.streets[name]}"
+
+    return address
+'''
+
+PEOPLE = """\
+class Directory:
+    def __init__(self, name, streets):
+        self.name = name
+        self.streets = streets
+
+    @classmethod
+    def create(cls, name, **parameters):
+        return cls(name, **parameters)
+"""
+
+TOOLED_ANSWERER = ANSWERER.replace(
+    'arg.answer = f"urgency {arg.urgency}: {conversation.longterm_memory.user_query}"',
+    'where = await call_tool("address", {"name": "ann"})\n'
+    '    arg.answer = f"urgency {arg.urgency}: Ann lives {where}"',
+)
+
+TOOLS_CONFIG = """
+customModules:
+  - {name: desk_tools, location: tools/desk_tools.py}
+  - {name: people, location: tools/people.py}
+toolDependencies:
+  - {name: directory, moduleName: people, className: Directory,
+     parameters: {streets: {ann: Main St.}}}
+tools:
+  - {name: weather, functionName: lookup, moduleName: desk_tools}
+  - {name: address, functionName: address, moduleName: desk_tools, configs: {prefix: at},
+     dependencies: [directory]}
+"""
+
+
+def _tooled_desk(folder: Path, header: str = "") -> Path:
+    """The desk written in Diskurs 0.0.79's form with tools: ``customModules``, tools by
+    ``moduleName``, a list of ``toolDependencies`` (whose keys Diskurs snake-cases too, so the
+    directory's name is `ann`); the classifier may call ``lookup``, the
+    heuristic answerer calls ``address`` (made by its factory from configs and a dependency)."""
+    desk = _desk(folder / "tooled", finalizer=True)
+    config = (desk / "config.yml").read_text()
+    for anchor, tools in (
+        ("ClassifierPrompt}", "lookup"),
+        ("heuristicSequenceName: answer}", "address"),
+    ):
+        assert anchor in config
+        config = config.replace(anchor, f"{anchor}\n    tools: [{tools}]")
+    files = {
+        "config.yml": config + TOOLS_CONFIG,
+        "tools/desk_tools.py": DESK_TOOLS,
+        "tools/people.py": PEOPLE,
+        "answerer/prompt.py": header + TOOLED_ANSWERER,
+    }
+    return _write(desk, files)
+
+
+def test_a_diskurs_0_0_79_project_with_custom_module_tools_runs(runtime, db, allowed):
+    """Tools declared as Diskurs 0.0.79 declares them run: the model agent's tool by its
+    function's name, the heuristic agent's through call_tool, made by create_address with its
+    configs and the Directory dependency made by Directory.create(name=..., **parameters)."""
+    load(db, _tooled_desk(allowed), "tooled")
+    workflow = db.document("workflows/tooled").get().to_dict()
+    assert workflow["toolDependencies"]["directory"]["className"] == "Directory"
+    start(db, "w1", QUERY, "tooled")
+    settle(runtime, finished(db, "w1"))
+    conv = conversation(db, "w1")
+    assert conv.status == Status.DONE, conv.error
+    assert conv.outcome == "finalizer"
+    found = steps(db, "w1")
+    assert [s.agent for s in found] == ["boss", "classifier", "boss", "answerer", "boss", "closer"]
+    classifier_calls = tool_calls(db, "w1", "0001")
+    assert [c["name"] for c in classifier_calls] == ["lookup"]
+    assert classifier_calls[0]["result"].startswith("sunny in ")
+    [address] = tool_calls(db, "w1", "0003")
+    assert (address["name"], address["status"]) == ("address", "done")
+    assert found[3].output["answer"].endswith(": Ann lives at Main St.")
