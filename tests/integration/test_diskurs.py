@@ -530,3 +530,24 @@ def test_a_diskurs_0_0_79_project_with_custom_module_tools_runs(runtime, db, all
     [address] = tool_calls(db, "w1", "0003")
     assert (address["name"], address["status"]) == ("address", "done")
     assert found[3].output["answer"].endswith(": Ann lives at Main St.")
+
+
+def test_prompt_modules_with_postponed_annotations_run_as_without(runtime, db, allowed):
+    """Every prompt.py and the memory's file with ``from __future__ import annotations``: the
+    field types are resolved as Diskurs' dataclass methods resolve them, so the classifier's
+    first valid reply is taken (before: its int never validated). (Not the tools' file: Diskurs'
+    own ``@tool`` reads ``annotation.__name__`` and fails on a string, in Diskurs too.)"""
+    desk = _tooled_desk(allowed)
+    for path in [desk / "memory.py", *desk.glob("*/prompt.py")]:
+        path.write_text("from __future__ import annotations\n\n" + path.read_text())
+    load(db, desk, "postponed")
+    model = Scripted()
+    model.reply("Classify:", {"urgency": 3, "summary": "soon"})
+    with runtime.model_wrapper(model.wrap):
+        start(db, "p1", QUERY, "postponed")
+        settle(runtime, finished(db, "p1"))
+    conv = conversation(db, "p1")
+    assert conv.status == Status.DONE, conv.error
+    assert conv.outcome == "finalizer"
+    assert conv.memory["urgency"].value == 3
+    assert [t["response"]["status"] for t in attempts(db, "p1", "0001")] == ["OK"]

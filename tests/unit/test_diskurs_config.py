@@ -156,3 +156,29 @@ def test_the_scripted_model_fills_defaulted_fields_within_their_bounds(seed):
 def test_a_known_value_is_kept_by_the_scripted_model():
     schema = Urgent.reply_schema(known={"urgency": 4})
     assert generate_value(random.Random(1), schema)["urgency"] == 4
+
+
+POSTPONED = """\
+from __future__ import annotations
+
+from dataclasses import dataclass
+from diskurs import OutputField, PromptArgument
+
+
+@dataclass
+class Rated(PromptArgument):
+    urgency: OutputField[int] = 0
+    tags: list[str] | str = ""
+"""
+
+
+def test_postponed_annotations_are_resolved_as_diskurs_resolves_them(tmp_path):
+    from shared.conductor.code_files import load_file
+
+    (tmp_path / "postponed.py").write_text(POSTPONED)
+    cls = load_file(tmp_path / "postponed.py").Rated
+    reply = arguments.parse(cls, {"urgency": "3"}, arguments.defaults(cls))
+    assert reply.urgency == 3 and arguments.writes_memory(cls) == {"urgency"}
+    (tmp_path / "unresolved.py").write_text(POSTPONED.replace("int] = 0", "Urgency] = 0"))
+    with pytest.raises(NameError, match=r"class Rated \(line 8\).*'Urgency' is not defined"):
+        load_file(tmp_path / "unresolved.py")
