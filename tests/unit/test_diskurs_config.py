@@ -182,3 +182,17 @@ def test_postponed_annotations_are_resolved_as_diskurs_resolves_them(tmp_path):
     (tmp_path / "unresolved.py").write_text(POSTPONED.replace("int] = 0", "Urgency] = 0"))
     with pytest.raises(NameError, match=r"class Rated \(line 8\).*'Urgency' is not defined"):
         load_file(tmp_path / "unresolved.py")
+
+
+@dataclass
+class Urls(DiskursArgument):
+    urls: list[str] | str | None = None
+    count: int = 0
+
+
+@pytest.mark.parametrize("value", ["www.acme.com", ["www.acme.com", "www.example.com"]])
+def test_a_union_field_keeps_the_member_its_value_fits(value):
+    """Diskurs' parser converts with the union's first member (a string: its characters)."""
+    reply = arguments.parse(Urls, {"urls": value, "count": "2"}, arguments.defaults(Urls))
+    assert (reply.urls, reply.count) == (value, 2)
+    assert arguments.load(Urls, arguments.dump(reply)).urls == value
