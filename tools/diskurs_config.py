@@ -100,8 +100,23 @@ _TARGETS = {
 """A conductor's agents to finalize with (the config's key, as written)."""
 
 
+_DEFAULT_NAMES = {
+    "is_valid_name": "is_valid",
+    "is_final_name": "is_final",
+    "can_finalize_name": "can_finalize",
+    "finalize_name": "finalize",
+    "fail_name": "fail",
+}
+"""A prompt's functions, by Diskurs' default names."""
+_RULE = {"name", "description", "location", "condition_name", "condition_module", "target_agent"}
 _TOOL = {"name", "function_name", "module_name", "module_path", "configs", "dependencies"}
 _DEPENDENCY = {"name", "module_name", "module_path", "class_name", "parameters"}
+
+
+def camel(key: str) -> str:
+    """A snake_case key as a Diskurs config spells it (``is_valid_name``: ``isValidName``)."""
+    first, *rest = key.split("_")
+    return first + "".join(part.title() for part in rest)
 
 
 def _hint(name: str, known: Any) -> str:
@@ -150,6 +165,34 @@ def _resolve_env(data: Any, unset: list[str]) -> Any:
     return _ENV.sub(value, data)
 
 
+def key_lines(text: str) -> dict[tuple[Any, ...], int]:
+    """Each key's line in the YAML text (1-based), by its path of snake_case keys and list
+    indexes: ``("agents", 1, "prompt", "is_valid_name")``; a list item's is its first line."""
+    lines: dict[tuple[Any, ...], int] = {}
+
+    def walk(node: yaml.Node, path: tuple[Any, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                inner = (*path, snake(str(key.value)))
+                lines[inner] = key.start_mark.line + 1
+                walk(value, inner)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                lines[(*path, i)] = item.start_mark.line + 1
+                walk(item, (*path, i))
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return lines
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+_PART = re.compile(r"^(?P<key>[^\[\s(]+)?(?:\[(?P<index>\d+)\])?(?: ?\((?P<name>[^)]*)\))?$")
+
+
 @dataclasses.dataclass
 class Project:
     """What the reader found: the workflow's and agents' document data, and the warnings."""
@@ -181,25 +224,64 @@ def is_diskurs_config(raw: Any) -> bool:
 
 
 class _Reader:
-    def __init__(self, folder: Path, path: Path, repo_root: Path) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        path: Path,
+        repo_root: Path,
+        data: dict[str, Any] | None = None,
+        lines: dict[tuple[Any, ...], int] | None = None,
+    ) -> None:
         self.folder = folder.resolve()
         self.path = path
         self.repo_root = repo_root
+        self.data = data or {}
+        self.lines = lines or {}
         self.warnings: list[str] = []
 
     # --- helpers ----------------------------------------------------------------------------
 
+    def line(self, where: str) -> int:
+        """The config line of a message's key (``agents[1] (first_agent).prompt.isValidName``,
+        ``agents (boss).rules[0]``): the deepest part of its path the file has; 0 if none."""
+        path: tuple[Any, ...] = ()
+        found = 0
+        for part in where.split("."):
+            match = _PART.match(part)
+            if match is None:
+                break
+            key, index, name = match.group("key"), match.group("index"), match.group("name")
+            if key is None:
+                continue  # "(top level)"
+            path = (*path, snake(key))
+            if index is None and name is not None and path == ("agents",):
+                names = [
+                    a.get("name") if isinstance(a, dict) else None
+                    for a in self.data.get("agents") or []
+                ]
+                index = str(names.index(name)) if name in names else None
+            if index is not None:
+                path = (*path, int(index))
+            found = self.lines.get(path, found)
+        return found
+
+    def at(self, where: str, name: str) -> str:
+        line = self.line(where)
+        return f"{name}:{line}" if line else name
+
     def warn(self, where: str, message: str) -> None:
-        self.warnings.append(f"{self.path.name}: {where}: {message}")
+        self.warnings.append(f"{self.at(where, self.path.name)}: {where}: {message}")
 
     def fail(self, where: str, message: str) -> DiskursConfigError:
-        return DiskursConfigError(f"{self.path}: {where}: {message}")
+        return DiskursConfigError(f"{self.at(where, str(self.path))}: {where}: {message}")
 
     def unknown_keys(self, data: dict[str, Any], known: set[str], where: str) -> None:
         for key in data:
             if key not in known:
-                self.warn(
-                    f"{where}.{key}", f"unknown to Diskurs, which ignores it{_hint(key, known)}"
+                close = difflib.get_close_matches(key, sorted(known), n=1)
+                hint = f" (did you mean {camel(close[0])!r}?)" if close else ""
+                raise self.fail(
+                    f"{where}.{camel(key)}", f"unknown key (Diskurs would ignore it){hint}"
                 )
 
     def where(self, location: str | None, key: str) -> Path:
@@ -352,6 +434,12 @@ class _Reader:
         if module is None and not conductor:
             raise self.fail(f"{where}.prompt.location", f"no {code.name} in {location}")
         description = location / prompt.get("agent_description_filename", "agent_description.txt")
+        if not conductor and description != location and not description.is_file():
+            raise self.fail(
+                f"{where}.prompt.location",
+                f"no {description.name} in {self.shown(location)} (Diskurs opens it, and raises)",
+            )
+        self.named_functions(module, prompt, f"{where}.prompt", code)
         system, user = self.templates(location, prompt, kind)
         user_names = [prompt.get("prompt_argument_class"), prompt.get("user_prompt_argument_class")]
         doc.update(
@@ -377,6 +465,19 @@ class _Reader:
             name = doc["heuristicSequenceName"]
             if not callable(getattr(module, name, None)):
                 raise self.fail(f"{where}.prompt.heuristicSequenceName", f"no {name} in {code}")
+
+    def named_functions(self, module: Any, prompt: dict[str, Any], where: str, code: Path) -> None:
+        """A function the prompt names, other than by Diskurs' default name, is in the file:
+        Diskurs would fall back to its default in silence (a misspelt ``is_valid`` never
+        called); a default name the file lacks is Diskurs' default, as there."""
+        defined = [n for n, v in vars(module).items() if callable(v)] if module else []
+        for key, default in _DEFAULT_NAMES.items():
+            name = prompt.get(key)
+            if name and name != default and not callable(getattr(module, str(name), None)):
+                raise self.fail(
+                    f"{where}.{camel(key)}",
+                    f"no function {name!r} in {self.shown(code)}" + _hint(str(name), defined),
+                )
 
     def undeclared(self, doc: dict[str, Any], module: Any, where: str) -> None:
         """A warning for each template variable that is no field of the prompt argument:
@@ -440,12 +541,21 @@ class _Reader:
         location = self.where(entry.get("location"), f"{where}.location")
         doc["parallelLocation"] = self.stored(location)
         doc["invokeOnFinal"] = bool(entry.get("invoke_on_final", True))
-        for key, camel in (
-            ("branch_conversation_name", "branchConversationName"),
-            ("join_conversations_name", "joinConversationsName"),
+        code = location / "parallelize.py"
+        module = self.module(code, f"{where}.location")
+        for key, default in (
+            ("branch_conversation_name", "branch_conversation"),
+            ("join_conversations_name", "join_conversations"),
         ):
+            name = str(entry.get(key) or default)
+            if not callable(getattr(module, name, None)):
+                defined = [n for n, v in vars(module).items() if callable(v)]
+                raise self.fail(
+                    f"{where}.{camel(key)}",
+                    f"no function {name!r} in {self.shown(code)}" + _hint(name, defined),
+                )
             if entry.get(key):
-                doc[camel] = entry[key]
+                doc[camel(key)] = name
 
     def conductor(self, entry: dict[str, Any], agent: dict[str, Any], names: list[str]) -> dict:
         """The workflow's ``conductor`` map from the conductor agent's entry."""
@@ -464,7 +574,7 @@ class _Reader:
             "max_attempts": agent.get("maxAttempts", DEFAULT_MAX_TRIALS),
             "fallback_to_llm": bool(entry.get("fallback_to_llm", True)),
             "route_functions": [
-                self.rule(i, r, where) for i, r in enumerate(entry.get("rules") or [])
+                self.rule(i, r, where, names) for i, r in enumerate(entry.get("rules") or [])
             ],
             **functions,
         }
@@ -475,7 +585,9 @@ class _Reader:
         topics = list(entry.get("topics") or [])
         for topic in topics:
             if topic not in names:
-                raise self.fail(f"{where}.topics", f"{topic!r} is not an agent {names}")
+                raise self.fail(
+                    f"{where}.topics", f"{topic!r} is not an agent {names}" + _hint(topic, names)
+                )
         return topics
 
     def missing_targets(self, where: str, targets: dict[str, str], names: list[str]) -> None:
@@ -487,21 +599,34 @@ class _Reader:
                     "there and it ends without a final result: so it does here",
                 )
 
-    def rule(self, i: int, rule: Any, where: str) -> RouteFunction:
+    def rule(self, i: int, rule: Any, where: str, names: list[str]) -> RouteFunction:
         key = f"{where}.rules[{i}]"
         if not isinstance(rule, dict):
             raise self.fail(key, "must be a map")
+        self.unknown_keys(rule, _RULE, key)
         location = self.where(rule.get("location"), f"{key}.location")
         module = self.module(location / "rules.py", f"{key}.location")
-        name = rule.get("condition_name", "")
+        name = str(rule.get("condition_name") or "")
+        if not name:
+            raise self.fail(key, "needs conditionName (a function of rules.py)")
         if not callable(getattr(module, name, None)):
-            raise self.fail(f"{key}.conditionName", f"no function {name!r} in {location}/rules.py")
+            defined = [n for n, v in vars(module).items() if callable(v)]
+            raise self.fail(
+                f"{key}.conditionName",
+                f"no function {name!r} in {self.shown(location / 'rules.py')}"
+                + _hint(name, defined),
+            )
+        target = str(rule.get("target_agent", ""))
+        if target not in names:
+            raise self.fail(
+                f"{key}.targetAgent", f"{target!r} is not an agent {names}" + _hint(target, names)
+            )
         return RouteFunction(
             name=str(rule.get("name", name)),
             description=str(rule.get("description", "")),
             location=self.stored(location),
             condition_name=name,
-            target_agent=str(rule.get("target_agent", "")),
+            target_agent=target,
         )
 
     def custom_modules(self, modules: Any) -> dict[str, Path]:
@@ -688,11 +813,16 @@ class _Reader:
             raise self.fail("agents", f"one conductor per project here; this one has {conductors}")
         every = [d["name"] for d in docs]
         if first not in every:
-            raise self.fail("first_contact", f"{first!r} is not an agent {every}")
+            raise self.fail(
+                "first_contact", f"{first!r} is not an agent {every}" + _hint(first, every)
+            )
         for doc in docs:
             for topic in doc.get("topics", []):
                 if topic not in every:
-                    raise self.fail(f"agents ({doc['name']}).topics", f"{topic!r} is not an agent")
+                    raise self.fail(
+                        f"agents ({doc['name']}).topics",
+                        f"{topic!r} is not an agent" + _hint(topic, every),
+                    )
 
 
 def read_project(
@@ -700,16 +830,17 @@ def read_project(
 ) -> Project:
     """The project's documents' data (not yet checked against the models) and warnings."""
     path = find_config(folder, config)
-    if raw is None:
-        try:
-            raw = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as error:
-            raise DiskursConfigError(f"{path}: {error}") from None
+    try:
+        text = path.read_text()
+        if raw is None:
+            raw = yaml.safe_load(text) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise DiskursConfigError(f"{path}: {error}") from None
     if not isinstance(raw, dict):
         raise DiskursConfigError(f"{path}: not a mapping")
     unset: list[str] = []
     data = _snake_keys(_resolve_env(raw, unset))
-    reader = _Reader(folder, path, repo_root)
+    reader = _Reader(folder, path, repo_root, data, key_lines(text))
     for name in sorted(set(unset)):
         reader.warn(f"${{{name}}}", "not set and no default: Diskurs reads it as ''")
     workflow, agents = reader.read(data)

@@ -6,6 +6,7 @@ Diskurs' semantics: the validation message verbatim, and carrying on when trials
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from experiment_state import settle
 from tool_state import tool_calls
 
 from shared.conductor.documents import Status, StepKind
-from tools.load_workflow import load
+from tools.load_workflow import WorkflowError, load
 
 pytestmark = pytest.mark.usefixtures("clean")
 
@@ -551,3 +552,70 @@ def test_prompt_modules_with_postponed_annotations_run_as_without(runtime, db, a
     assert conv.outcome == "finalizer"
     assert conv.memory["urgency"].value == 3
     assert [t["response"]["status"] for t in attempts(db, "p1", "0001")] == ["OK"]
+
+
+MISTAKES = [  # (config text, its replacement or None: a file removed, the message's key, reason)
+    (
+        "promptArgumentClass: ClassifierPrompt}",
+        "promptArgumentClass: ClassifierPrompt, isValidName: is_vaild}",
+        r"agents\[1\] \(classifier\)\.prompt\.isValidName",
+        "no function 'is_vaild' in classifier/prompt.py (did you mean 'is_valid'?)",
+    ),
+    (
+        "promptArgumentClass: ClassifierPrompt}",
+        "promptArgumentClass: ClassifierPrompt, isValidNmae: is_valid}",
+        r"\(classifier\)\.prompt\.isValidNmae",
+        "unknown key (Diskurs would ignore it) (did you mean 'isValidName'?)",
+    ),
+    ("classifier/agent_description.txt", None, r"\(classifier\)\.prompt\.location",
+     "no agent_description.txt in classifier (Diskurs opens it, and raises)"),
+    (
+        "functionName: lookup,",
+        "functionName: lookpu,",
+        r"tools\[0\]\.functionName",
+        "no function 'lookpu' in tools/desk_tools.py (did you mean 'lookup'?)",
+    ),
+    (
+        "moduleName: desk_tools}",
+        "moduleName: desk_tool}",
+        r"tools\[0\]\.moduleName",
+        "'desk_tool' is not the name of one of customModules ['desk_tools', 'people'] "
+        "(did you mean 'desk_tools'?)",
+    ),
+    ("tools: [lookup]", "tools: [lookpu]", r"agents\[1\] \(classifier\)\.tools",
+     "'lookpu' is no tool of this project"),
+    ("topics: [classifier, answerer]", "topcs: [classifier, answerer]", r"\(boss\)\.topcs",
+     "unknown key (Diskurs would ignore it) (did you mean 'topics'?)"),
+    ("maxDispatches: 6", "maxDispatches: 6\n    maxTrails: 3", r"\(boss\)\.maxTrails",
+     "(did you mean 'maxTrials'?)"),
+    ("finalProperties: [closing]", "finalPropertes: [closing]", r"\(closer\)\.finalPropertes",
+     "(did you mean 'finalProperties'?)"),
+    ("conditionName: unclassified", "condtionName: unclassified", r"rules\[0\]\.condtionName",
+     "(did you mean 'conditionName'?)"),
+    ("targetAgent: classifier", "targetAgent: clasifier", r"rules\[0\]\.targetAgent",
+     "'clasifier' is not an agent ['classifier', 'answerer', 'closer'] (did you mean "
+     "'classifier'?)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("old", "new", "key", "reason"), MISTAKES)
+def test_a_mistake_is_refused_at_load_naming_file_line_and_key(db, allowed, old, new, key, reason):
+    """Each mistake that once passed the loader (and failed after model calls, or never) is
+    refused by the load: nothing is written, so no conversation and no model call can start.
+    The message names the config file, the line of the key and the key."""
+    desk = _tooled_desk(allowed)
+    config = desk / "config.yml"
+    if new is None:
+        (desk / old).unlink()
+        marker = f"location: {old.split('/')[0]}"
+    else:
+        assert old in config.read_text()
+        config.write_text(config.read_text().replace(old, new, 1))
+        marker = new.splitlines()[-1].strip().rstrip(",}").split(", ")[-1]
+    line = next(i for i, t in enumerate(config.read_text().splitlines(), 1) if marker in t)
+    with pytest.raises(WorkflowError) as refused:
+        load(db, desk, "mistaken")
+    message = str(refused.value)
+    assert re.match(rf"{re.escape(str(config))}:{line}: .*{key}: ", message), message
+    assert reason in message
+    assert not db.document("workflows/mistaken").get().exists

@@ -69,7 +69,7 @@ class A(PromptArgument):
 """
 
 
-def test_a_key_diskurs_ignores_is_a_warning_and_a_missing_class_an_error(tmp_path):
+def test_a_key_diskurs_ignores_and_a_missing_class_are_refused_with_their_line(tmp_path):
     config = """
         firstContact: a
         agents:
@@ -78,19 +78,20 @@ def test_a_key_diskurs_ignores_is_a_warning_and_a_missing_class_an_error(tmp_pat
             maxTrails: 3
             prompt: {type: multistep_prompt, location: a, promptArgumentClass: A}
     """
-    workflow, _ = read_workflow(_project(tmp_path, config, PROMPT))
-    assert any(
-        "max_trails: unknown to Diskurs" in w and "max_trials" in w for w in workflow.warnings
-    )
+    with pytest.raises(
+        WorkflowError, match=r"config.yml:6: .*maxTrails: unknown key .*'maxTrials'"
+    ):
+        read_workflow(_project(tmp_path, config, PROMPT))
     (tmp_path / "config.yml").write_text(
         (tmp_path / "config.yml")
         .read_text()
+        .replace("maxTrails", "maxTrials")
         .replace("promptArgumentClass: A", "promptArgumentClass: B")
     )
     (tmp_path / "a" / "prompt.py").write_text(
         PROMPT + "\n\n@dataclass\nclass C(PromptArgument):\n    y: str = ''\n"
     )
-    with pytest.raises(WorkflowError, match=r"\['B'\] not in a/prompt.py"):
+    with pytest.raises(WorkflowError, match=r"config.yml:7: .*\['B'\] not in a/prompt.py"):
         read_workflow(tmp_path)
 
 
