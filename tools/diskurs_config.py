@@ -29,7 +29,7 @@ from diskurs.prompt import DefaultConductorPromptArgument
 from jinja2 import Environment, TemplateSyntaxError, meta
 
 from shared.conductor import arguments
-from shared.conductor.code_files import load_file
+from shared.conductor.code_files import definition_line, load_file
 from shared.conductor.documents import (
     AgentType,
     ConductorConfig,
@@ -369,7 +369,11 @@ class _Reader:
                 self.warn(where, f"{missing}: Diskurs' default conductor prompt argument is used")
             return ""
         if len(own) == 1:
-            self.warn(where, f"{missing}; using {own[0]}, the file's only prompt argument class")
+            line = definition_line(getattr(module, own[0]))
+            self.warn(
+                where,
+                f"{missing}; using {own[0]} (line {line}), the file's only prompt argument class",
+            )
             return own[0]
         raise self.fail(where, f"{missing}, and the file defines {own or 'no prompt argument'}")
 
@@ -752,6 +756,7 @@ class _Reader:
             return {}
         if not isinstance(memory, dict) or not memory.get("type"):
             raise self.fail("longtermMemory", "needs a type (the class)")
+        self.unknown_keys(memory, {"type", "location"}, "longtermMemory")
         if memory.get("location"):
             path = self.where(memory["location"], "longtermMemory.location")
             module = self.module(path, "longtermMemory.location")

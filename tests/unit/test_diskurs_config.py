@@ -45,7 +45,8 @@ def test_diskurs_forum_setup_loads_as_diskurs_reads_it_with_warnings():
     assert workflow.model_settings.api_type == "SCRIPTED"
     joined = "\n".join(workflow.warnings)
     assert "'finalizer_agent' is not an agent" in joined
-    assert "using FirstPromptArgument" in joined
+    assert "config.yml:26: agents[1] (first_agent).prompt: " in joined
+    assert "using FirstPromptArgument (line 8)" in joined  # its class line in prompt.py
     assert "default conductor prompt argument" in joined
     assert "userPrompt uses ['content'], no fields of FirstPromptArgument" in joined
 
