@@ -97,7 +97,7 @@ class ClassifierPrompt(PromptArgument):
 
 
 def is_valid(arg):
-    if not 1 <= arg.urgency <= 10:
+    if arg.urgency and not 1 <= arg.urgency <= 10:  # 0: not rated yet (the first prompt's)
         raise PromptValidationError("Urgency must be between 1 and 10")
     return True
 """
@@ -619,3 +619,27 @@ def test_a_mistake_is_refused_at_load_naming_file_line_and_key(db, allowed, old,
     assert re.match(rf"{re.escape(str(config))}:{line}: .*{key}: ", message), message
     assert reason in message
     assert not db.document("workflows/mistaken").get().exists
+
+
+def test_is_valid_refusing_the_arguments_sends_its_message_instead_of_the_template(
+    runtime, db, allowed
+):
+    """Diskurs' render_user_template: is_valid runs on the arguments before the user template
+    is rendered; when it raises, its message is the user prompt. The classifier's is_valid
+    refuses its initial urgency 0, so its first prompt is that message, not 'Classify: ...'."""
+    desk = _desk(allowed, finalizer=False)
+    strict = CLASSIFIER.replace("if arg.urgency and not 1", "if not 1")
+    (desk / "classifier" / "prompt.py").write_text(strict)
+    load(db, desk, "strict")
+    model = Scripted()
+    model.reply("Urgency must be between 1 and 10", {"urgency": 4, "summary": "rated"})
+    with runtime.model_wrapper(model.wrap):
+        start(db, "v1", QUERY, "strict")
+        settle(runtime, finished(db, "v1"))
+    conv = conversation(db, "v1")
+    assert conv.status == Status.DONE, conv.error
+    first = model.prompts[0].prompt
+    assert "Urgency must be between 1 and 10" in first and "Classify:" not in first
+    assert "You classify support requests." in first  # the system template is rendered
+    assert conv.memory["urgency"].value == 4
+    assert [t["response"]["status"] for t in attempts(db, "v1", "0001")] == ["OK"]
