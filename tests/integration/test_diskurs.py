@@ -6,9 +6,11 @@ Diskurs' semantics: the validation message verbatim, and carrying on when trials
 
 from __future__ import annotations
 
+import asyncio
 import re
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conductor_state import Scripted, attempts, conversation, finished, start, steps
@@ -533,6 +535,23 @@ def test_a_diskurs_0_0_79_project_with_custom_module_tools_runs(runtime, db, all
     assert found[3].output["answer"].endswith(": Ann lives at Main St.")
 
 
+def _rated(runtime, db, desk: Path, marker: str, urgency: int) -> tuple[Any, Scripted]:
+    """The desk run with the classifier's prompt (found by ``marker``) answered ``urgency``:
+    the conversation (DONE, the urgency in its memory, the classifier's one reply valid) and
+    the model."""
+    load(db, desk, desk.name)
+    model = Scripted()
+    model.reply(marker, {"urgency": urgency, "summary": "rated"})
+    with runtime.model_wrapper(model.wrap):
+        start(db, "r1", QUERY, desk.name)
+        settle(runtime, finished(db, "r1"))
+    conv = conversation(db, "r1")
+    assert conv.status == Status.DONE, conv.error
+    assert conv.memory["urgency"].value == urgency
+    assert [t["response"]["status"] for t in attempts(db, "r1", "0001")] == ["OK"]
+    return conv, model
+
+
 def test_prompt_modules_with_postponed_annotations_run_as_without(runtime, db, allowed):
     """Every prompt.py and the memory's file with ``from __future__ import annotations``: the
     field types are resolved as Diskurs' dataclass methods resolve them, so the classifier's
@@ -541,17 +560,8 @@ def test_prompt_modules_with_postponed_annotations_run_as_without(runtime, db, a
     desk = _tooled_desk(allowed)
     for path in [desk / "memory.py", *desk.glob("*/prompt.py")]:
         path.write_text("from __future__ import annotations\n\n" + path.read_text())
-    load(db, desk, "postponed")
-    model = Scripted()
-    model.reply("Classify:", {"urgency": 3, "summary": "soon"})
-    with runtime.model_wrapper(model.wrap):
-        start(db, "p1", QUERY, "postponed")
-        settle(runtime, finished(db, "p1"))
-    conv = conversation(db, "p1")
-    assert conv.status == Status.DONE, conv.error
+    conv, _ = _rated(runtime, db, desk, "Classify:", 3)
     assert conv.outcome == "finalizer"
-    assert conv.memory["urgency"].value == 3
-    assert [t["response"]["status"] for t in attempts(db, "p1", "0001")] == ["OK"]
 
 
 MISTAKES = [  # (config text, its replacement or None: a file removed, the message's key, reason)
@@ -630,16 +640,24 @@ def test_is_valid_refusing_the_arguments_sends_its_message_instead_of_the_templa
     desk = _desk(allowed, finalizer=False)
     strict = CLASSIFIER.replace("if arg.urgency and not 1", "if not 1")
     (desk / "classifier" / "prompt.py").write_text(strict)
-    load(db, desk, "strict")
-    model = Scripted()
-    model.reply("Urgency must be between 1 and 10", {"urgency": 4, "summary": "rated"})
-    with runtime.model_wrapper(model.wrap):
-        start(db, "v1", QUERY, "strict")
-        settle(runtime, finished(db, "v1"))
-    conv = conversation(db, "v1")
-    assert conv.status == Status.DONE, conv.error
+    _, model = _rated(runtime, db, desk, "Urgency must be between 1 and 10", 4)
     first = model.prompts[0].prompt
     assert "Urgency must be between 1 and 10" in first and "Classify:" not in first
     assert "You classify support requests." in first  # the system template is rendered
-    assert conv.memory["urgency"].value == 4
-    assert [t["response"]["status"] for t in attempts(db, "v1", "0001")] == ["OK"]
+
+
+def test_diskurs_python_entry_runs_a_project_on_the_backend(runtime, db, allowed):
+    """A project's main.py with one import changed: create_forum_from_config, then
+    ``await forum.ama(DiskursInput(...))`` runs the conversation on the backend (here the
+    test's emulators) and returns Diskurs' final_result; the metadata reach the conversation."""
+    from tools.diskurs_forum import DiskursInput, create_forum_from_config
+
+    desk = _tooled_desk(allowed)
+    forum = create_forum_from_config(config_path=Path("config.yml"), base_path=desk, client=db)
+    given = DiskursInput(user_query=QUERY, metadata={"user_id": "1234"}, conversation_id="m1")
+    result = asyncio.run(forum.ama(given))
+    conv = conversation(db, "m1")
+    assert conv.status == Status.DONE, conv.error
+    assert result == conv.result and result["closing"]
+    assert conv.metadata == {"user_id": "1234"}
+    assert "#1 classifier" in forum.log.getvalue()  # the steps as they completed
