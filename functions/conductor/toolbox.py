@@ -32,12 +32,14 @@ _LOCK = threading.Lock()
 _MADE: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
 
-def step_tools(ctx: Context, agent: AgentDoc) -> StepTools | None:
+def step_tools(
+    ctx: Context, agent: AgentDoc, extra: dict[str, Tool] | None = None
+) -> StepTools | None:
     """The step's tool use (None when the agent has no tools): its calls under the step, or
     under the parallel branch the step is one of (whose attempts ``ctx.log`` keeps). The
     tools' invisible arguments come from the conversation's ``metadata`` (as Diskurs fills them),
-    else from its memory."""
-    tools = agent_tools(ctx.conv.workflow_id, ctx.wf, agent)
+    else from its memory. ``extra``: tools of the backend's own (a heuristic's model client)."""
+    tools = {**agent_tools(ctx.conv.workflow_id, ctx.wf, agent), **(extra or {})}
     if not tools:
         return None
     if ctx.log:  # a branch's agent step: under the branch, one prefix per agent step

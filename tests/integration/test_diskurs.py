@@ -661,3 +661,56 @@ def test_diskurs_python_entry_runs_a_project_on_the_backend(runtime, db, allowed
     assert result == conv.result and result["closing"]
     assert conv.metadata == {"user_id": "1234"}
     assert "#1 classifier" in forum.log.getvalue()  # the steps as they completed
+
+
+SUMMARISER = """\
+from dataclasses import dataclass
+from diskurs import PromptArgument
+
+
+@dataclass
+class SummaryPrompt(PromptArgument):
+    summary: str = ""
+
+
+async def heuristic_sequence(conversation, call_tool, llm_client):
+    arg = conversation.prompt_argument
+    query = conversation.chat[0].content
+    arg.summary = await llm_client.use_as_tool("Summarise in one word:", query)
+    return conversation.update(prompt_argument=arg)
+"""
+
+
+def test_a_heuristic_sequence_asks_the_model_through_its_llm_client(runtime, db, allowed):
+    """``llm_client.use_as_tool(prompt, content)`` asks the agent's model; the call is
+    recorded among the step's tool calls (a redelivery gets the reply back), its attempt
+    logged under the step."""
+    config = """
+    first_contact: summariser
+    llms: [{name: fake, type: scripted}]
+    agents:
+      - name: summariser
+        type: heuristic_finalizer
+        llm: fake
+        renderPrompt: false
+        prompt: {type: heuristic_prompt, location: summariser, promptArgumentClass: SummaryPrompt}
+        finalProperties: [summary]
+    """
+    files = {
+        "config.yml": config,
+        "summariser/prompt.py": SUMMARISER,
+        "summariser/agent_description.txt": "summarises",
+    }
+    load(db, _write(allowed / "summary", files), "summary")
+    model = Scripted()
+    model.reply("Summarise in one word:", {"text": "Meaning"})
+    with runtime.model_wrapper(model.wrap):
+        start(db, "h1", QUERY, "summary")
+        settle(runtime, finished(db, "h1"))
+    conv = conversation(db, "h1")
+    assert conv.status == Status.DONE, conv.error
+    assert conv.result == {"summary": "Meaning"}
+    assert QUERY in model.prompts[0].prompt
+    [call] = tool_calls(db, "h1", "0000")
+    assert (call["name"], call["status"]) == ("llm_client_use_as_tool", "done")
+    assert [a["response"]["status"] for a in attempts(db, "h1", "0000")] == ["OK"]
