@@ -714,3 +714,30 @@ def test_a_heuristic_sequence_asks_the_model_through_its_llm_client(runtime, db,
     [call] = tool_calls(db, "h1", "0000")
     assert (call["name"], call["status"]) == ("llm_client_use_as_tool", "done")
     assert [a["response"]["status"] for a in attempts(db, "h1", "0000")] == ["OK"]
+
+
+def test_a_conductors_is_valid_refusing_its_arguments_is_sent_instead_of_its_template(
+    runtime, db, allowed
+):
+    """The same for a conductor asking its model (no rule matches): its is_valid refuses its
+    fresh arguments (no next agent yet), so its first prompt carries that message."""
+    desk = _desk(allowed, finalizer=False)
+    (desk / "boss" / "rules.py").write_text(
+        RULES.replace("return conversation", "return False and conversation")
+    )
+    (desk / "boss" / "prompt.py").write_text(
+        BOSS + "\n\nfrom diskurs import PromptValidationError\n\n\n"
+        "def is_valid(arg):\n"
+        "    if not arg.next_agent:\n"
+        "        raise PromptValidationError('Name the agent to ask next')\n"
+        "    return True\n"
+    )
+    load(db, desk, "routed")
+    model = Scripted()
+    with runtime.model_wrapper(model.wrap):
+        start(db, "c2", QUERY, "routed")
+        settle(runtime, finished(db, "c2"), rounds=60)
+    assert conversation(db, "c2").status == Status.DONE
+    first = model.prompts[0].prompt
+    assert "Name the agent to ask next" in first
+    assert next(s.decision.by for s in steps(db, "c2") if s.decision) == "model"
