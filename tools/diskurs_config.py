@@ -29,7 +29,7 @@ from diskurs.prompt import DefaultConductorPromptArgument
 from jinja2 import Environment, TemplateSyntaxError, meta
 
 from shared.conductor import arguments
-from shared.conductor.code_files import load_file
+from shared.conductor.code_files import definition_line, load_file
 from shared.conductor.documents import (
     AgentType,
     ConductorConfig,
@@ -100,6 +100,31 @@ _TARGETS = {
 """A conductor's agents to finalize with (the config's key, as written)."""
 
 
+_DEFAULT_NAMES = {
+    "is_valid_name": "is_valid",
+    "is_final_name": "is_final",
+    "can_finalize_name": "can_finalize",
+    "finalize_name": "finalize",
+    "fail_name": "fail",
+}
+"""A prompt's functions, by Diskurs' default names."""
+_RULE = {"name", "description", "location", "condition_name", "condition_module", "target_agent"}
+_TOOL = {"name", "function_name", "module_name", "module_path", "configs", "dependencies"}
+_DEPENDENCY = {"name", "module_name", "module_path", "class_name", "parameters"}
+
+
+def camel(key: str) -> str:
+    """A snake_case key as a Diskurs config spells it (``is_valid_name``: ``isValidName``)."""
+    first, *rest = key.split("_")
+    return first + "".join(part.title() for part in rest)
+
+
+def _hint(name: str, known: Any) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``known``, else ''."""
+    close = difflib.get_close_matches(name, sorted(str(k) for k in known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 class DiskursConfigError(ValueError):
     """A Diskurs project that Diskurs itself could not run; the message names file and key."""
 
@@ -140,6 +165,34 @@ def _resolve_env(data: Any, unset: list[str]) -> Any:
     return _ENV.sub(value, data)
 
 
+def key_lines(text: str) -> dict[tuple[Any, ...], int]:
+    """Each key's line in the YAML text (1-based), by its path of snake_case keys and list
+    indexes: ``("agents", 1, "prompt", "is_valid_name")``; a list item's is its first line."""
+    lines: dict[tuple[Any, ...], int] = {}
+
+    def walk(node: yaml.Node, path: tuple[Any, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                inner = (*path, snake(str(key.value)))
+                lines[inner] = key.start_mark.line + 1
+                walk(value, inner)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                lines[(*path, i)] = item.start_mark.line + 1
+                walk(item, (*path, i))
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return lines
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+_PART = re.compile(r"^(?P<key>[^\[\s(]+)?(?:\[(?P<index>\d+)\])?(?: ?\((?P<name>[^)]*)\))?$")
+
+
 @dataclasses.dataclass
 class Project:
     """What the reader found: the workflow's and agents' document data, and the warnings."""
@@ -171,26 +224,65 @@ def is_diskurs_config(raw: Any) -> bool:
 
 
 class _Reader:
-    def __init__(self, folder: Path, path: Path, repo_root: Path) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        path: Path,
+        repo_root: Path,
+        data: dict[str, Any] | None = None,
+        lines: dict[tuple[Any, ...], int] | None = None,
+    ) -> None:
         self.folder = folder.resolve()
         self.path = path
         self.repo_root = repo_root
+        self.data = data or {}
+        self.lines = lines or {}
         self.warnings: list[str] = []
 
     # --- helpers ----------------------------------------------------------------------------
 
+    def line(self, where: str) -> int:
+        """The config line of a message's key (``agents[1] (first_agent).prompt.isValidName``,
+        ``agents (boss).rules[0]``): the deepest part of its path the file has; 0 if none."""
+        path: tuple[Any, ...] = ()
+        found = 0
+        for part in where.split("."):
+            match = _PART.match(part)
+            if match is None:
+                break
+            key, index, name = match.group("key"), match.group("index"), match.group("name")
+            if key is None:
+                continue  # "(top level)"
+            path = (*path, snake(key))
+            if index is None and name is not None and path == ("agents",):
+                names = [
+                    a.get("name") if isinstance(a, dict) else None
+                    for a in self.data.get("agents") or []
+                ]
+                index = str(names.index(name)) if name in names else None
+            if index is not None:
+                path = (*path, int(index))
+            found = self.lines.get(path, found)
+        return found
+
+    def at(self, where: str, name: str) -> str:
+        line = self.line(where)
+        return f"{name}:{line}" if line else name
+
     def warn(self, where: str, message: str) -> None:
-        self.warnings.append(f"{self.path.name}: {where}: {message}")
+        self.warnings.append(f"{self.at(where, self.path.name)}: {where}: {message}")
 
     def fail(self, where: str, message: str) -> DiskursConfigError:
-        return DiskursConfigError(f"{self.path}: {where}: {message}")
+        return DiskursConfigError(f"{self.at(where, str(self.path))}: {where}: {message}")
 
     def unknown_keys(self, data: dict[str, Any], known: set[str], where: str) -> None:
         for key in data:
             if key not in known:
                 close = difflib.get_close_matches(key, sorted(known), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                self.warn(f"{where}.{key}", f"unknown to Diskurs, which ignores it{hint}")
+                hint = f" (did you mean {camel(close[0])!r}?)" if close else ""
+                raise self.fail(
+                    f"{where}.{camel(key)}", f"unknown key (Diskurs would ignore it){hint}"
+                )
 
     def where(self, location: str | None, key: str) -> Path:
         if not location:
@@ -277,7 +369,11 @@ class _Reader:
                 self.warn(where, f"{missing}: Diskurs' default conductor prompt argument is used")
             return ""
         if len(own) == 1:
-            self.warn(where, f"{missing}; using {own[0]}, the file's only prompt argument class")
+            line = definition_line(getattr(module, own[0]))
+            self.warn(
+                where,
+                f"{missing}; using {own[0]} (line {line}), the file's only prompt argument class",
+            )
             return own[0]
         raise self.fail(where, f"{missing}, and the file defines {own or 'no prompt argument'}")
 
@@ -342,6 +438,12 @@ class _Reader:
         if module is None and not conductor:
             raise self.fail(f"{where}.prompt.location", f"no {code.name} in {location}")
         description = location / prompt.get("agent_description_filename", "agent_description.txt")
+        if not conductor and description != location and not description.is_file():
+            raise self.fail(
+                f"{where}.prompt.location",
+                f"no {description.name} in {self.shown(location)} (Diskurs opens it, and raises)",
+            )
+        self.named_functions(module, prompt, f"{where}.prompt", code)
         system, user = self.templates(location, prompt, kind)
         user_names = [prompt.get("prompt_argument_class"), prompt.get("user_prompt_argument_class")]
         doc.update(
@@ -367,6 +469,19 @@ class _Reader:
             name = doc["heuristicSequenceName"]
             if not callable(getattr(module, name, None)):
                 raise self.fail(f"{where}.prompt.heuristicSequenceName", f"no {name} in {code}")
+
+    def named_functions(self, module: Any, prompt: dict[str, Any], where: str, code: Path) -> None:
+        """A function the prompt names, other than by Diskurs' default name, is in the file:
+        Diskurs would fall back to its default in silence (a misspelt ``is_valid`` never
+        called); a default name the file lacks is Diskurs' default, as there."""
+        defined = [n for n, v in vars(module).items() if callable(v)] if module else []
+        for key, default in _DEFAULT_NAMES.items():
+            name = prompt.get(key)
+            if name and name != default and not callable(getattr(module, str(name), None)):
+                raise self.fail(
+                    f"{where}.{camel(key)}",
+                    f"no function {name!r} in {self.shown(code)}" + _hint(str(name), defined),
+                )
 
     def undeclared(self, doc: dict[str, Any], module: Any, where: str) -> None:
         """A warning for each template variable that is no field of the prompt argument:
@@ -430,12 +545,21 @@ class _Reader:
         location = self.where(entry.get("location"), f"{where}.location")
         doc["parallelLocation"] = self.stored(location)
         doc["invokeOnFinal"] = bool(entry.get("invoke_on_final", True))
-        for key, camel in (
-            ("branch_conversation_name", "branchConversationName"),
-            ("join_conversations_name", "joinConversationsName"),
+        code = location / "parallelize.py"
+        module = self.module(code, f"{where}.location")
+        for key, default in (
+            ("branch_conversation_name", "branch_conversation"),
+            ("join_conversations_name", "join_conversations"),
         ):
+            name = str(entry.get(key) or default)
+            if not callable(getattr(module, name, None)):
+                defined = [n for n, v in vars(module).items() if callable(v)]
+                raise self.fail(
+                    f"{where}.{camel(key)}",
+                    f"no function {name!r} in {self.shown(code)}" + _hint(name, defined),
+                )
             if entry.get(key):
-                doc[camel] = entry[key]
+                doc[camel(key)] = name
 
     def conductor(self, entry: dict[str, Any], agent: dict[str, Any], names: list[str]) -> dict:
         """The workflow's ``conductor`` map from the conductor agent's entry."""
@@ -454,7 +578,7 @@ class _Reader:
             "max_attempts": agent.get("maxAttempts", DEFAULT_MAX_TRIALS),
             "fallback_to_llm": bool(entry.get("fallback_to_llm", True)),
             "route_functions": [
-                self.rule(i, r, where) for i, r in enumerate(entry.get("rules") or [])
+                self.rule(i, r, where, names) for i, r in enumerate(entry.get("rules") or [])
             ],
             **functions,
         }
@@ -465,7 +589,9 @@ class _Reader:
         topics = list(entry.get("topics") or [])
         for topic in topics:
             if topic not in names:
-                raise self.fail(f"{where}.topics", f"{topic!r} is not an agent {names}")
+                raise self.fail(
+                    f"{where}.topics", f"{topic!r} is not an agent {names}" + _hint(topic, names)
+                )
         return topics
 
     def missing_targets(self, where: str, targets: dict[str, str], names: list[str]) -> None:
@@ -477,40 +603,150 @@ class _Reader:
                     "there and it ends without a final result: so it does here",
                 )
 
-    def rule(self, i: int, rule: Any, where: str) -> RouteFunction:
+    def rule(self, i: int, rule: Any, where: str, names: list[str]) -> RouteFunction:
         key = f"{where}.rules[{i}]"
         if not isinstance(rule, dict):
             raise self.fail(key, "must be a map")
+        self.unknown_keys(rule, _RULE, key)
         location = self.where(rule.get("location"), f"{key}.location")
         module = self.module(location / "rules.py", f"{key}.location")
-        name = rule.get("condition_name", "")
+        name = str(rule.get("condition_name") or "")
+        if not name:
+            raise self.fail(key, "needs conditionName (a function of rules.py)")
         if not callable(getattr(module, name, None)):
-            raise self.fail(f"{key}.conditionName", f"no function {name!r} in {location}/rules.py")
+            defined = [n for n, v in vars(module).items() if callable(v)]
+            raise self.fail(
+                f"{key}.conditionName",
+                f"no function {name!r} in {self.shown(location / 'rules.py')}"
+                + _hint(name, defined),
+            )
+        target = str(rule.get("target_agent", ""))
+        if target not in names:
+            raise self.fail(
+                f"{key}.targetAgent", f"{target!r} is not an agent {names}" + _hint(target, names)
+            )
         return RouteFunction(
             name=str(rule.get("name", name)),
             description=str(rule.get("description", "")),
             location=self.stored(location),
             condition_name=name,
-            target_agent=str(rule.get("target_agent", "")),
+            target_agent=target,
         )
 
-    def tools(self, tools: list[Any]) -> list[dict[str, Any]]:
+    def custom_modules(self, modules: Any) -> dict[str, Path]:
+        """``customModules: [{name, location}]`` by name, each file imported now, as Diskurs
+        pre-loads them (a file that is missing or raises is refused here)."""
+        if not isinstance(modules, list):
+            raise self.fail("customModules", "must be a list of {name, location}")
+        found: dict[str, Path] = {}
+        for i, module in enumerate(modules):
+            key = f"customModules[{i}]"
+            if not isinstance(module, dict) or not module.get("name") or not module.get("location"):
+                raise self.fail(key, "needs name and location")
+            self.unknown_keys(module, {"name", "location"}, key)
+            path = self.where(str(module["location"]), f"{key}.location")
+            self.module(path, f"{key}.location")
+            found[str(module["name"])] = path
+        return found
+
+    def module_file(self, entry: dict[str, Any], key: str, modules: dict[str, Path]) -> Path:
+        """A tool's or a dependency's file: its ``moduleName`` among ``customModules``, as
+        Diskurs finds it, or (ours) its ``modulePath``."""
+        name, path = entry.get("module_name"), entry.get("module_path")
+        if name:
+            if name not in modules:
+                raise self.fail(
+                    f"{key}.moduleName",
+                    f"{name!r} is not the name of one of customModules {sorted(modules)}"
+                    + _hint(str(name), modules),
+                )
+            return modules[str(name)]
+        if path:
+            return self.where(str(path), f"{key}.modulePath")
+        raise self.fail(key, "needs moduleName (one of customModules) or modulePath")
+
+    def tools(self, tools: Any, modules: dict[str, Path], dependencies: dict[str, Any]) -> list:
+        """The workflow's ``tools``, each function found in its file now: the function itself,
+        or its ``create_<functionName>`` factory when the entry has configs or dependencies
+        (Diskurs' ``load_tools``), each dependency one of ``toolDependencies``."""
         found = []
         for i, tool in enumerate(tools or []):
             key = f"tools[{i}]"
             if not isinstance(tool, dict) or not tool.get("name") or not tool.get("function_name"):
                 raise self.fail(key, "needs name and functionName")
-            path = tool.get("module_path")
+            self.unknown_keys(tool, _TOOL, key)
+            path = self.module_file(tool, key, modules)
+            module = self.module(path, f"{key}.moduleName")
+            made = tool.get("configs") is not None or bool(tool.get("dependencies"))
+            wanted = f"create_{tool['function_name']}" if made else tool["function_name"]
+            if not callable(getattr(module, wanted, None)):
+                defined = [
+                    n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                ]
+                raise self.fail(
+                    f"{key}.functionName",
+                    f"no function {wanted!r} in {self.shown(path)}" + _hint(wanted, defined),
+                )
+            for name in tool.get("dependencies") or []:
+                if name not in dependencies:
+                    raise self.fail(
+                        f"{key}.dependencies",
+                        f"{name!r} is not one of toolDependencies {sorted(dependencies)}"
+                        + _hint(str(name), dependencies),
+                    )
             entry = ToolEntry(
                 name=tool["name"],
                 function_name=tool["function_name"],
-                module_path=self.stored(self.where(path, f"{key}.modulePath")) if path else "",
+                module_path=self.stored(path),
                 module_name=tool.get("module_name", ""),
                 configs=tool.get("configs"),
                 dependencies=tool.get("dependencies"),
             )
             found.append(entry.to_firestore())
         return found
+
+    def tool_dependencies(self, raw: Any, modules: dict[str, Path]) -> dict[str, Any]:
+        """``toolDependencies`` by name. Diskurs 0.0.79's list of ``{name, moduleName,
+        className, parameters}`` becomes ``{className, modulePath, parameters}`` with the class
+        found now (it must have ``create``); the older map is kept as written."""
+        if isinstance(raw, dict):
+            return raw
+        if not isinstance(raw, list):
+            raise self.fail("toolDependencies", "must be a list of {name, moduleName, className}")
+        found: dict[str, Any] = {}
+        for i, dependency in enumerate(raw):
+            key = f"toolDependencies[{i}]"
+            if not isinstance(dependency, dict) or not dependency.get("name"):
+                raise self.fail(key, "needs name, moduleName and className")
+            self.unknown_keys(dependency, _DEPENDENCY, key)
+            path = self.module_file(dependency, key, modules)
+            module = self.module(path, f"{key}.moduleName")
+            class_name = str(dependency.get("class_name") or "")
+            if not callable(getattr(getattr(module, class_name, None), "create", None)):
+                classes = [n for n, v in vars(module).items() if isinstance(v, type)]
+                raise self.fail(
+                    f"{key}.className",
+                    f"no class {class_name!r} with create() in {self.shown(path)}"
+                    + _hint(class_name, classes),
+                )
+            found[str(dependency["name"])] = {
+                "className": class_name,
+                "modulePath": self.stored(path),
+                "parameters": dependency.get("parameters") or {},
+            }
+        return found
+
+    def agent_tools(self, docs: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
+        """Each agent's ``tools`` name one of the workflow's by its name or its function's."""
+        known = [t["name"] for t in tools] + [t["functionName"] for t in tools]
+        for i, doc in enumerate(docs):
+            for name in doc.get("tools", []):
+                if name not in known:
+                    raise self.fail(
+                        f"agents[{i}] ({doc['name']}).tools",
+                        f"{name!r} is no tool of this project {sorted(set(known))}"
+                        + _hint(name, known),
+                    )
 
     def memory_class(self, raw: dict[str, Any]) -> dict[str, Any]:
         """Where the ``LongtermMemory`` class is: the top-level ``longtermMemory`` (a class in a
@@ -520,6 +756,7 @@ class _Reader:
             return {}
         if not isinstance(memory, dict) or not memory.get("type"):
             raise self.fail("longtermMemory", "needs a type (the class)")
+        self.unknown_keys(memory, {"type", "location"}, "longtermMemory")
         if memory.get("location"):
             path = self.where(memory["location"], "longtermMemory.location")
             module = self.module(path, "longtermMemory.location")
@@ -542,20 +779,21 @@ class _Reader:
         docs = [self.agent(i, e, models) for i, e in enumerate(entries)]
         first = str(raw.get("first_contact") or "")
         self.check_names(docs, first)
+        modules = self.custom_modules(raw.get("custom_modules") or [])
+        dependencies = self.tool_dependencies(raw.get("tool_dependencies") or {}, modules)
         names = [d["name"] for d in docs if d["type"] != "conductor"]
         workflow: dict[str, Any] = {
             "format": WorkflowFormat.DISKURS.value,
             "agents": names,
-            "tools": self.tools(raw.get("tools") or []),
-            "toolDependencies": raw.get("tool_dependencies") or {},
+            "tools": self.tools(raw.get("tools") or [], modules, dependencies),
+            "toolDependencies": dependencies,
             "conductor": {"maxDispatches": DEFAULT_MAX_DISPATCHES},
         }
+        self.agent_tools(docs, workflow["tools"])
         self.with_conductor(workflow, entries, docs, first)
         workflow["conductor"].update(self.memory_class(raw))
         if not models:
             self.warn("llms", "no llms: every agent runs on the scripted model")
-        for custom in raw.get("custom_modules") or []:
-            self.warn("customModules", f"{custom} is not loaded by this backend")
         return workflow, docs
 
     def with_conductor(
@@ -580,11 +818,16 @@ class _Reader:
             raise self.fail("agents", f"one conductor per project here; this one has {conductors}")
         every = [d["name"] for d in docs]
         if first not in every:
-            raise self.fail("first_contact", f"{first!r} is not an agent {every}")
+            raise self.fail(
+                "first_contact", f"{first!r} is not an agent {every}" + _hint(first, every)
+            )
         for doc in docs:
             for topic in doc.get("topics", []):
                 if topic not in every:
-                    raise self.fail(f"agents ({doc['name']}).topics", f"{topic!r} is not an agent")
+                    raise self.fail(
+                        f"agents ({doc['name']}).topics",
+                        f"{topic!r} is not an agent" + _hint(topic, every),
+                    )
 
 
 def read_project(
@@ -592,16 +835,17 @@ def read_project(
 ) -> Project:
     """The project's documents' data (not yet checked against the models) and warnings."""
     path = find_config(folder, config)
-    if raw is None:
-        try:
-            raw = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as error:
-            raise DiskursConfigError(f"{path}: {error}") from None
+    try:
+        text = path.read_text()
+        if raw is None:
+            raw = yaml.safe_load(text) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise DiskursConfigError(f"{path}: {error}") from None
     if not isinstance(raw, dict):
         raise DiskursConfigError(f"{path}: not a mapping")
     unset: list[str] = []
     data = _snake_keys(_resolve_env(raw, unset))
-    reader = _Reader(folder, path, repo_root)
+    reader = _Reader(folder, path, repo_root, data, key_lines(text))
     for name in sorted(set(unset)):
         reader.warn(f"${{{name}}}", "not set and no default: Diskurs reads it as ''")
     workflow, agents = reader.read(data)

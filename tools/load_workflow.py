@@ -184,7 +184,7 @@ def read_diskurs(
 ) -> tuple[WorkflowDoc, list[AgentDoc]]:
     """A Diskurs project, through ``tools.diskurs_config``."""
     try:
-        project = diskurs_config.read_project(folder, path, REPO_ROOT, raw)
+        project = diskurs_config.read_project(folder, path.resolve(), REPO_ROOT, raw)
     except diskurs_config.DiskursConfigError as error:
         raise WorkflowError(str(error)) from None
     agents = []

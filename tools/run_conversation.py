@@ -136,7 +136,8 @@ def allow(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def _local() -> Iterator[firestore.Client]:
+def local_backend() -> Iterator[firestore.Client]:
+    """The emulators and the functions, started in this process, reset (``--local``)."""
     from emulator.config import default_processes
     from emulator.runtime import LocalRuntime
 
@@ -188,7 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         allow(args.workflow_dir)
     conversation_id = args.resume or args.id or uuid.uuid4().hex[:12]
     clients = (
-        _local() if args.local else contextlib.nullcontext(firestore.Client(project=args.project))
+        local_backend()
+        if args.local
+        else contextlib.nullcontext(firestore.Client(project=args.project))
     )
     with clients as db:
         if args.resume:

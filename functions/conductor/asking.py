@@ -38,6 +38,17 @@ def validator(
     return validate
 
 
+def invalid_message(is_valid: Callable[[Any], Any], arg: Any, name: str) -> str | None:
+    """Diskurs' ``render_user_template``: ``is_valid`` on the arguments about to be rendered;
+    the message of the ``PromptValidationError`` it raises is sent instead of the user template
+    (None: valid, render it). Anything else it raises ends the step, as in a reply's check."""
+    try:
+        work.user_code(name, is_valid, arg, passing=arguments.validation_errors())
+    except arguments.validation_errors() as error:
+        return str(error)
+    return None
+
+
 def ask(
     ctx: Context,
     agent: str,

@@ -14,7 +14,7 @@ from typing import Any
 
 from functions import work
 from functions.conductor import calling, workflow
-from functions.conductor.asking import ask, validator
+from functions.conductor.asking import ask, invalid_message, validator
 from functions.conductor.completion import Completion, conversation_path, ended
 from functions.conductor.history import finished_steps
 from functions.conductor.turns import Context, conductor_step, first_step
@@ -226,10 +226,12 @@ def _diskurs_model(ctx: Context) -> Completion:
     if "next_agent" in schema["properties"]:
         schema["properties"]["next_agent"]["enum"] = ctx.wf.routable()
     doc = workflow.agent_path(wid, agent.name)
+    valid_name = workflow.code_name(agent, "is_valid")
+    message = invalid_message(code.is_valid, arguments.load(code.user, values), valid_name)
     prompt = rendering.agent_prompt(
-        agent, doc, values, values, ctx.conv.query, schema, lenient=True
+        agent, doc, values, values, ctx.conv.query, schema, lenient=True, user_text=message
     )
-    validate = validator(code.user, code.is_valid, values, workflow.code_name(agent, "is_valid"))
+    validate = validator(code.user, code.is_valid, values, valid_name)
     settings = agent.model_settings or ctx.wf.model_settings
     reply, note = ask(ctx, agent.name, settings, prompt, schema, validate, agent.max_attempts)
     output = arguments.dump(reply) if reply is not None else values

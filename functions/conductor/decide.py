@@ -14,7 +14,7 @@ from collections.abc import Callable
 from functions import work
 from functions.agents.model_call import AnswerFailed
 from functions.conductor import parallel_steps, planner, toolbox, workflow
-from functions.conductor.asking import ask, validator
+from functions.conductor.asking import ask, invalid_message, validator
 from functions.conductor.completion import (
     Completion,
     conversation_path,
@@ -96,14 +96,18 @@ def multistep(ctx: Context) -> Completion:
     agent = workflow.read_agent(wid, ctx.step.agent)
     code = workflow.agent_code(wid, agent)
     doc = workflow.agent_path(wid, agent.name)
-    values = arguments.dump(arguments.load(code.user, ctx.step.input))
+    current = arguments.load(code.user, ctx.step.input)
+    values = arguments.dump(current)
     schema = arguments.reply_schema(code.user, known=values)
     system = values if ctx.diskurs and code.system is None else None
     system_args = system or workflow.system_arguments(agent, code, doc)
+    valid_name = workflow.code_name(agent, "is_valid")
+    message = invalid_message(code.is_valid, current, valid_name) if ctx.diskurs else None
     prompt = rendering.agent_prompt(
-        agent, doc, system_args, values, ctx.conv.query, schema, lenient=ctx.diskurs
-    )
-    validate = validator(code.user, code.is_valid, values, workflow.code_name(agent, "is_valid"))
+        agent, doc, system_args, values, ctx.conv.query, schema, lenient=ctx.diskurs,
+        user_text=message,
+    )  # fmt: skip
+    validate = validator(code.user, code.is_valid, values, valid_name)
     settings = agent.model_settings or ctx.wf.model_settings
     tools = toolbox.step_tools(ctx, agent)
     reply, note = ask(

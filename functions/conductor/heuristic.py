@@ -1,7 +1,8 @@
-"""A heuristic agent's step: code, no model. Its ``heuristic_sequence(conversation, call_tool,
+"""A heuristic agent's step: code. Its ``heuristic_sequence(conversation, call_tool,
 llm_client)`` (a Diskurs project's, async or not) gets the step as Diskurs' own Conversation
 (its fresh arguments, the long-term memory) and returns the conversation whose prompt argument
-is the turn's result; then its turn ends (one step), as Diskurs' heuristic agent's does."""
+is the turn's result; then its turn ends (one step), as Diskurs' heuristic agent's does. Its
+``llm_client`` asks the agent's model, each call recorded as the step's tool calls are."""
 
 from __future__ import annotations
 
@@ -11,16 +12,73 @@ from collections.abc import Callable
 from typing import Any
 
 from functions import work
-from functions.conductor import toolbox, workflow
+from functions.conductor import calling, toolbox, workflow
 from functions.conductor.completion import Completion
 from functions.conductor.turns import Context, after_step
 from shared.conductor import arguments, diskurs_view
+from shared.conductor.documents import AgentDoc, step_id
+from shared.conductor.prompt_args import PromptValidationError
+from shared.llm.tools import Tool, tool_from_function
 from shared.models import DocumentError
 
+MODEL_TOOL = "llm_client_use_as_tool"
+"""The name a heuristic's model call is recorded under, among its step's tool calls."""
+_TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 
-def _run(sequence: Callable[..., Any], conversation: Any, call_tool: Any) -> Any:
+
+class StepModel:
+    """Diskurs' ``LLMClient`` for a heuristic sequence: the agent's model (its ``llm``, else
+    the workflow's). Each ``use_as_tool`` call is recorded as one of the step's tool calls (its
+    prompt, content and reply), so a redelivered step gets the recorded reply back instead of
+    asking again. The reply is asked as JSON ``{"text": ...}`` (the backbone's structured
+    call), its text returned."""
+
+    def __init__(self, tools: Any) -> None:
+        self.tools = tools
+
+    async def use_as_tool(self, prompt: str, content: str) -> str:
+        return str(await self.tools.call_tool(MODEL_TOOL, {"prompt": prompt, "content": content}))
+
+    async def generate(self, conversation: Any, tools: Any = None, message_type: Any = None) -> Any:
+        raise NotImplementedError(
+            "llm_client.generate is not supported here: a heuristic sequence may call "
+            "llm_client.use_as_tool(prompt, content) (docs/DISKURS.md)"
+        )
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def model_tool(ctx: Context, agent: AgentDoc) -> Tool:
+    """The agent's model as a tool of its step (``StepModel``)."""
+    settings = agent.model_settings or ctx.wf.model_settings
+
+    def llm_client_use_as_tool(prompt: str, content: str) -> str:
+        """
+        The agent's model asked to process content (Diskurs' LLMClient.use_as_tool).
+
+        :param prompt: How to process the content.
+        :param content: The content.
+        """
+        return str(
+            calling.ask_step(
+                ctx.cid, step_id(ctx.step.index), agent.name, settings, f"{prompt}\n\n{content}",
+                _TEXT, _text, agent.max_attempts, log_collection=ctx.log,
+            )
+        )  # fmt: skip
+
+    return tool_from_function(llm_client_use_as_tool)
+
+
+def _text(parsed: Any) -> str:
+    if not isinstance(parsed, dict) or not isinstance(parsed.get("text"), str):
+        raise PromptValidationError('reply with a JSON object {"text": "..."}')
+    return str(parsed["text"])
+
+
+def _run(sequence: Callable[..., Any], conversation: Any, call_tool: Any, model: Any) -> Any:
     """The sequence's result, awaited when it is a coroutine (Diskurs' are async)."""
-    found = sequence(conversation=conversation, call_tool=call_tool, llm_client=None)
+    found = sequence(conversation=conversation, call_tool=call_tool, llm_client=model)
     if inspect.isawaitable(found):
         return asyncio.run(_awaited(found))
     return found
@@ -48,9 +106,10 @@ def heuristic(ctx: Context) -> Completion:
         metadata=ctx.conv.metadata,
     )
     name = workflow.code_name(agent, agent.heuristic_sequence_name)
-    tools = toolbox.step_tools(ctx, agent)  # each call recorded: a redelivery runs none again
-    call_tool = tools.call_tool if tools is not None else None
-    result = work.user_code(name, _run, sequence, view, call_tool)
+    model = {MODEL_TOOL: model_tool(ctx, agent)}
+    tools = toolbox.step_tools(ctx, agent, model)  # each call recorded: redelivered, none again
+    call_tool = tools.call_tool if agent.tools and tools is not None else None
+    result = work.user_code(name, _run, sequence, view, call_tool, StepModel(tools))
     found = getattr(result, "prompt_argument", None)
     output = dict(ctx.step.input) if found is None else arguments.dump(found)
     return after_step(ctx, agent, code.user, output, final=True)

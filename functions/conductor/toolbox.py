@@ -1,7 +1,8 @@
 """An agent's tools, made from the workflow's ``tools`` as Diskurs makes them (its
 ``load_tools``), and the step's durable tool calls (``tool_calls.StepTools``).
 
-A tool entry names a function in a project file (``modulePath``). With ``configs`` or
+A tool entry names a function in a project file (``modulePath``: the loader resolves
+Diskurs' ``moduleName`` through ``customModules`` to it). With ``configs`` or
 ``dependencies`` the file's ``create_<functionName>`` makes the function: called with the
 configs (when given) and each named dependency as a keyword argument, as Diskurs calls it. An
 agent's ``tools`` name entries by the entry's ``name`` or, as Diskurs matches them, the
@@ -31,12 +32,14 @@ _LOCK = threading.Lock()
 _MADE: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
 
-def step_tools(ctx: Context, agent: AgentDoc) -> StepTools | None:
+def step_tools(
+    ctx: Context, agent: AgentDoc, extra: dict[str, Tool] | None = None
+) -> StepTools | None:
     """The step's tool use (None when the agent has no tools): its calls under the step, or
     under the parallel branch the step is one of (whose attempts ``ctx.log`` keeps). The
     tools' invisible arguments come from the conversation's ``metadata`` (as Diskurs fills them),
-    else from its memory."""
-    tools = agent_tools(ctx.conv.workflow_id, ctx.wf, agent)
+    else from its memory. ``extra``: tools of the backend's own (a heuristic's model client)."""
+    tools = {**agent_tools(ctx.conv.workflow_id, ctx.wf, agent), **(extra or {})}
     if not tools:
         return None
     if ctx.log:  # a branch's agent step: under the branch, one prefix per agent step
@@ -65,7 +68,7 @@ def _function(workflow_id: str, wf: WorkflowDoc, index: int) -> Callable[..., An
     entry = wf.tools[index]
     doc, field = workflow.workflow_path(workflow_id), f"tools[{index}].modulePath"
     if not entry.module_path:
-        reason = "needs modulePath (a moduleName of customModules is not loaded by this backend)"
+        reason = "needs modulePath (the loader resolves a moduleName through customModules)"
         raise DocumentError(doc, field, reason)
     where = Path(entry.module_path)
     path = workflow.code_file(str(where.parent), where.name, doc, field)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import types
+import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, get_type_hints
 
@@ -172,13 +174,40 @@ def parse(cls: ArgumentClass, parsed: Any, current: Mapping[str, Any]) -> Any:
         raise PromptValidationError(
             f"the reply must be a JSON object with the fields {reply_fields(cls)}"
         )
+    unions = _union_fields(cls, parsed)
+    rest = {k: v for k, v in parsed.items() if k not in unions}
     try:
-        reply = validate_dataclass(parsed, cls)
+        reply = validate_dataclass(rest, cls)
     except DiskursValidationError as error:
         raise PromptValidationError(str(error)) from None
     except TypeError:  # Diskurs' parser makes a nested dataclass with no arguments: a class
-        reply = _validated(cls, parsed)  # with required fields (the LLM compiler's PlanStep)
+        reply = _validated(cls, rest)  # with required fields (the LLM compiler's PlanStep)
+    for name, hint in unions.items():
+        try:
+            setattr(reply, name, TypeAdapter(hint).validate_python(parsed[name]))
+        except ValidationError as error:
+            reason = error.errors()[0]["msg"]
+            raise PromptValidationError(f"field '{name}': {reason}") from None
     return load(cls, current).update(reply)
+
+
+def _is_union(hint: Any) -> bool:
+    """A union of more than one type besides None (``list[str] | str``), Annotated or not."""
+    if typing.get_origin(hint) is typing.Annotated:
+        hint = typing.get_args(hint)[0]
+    if typing.get_origin(hint) not in (typing.Union, types.UnionType):
+        return False
+    return len([a for a in typing.get_args(hint) if a is not type(None)]) > 1
+
+
+def _union_fields(cls: ArgumentClass, parsed: Mapping[str, Any]) -> dict[str, Any]:
+    """The reply's fields of a union type, which pydantic's validation takes as the member
+    their value fits: Diskurs' parser converts with a ``typing.Union``'s first member (the
+    string ``"www.acme.com"`` of an ``Optional[list[str] | str]`` field became a list of its
+    characters) and cannot convert to an ``X | Y`` union at all (every reply refused)."""
+    hints = get_type_hints(cls, include_extras=True)
+    wanted = set(reply_fields(cls)) & set(parsed)
+    return {name: hints[name] for name in wanted if _is_union(hints.get(name))}
 
 
 def _validated(cls: ArgumentClass, parsed: dict[str, Any]) -> Any:

@@ -48,22 +48,26 @@ def agent_prompt(
     schema: dict[str, Any],
     *,
     lenient: bool = False,
+    user_text: str | None = None,
 ) -> str:
     """System prompt, the user's query, the user prompt and the reply format, as one text.
     ``template_base`` names the agent's document in errors; ``lenient``: an undefined variable
-    renders empty (a Diskurs project's templates, as Diskurs renders them)."""
+    renders empty (a Diskurs project's templates, as Diskurs renders them); ``user_text``: sent
+    in place of the user template (Diskurs' ``is_valid`` message on arguments it refuses)."""
     system = render_template(
         agent.system_prompt,
         {"query": query, **system_args},
         f"{template_base}.systemPrompt",
         lenient=lenient,
     )
-    user = render_template(
-        agent.user_prompt,
-        {"query": query, **user_args},
-        f"{template_base}.userPrompt",
-        lenient=lenient,
-    )
+    user = user_text
+    if user is None:
+        user = render_template(
+            agent.user_prompt,
+            {"query": query, **user_args},
+            f"{template_base}.userPrompt",
+            lenient=lenient,
+        )
     parts = [system.strip(), f"The user's query: {query}", user.strip()]
     return "\n\n".join(p for p in parts if p) + "\n" + response_format_block(schema)
 

@@ -6,15 +6,19 @@ Diskurs' semantics: the validation message verbatim, and carrying on when trials
 
 from __future__ import annotations
 
+import asyncio
+import re
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conductor_state import Scripted, attempts, conversation, finished, start, steps
 from experiment_state import settle
+from tool_state import tool_calls
 
 from shared.conductor.documents import Status, StepKind
-from tools.load_workflow import load
+from tools.load_workflow import WorkflowError, load
 
 pytestmark = pytest.mark.usefixtures("clean")
 
@@ -95,7 +99,7 @@ class ClassifierPrompt(PromptArgument):
 
 
 def is_valid(arg):
-    if not 1 <= arg.urgency <= 10:
+    if arg.urgency and not 1 <= arg.urgency <= 10:  # 0: not rated yet (the first prompt's)
         raise PromptValidationError("Urgency must be between 1 and 10")
     return True
 """
@@ -426,3 +430,314 @@ def test_a_predicate_agent_decides_can_finalize_and_the_supervisor_takes_over(ru
     assert conv.outcome == "finalizer"
     assert conv.result == {"verdict": found[-1].output["verdict"]} and conv.result["verdict"]
     assert found[-1].input["answer"] == ""  # the answerer never ran: the judge said finish
+
+
+DESK_TOOLS = '''\
+from diskurs import tool
+
+
+@tool
+def lookup(city: str) -> str:
+    """
+    The weather in a city.
+
+    :param city: The city's name.
+    :return: The weather there.
+    """
+    return f"sunny in {city}"
+
+
+def create_address(configs, directory):
+    @tool
+    def address(name: str) -> str:
+        """
+        Where a person lives.
+
+        :param name: The person's name.
+        """
+        return f"{configs['prefix']} {directory.streets[name]}"
+
+    return address
+'''
+
+PEOPLE = """\
+class Directory:
+    def __init__(self, name, streets):
+        self.name = name
+        self.streets = streets
+
+    @classmethod
+    def create(cls, name, **parameters):
+        return cls(name, **parameters)
+"""
+
+TOOLED_ANSWERER = ANSWERER.replace(
+    'arg.answer = f"urgency {arg.urgency}: {conversation.longterm_memory.user_query}"',
+    'where = await call_tool("address", {"name": "ann"})\n'
+    '    arg.answer = f"urgency {arg.urgency}: Ann lives {where}"',
+)
+
+TOOLS_CONFIG = """
+customModules:
+  - {name: desk_tools, location: tools/desk_tools.py}
+  - {name: people, location: tools/people.py}
+toolDependencies:
+  - {name: directory, moduleName: people, className: Directory,
+     parameters: {streets: {ann: Main St.}}}
+tools:
+  - {name: weather, functionName: lookup, moduleName: desk_tools}
+  - {name: address, functionName: address, moduleName: desk_tools, configs: {prefix: at},
+     dependencies: [directory]}
+"""
+
+
+def _tooled_desk(folder: Path, header: str = "") -> Path:
+    """The desk written in Diskurs 0.0.79's form with tools: ``customModules``, tools by
+    ``moduleName``, a list of ``toolDependencies`` (whose keys Diskurs snake-cases too, so the
+    directory's name is `ann`); the classifier may call ``lookup``, the
+    heuristic answerer calls ``address`` (made by its factory from configs and a dependency)."""
+    desk = _desk(folder / "tooled", finalizer=True)
+    config = (desk / "config.yml").read_text()
+    for anchor, tools in (
+        ("ClassifierPrompt}", "lookup"),
+        ("heuristicSequenceName: answer}", "address"),
+    ):
+        assert anchor in config
+        config = config.replace(anchor, f"{anchor}\n    tools: [{tools}]")
+    files = {
+        "config.yml": config + TOOLS_CONFIG,
+        "tools/desk_tools.py": DESK_TOOLS,
+        "tools/people.py": PEOPLE,
+        "answerer/prompt.py": header + TOOLED_ANSWERER,
+    }
+    return _write(desk, files)
+
+
+def test_a_diskurs_0_0_79_project_with_custom_module_tools_runs(runtime, db, allowed):
+    """Tools declared as Diskurs 0.0.79 declares them run: the model agent's tool by its
+    function's name, the heuristic agent's through call_tool, made by create_address with its
+    configs and the Directory dependency made by Directory.create(name=..., **parameters)."""
+    load(db, _tooled_desk(allowed), "tooled")
+    workflow = db.document("workflows/tooled").get().to_dict()
+    assert workflow["toolDependencies"]["directory"]["className"] == "Directory"
+    start(db, "w1", QUERY, "tooled")
+    settle(runtime, finished(db, "w1"))
+    conv = conversation(db, "w1")
+    assert conv.status == Status.DONE, conv.error
+    assert conv.outcome == "finalizer"
+    found = steps(db, "w1")
+    assert [s.agent for s in found] == ["boss", "classifier", "boss", "answerer", "boss", "closer"]
+    classifier_calls = tool_calls(db, "w1", "0001")
+    assert [c["name"] for c in classifier_calls] == ["lookup"]
+    assert classifier_calls[0]["result"].startswith("sunny in ")
+    [address] = tool_calls(db, "w1", "0003")
+    assert (address["name"], address["status"]) == ("address", "done")
+    assert found[3].output["answer"].endswith(": Ann lives at Main St.")
+
+
+def _rated(runtime, db, desk: Path, marker: str, urgency: int) -> tuple[Any, Scripted]:
+    """The desk run with the classifier's prompt (found by ``marker``) answered ``urgency``:
+    the conversation (DONE, the urgency in its memory, the classifier's one reply valid) and
+    the model."""
+    load(db, desk, desk.name)
+    model = Scripted()
+    model.reply(marker, {"urgency": urgency, "summary": "rated"})
+    with runtime.model_wrapper(model.wrap):
+        start(db, "r1", QUERY, desk.name)
+        settle(runtime, finished(db, "r1"))
+    conv = conversation(db, "r1")
+    assert conv.status == Status.DONE, conv.error
+    assert conv.memory["urgency"].value == urgency
+    assert [t["response"]["status"] for t in attempts(db, "r1", "0001")] == ["OK"]
+    return conv, model
+
+
+def test_prompt_modules_with_postponed_annotations_run_as_without(runtime, db, allowed):
+    """Every prompt.py and the memory's file with ``from __future__ import annotations``: the
+    field types are resolved as Diskurs' dataclass methods resolve them, so the classifier's
+    first valid reply is taken (before: its int never validated). (Not the tools' file: Diskurs'
+    own ``@tool`` reads ``annotation.__name__`` and fails on a string, in Diskurs too.)"""
+    desk = _tooled_desk(allowed)
+    for path in [desk / "memory.py", *desk.glob("*/prompt.py")]:
+        path.write_text("from __future__ import annotations\n\n" + path.read_text())
+    conv, _ = _rated(runtime, db, desk, "Classify:", 3)
+    assert conv.outcome == "finalizer"
+
+
+MISTAKES = [  # (config text, its replacement or None: a file removed, the message's key, reason)
+    (
+        "promptArgumentClass: ClassifierPrompt}",
+        "promptArgumentClass: ClassifierPrompt, isValidName: is_vaild}",
+        r"agents\[1\] \(classifier\)\.prompt\.isValidName",
+        "no function 'is_vaild' in classifier/prompt.py (did you mean 'is_valid'?)",
+    ),
+    (
+        "promptArgumentClass: ClassifierPrompt}",
+        "promptArgumentClass: ClassifierPrompt, isValidNmae: is_valid}",
+        r"\(classifier\)\.prompt\.isValidNmae",
+        "unknown key (Diskurs would ignore it) (did you mean 'isValidName'?)",
+    ),
+    ("classifier/agent_description.txt", None, r"\(classifier\)\.prompt\.location",
+     "no agent_description.txt in classifier (Diskurs opens it, and raises)"),
+    (
+        "functionName: lookup,",
+        "functionName: lookpu,",
+        r"tools\[0\]\.functionName",
+        "no function 'lookpu' in tools/desk_tools.py (did you mean 'lookup'?)",
+    ),
+    (
+        "moduleName: desk_tools}",
+        "moduleName: desk_tool}",
+        r"tools\[0\]\.moduleName",
+        "'desk_tool' is not the name of one of customModules ['desk_tools', 'people'] "
+        "(did you mean 'desk_tools'?)",
+    ),
+    ("tools: [lookup]", "tools: [lookpu]", r"agents\[1\] \(classifier\)\.tools",
+     "'lookpu' is no tool of this project"),
+    ("topics: [classifier, answerer]", "topcs: [classifier, answerer]", r"\(boss\)\.topcs",
+     "unknown key (Diskurs would ignore it) (did you mean 'topics'?)"),
+    ("maxDispatches: 6", "maxDispatches: 6\n    maxTrails: 3", r"\(boss\)\.maxTrails",
+     "(did you mean 'maxTrials'?)"),
+    ("finalProperties: [closing]", "finalPropertes: [closing]", r"\(closer\)\.finalPropertes",
+     "(did you mean 'finalProperties'?)"),
+    ("conditionName: unclassified", "condtionName: unclassified", r"rules\[0\]\.condtionName",
+     "(did you mean 'conditionName'?)"),
+    ("targetAgent: classifier", "targetAgent: clasifier", r"rules\[0\]\.targetAgent",
+     "'clasifier' is not an agent ['classifier', 'answerer', 'closer'] (did you mean "
+     "'classifier'?)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("old", "new", "key", "reason"), MISTAKES)
+def test_a_mistake_is_refused_at_load_naming_file_line_and_key(db, allowed, old, new, key, reason):
+    """Each mistake that once passed the loader (and failed after model calls, or never) is
+    refused by the load: nothing is written, so no conversation and no model call can start.
+    The message names the config file, the line of the key and the key."""
+    desk = _tooled_desk(allowed)
+    config = desk / "config.yml"
+    if new is None:
+        (desk / old).unlink()
+        marker = f"location: {old.split('/')[0]}"
+    else:
+        assert old in config.read_text()
+        config.write_text(config.read_text().replace(old, new, 1))
+        marker = new.splitlines()[-1].strip().rstrip(",}").split(", ")[-1]
+    line = next(i for i, t in enumerate(config.read_text().splitlines(), 1) if marker in t)
+    with pytest.raises(WorkflowError) as refused:
+        load(db, desk, "mistaken")
+    message = str(refused.value)
+    assert re.match(rf"{re.escape(str(config))}:{line}: .*{key}: ", message), message
+    assert reason in message
+    assert not db.document("workflows/mistaken").get().exists
+
+
+def test_is_valid_refusing_the_arguments_sends_its_message_instead_of_the_template(
+    runtime, db, allowed
+):
+    """Diskurs' render_user_template: is_valid runs on the arguments before the user template
+    is rendered; when it raises, its message is the user prompt. The classifier's is_valid
+    refuses its initial urgency 0, so its first prompt is that message, not 'Classify: ...'."""
+    desk = _desk(allowed, finalizer=False)
+    strict = CLASSIFIER.replace("if arg.urgency and not 1", "if not 1")
+    (desk / "classifier" / "prompt.py").write_text(strict)
+    _, model = _rated(runtime, db, desk, "Urgency must be between 1 and 10", 4)
+    first = model.prompts[0].prompt
+    assert "Urgency must be between 1 and 10" in first and "Classify:" not in first
+    assert "You classify support requests." in first  # the system template is rendered
+
+
+def test_diskurs_python_entry_runs_a_project_on_the_backend(runtime, db, allowed):
+    """A project's main.py with one import changed: create_forum_from_config, then
+    ``await forum.ama(DiskursInput(...))`` runs the conversation on the backend (here the
+    test's emulators) and returns Diskurs' final_result; the metadata reach the conversation."""
+    from tools.diskurs_forum import DiskursInput, create_forum_from_config
+
+    desk = _tooled_desk(allowed)
+    forum = create_forum_from_config(config_path=Path("config.yml"), base_path=desk, client=db)
+    given = DiskursInput(user_query=QUERY, metadata={"user_id": "1234"}, conversation_id="m1")
+    result = asyncio.run(forum.ama(given))
+    conv = conversation(db, "m1")
+    assert conv.status == Status.DONE, conv.error
+    assert result == conv.result and result["closing"]
+    assert conv.metadata == {"user_id": "1234"}
+    assert "#1 classifier" in forum.log.getvalue()  # the steps as they completed
+
+
+SUMMARISER = """\
+from dataclasses import dataclass
+from diskurs import PromptArgument
+
+
+@dataclass
+class SummaryPrompt(PromptArgument):
+    summary: str = ""
+
+
+async def heuristic_sequence(conversation, call_tool, llm_client):
+    arg = conversation.prompt_argument
+    query = conversation.chat[0].content
+    arg.summary = await llm_client.use_as_tool("Summarise in one word:", query)
+    return conversation.update(prompt_argument=arg)
+"""
+
+
+def test_a_heuristic_sequence_asks_the_model_through_its_llm_client(runtime, db, allowed):
+    """``llm_client.use_as_tool(prompt, content)`` asks the agent's model; the call is
+    recorded among the step's tool calls (a redelivery gets the reply back), its attempt
+    logged under the step."""
+    config = """
+    first_contact: summariser
+    llms: [{name: fake, type: scripted}]
+    agents:
+      - name: summariser
+        type: heuristic_finalizer
+        llm: fake
+        renderPrompt: false
+        prompt: {type: heuristic_prompt, location: summariser, promptArgumentClass: SummaryPrompt}
+        finalProperties: [summary]
+    """
+    files = {
+        "config.yml": config,
+        "summariser/prompt.py": SUMMARISER,
+        "summariser/agent_description.txt": "summarises",
+    }
+    load(db, _write(allowed / "summary", files), "summary")
+    model = Scripted()
+    model.reply("Summarise in one word:", {"text": "Meaning"})
+    with runtime.model_wrapper(model.wrap):
+        start(db, "h1", QUERY, "summary")
+        settle(runtime, finished(db, "h1"))
+    conv = conversation(db, "h1")
+    assert conv.status == Status.DONE, conv.error
+    assert conv.result == {"summary": "Meaning"}
+    assert QUERY in model.prompts[0].prompt
+    [call] = tool_calls(db, "h1", "0000")
+    assert (call["name"], call["status"]) == ("llm_client_use_as_tool", "done")
+    assert [a["response"]["status"] for a in attempts(db, "h1", "0000")] == ["OK"]
+
+
+def test_a_conductors_is_valid_refusing_its_arguments_is_sent_instead_of_its_template(
+    runtime, db, allowed
+):
+    """The same for a conductor asking its model (no rule matches): its is_valid refuses its
+    fresh arguments (no next agent yet), so its first prompt carries that message."""
+    desk = _desk(allowed, finalizer=False)
+    (desk / "boss" / "rules.py").write_text(
+        RULES.replace("return conversation", "return False and conversation")
+    )
+    (desk / "boss" / "prompt.py").write_text(
+        BOSS + "\n\nfrom diskurs import PromptValidationError\n\n\n"
+        "def is_valid(arg):\n"
+        "    if not arg.next_agent:\n"
+        "        raise PromptValidationError('Name the agent to ask next')\n"
+        "    return True\n"
+    )
+    load(db, desk, "routed")
+    model = Scripted()
+    with runtime.model_wrapper(model.wrap):
+        start(db, "c2", QUERY, "routed")
+        settle(runtime, finished(db, "c2"), rounds=60)
+    assert conversation(db, "c2").status == Status.DONE
+    first = model.prompts[0].prompt
+    assert "Name the agent to ask next" in first
+    assert next(s.decision.by for s in steps(db, "c2") if s.decision) == "model"

@@ -45,7 +45,8 @@ def test_diskurs_forum_setup_loads_as_diskurs_reads_it_with_warnings():
     assert workflow.model_settings.api_type == "SCRIPTED"
     joined = "\n".join(workflow.warnings)
     assert "'finalizer_agent' is not an agent" in joined
-    assert "using FirstPromptArgument" in joined
+    assert "config.yml:26: agents[1] (first_agent).prompt: " in joined
+    assert "using FirstPromptArgument (line 8)" in joined  # its class line in prompt.py
     assert "default conductor prompt argument" in joined
     assert "userPrompt uses ['content'], no fields of FirstPromptArgument" in joined
 
@@ -69,7 +70,7 @@ class A(PromptArgument):
 """
 
 
-def test_a_key_diskurs_ignores_is_a_warning_and_a_missing_class_an_error(tmp_path):
+def test_a_key_diskurs_ignores_and_a_missing_class_are_refused_with_their_line(tmp_path):
     config = """
         firstContact: a
         agents:
@@ -78,19 +79,20 @@ def test_a_key_diskurs_ignores_is_a_warning_and_a_missing_class_an_error(tmp_pat
             maxTrails: 3
             prompt: {type: multistep_prompt, location: a, promptArgumentClass: A}
     """
-    workflow, _ = read_workflow(_project(tmp_path, config, PROMPT))
-    assert any(
-        "max_trails: unknown to Diskurs" in w and "max_trials" in w for w in workflow.warnings
-    )
+    with pytest.raises(
+        WorkflowError, match=r"config.yml:6: .*maxTrails: unknown key .*'maxTrials'"
+    ):
+        read_workflow(_project(tmp_path, config, PROMPT))
     (tmp_path / "config.yml").write_text(
         (tmp_path / "config.yml")
         .read_text()
+        .replace("maxTrails", "maxTrials")
         .replace("promptArgumentClass: A", "promptArgumentClass: B")
     )
     (tmp_path / "a" / "prompt.py").write_text(
         PROMPT + "\n\n@dataclass\nclass C(PromptArgument):\n    y: str = ''\n"
     )
-    with pytest.raises(WorkflowError, match=r"\['B'\] not in a/prompt.py"):
+    with pytest.raises(WorkflowError, match=r"config.yml:7: .*\['B'\] not in a/prompt.py"):
         read_workflow(tmp_path)
 
 
@@ -156,3 +158,43 @@ def test_the_scripted_model_fills_defaulted_fields_within_their_bounds(seed):
 def test_a_known_value_is_kept_by_the_scripted_model():
     schema = Urgent.reply_schema(known={"urgency": 4})
     assert generate_value(random.Random(1), schema)["urgency"] == 4
+
+
+POSTPONED = """\
+from __future__ import annotations
+
+from dataclasses import dataclass
+from diskurs import OutputField, PromptArgument
+
+
+@dataclass
+class Rated(PromptArgument):
+    urgency: OutputField[int] = 0
+    tags: list[str] | str = ""
+"""
+
+
+def test_postponed_annotations_are_resolved_as_diskurs_resolves_them(tmp_path):
+    from shared.conductor.code_files import load_file
+
+    (tmp_path / "postponed.py").write_text(POSTPONED)
+    cls = load_file(tmp_path / "postponed.py").Rated
+    reply = arguments.parse(cls, {"urgency": "3"}, arguments.defaults(cls))
+    assert reply.urgency == 3 and arguments.writes_memory(cls) == {"urgency"}
+    (tmp_path / "unresolved.py").write_text(POSTPONED.replace("int] = 0", "Urgency] = 0"))
+    with pytest.raises(NameError, match=r"class Rated \(line 8\).*'Urgency' is not defined"):
+        load_file(tmp_path / "unresolved.py")
+
+
+@dataclass
+class Urls(DiskursArgument):
+    urls: list[str] | str | None = None
+    count: int = 0
+
+
+@pytest.mark.parametrize("value", ["www.acme.com", ["www.acme.com", "www.example.com"]])
+def test_a_union_field_keeps_the_member_its_value_fits(value):
+    """Diskurs' parser converts with the union's first member (a string: its characters)."""
+    reply = arguments.parse(Urls, {"urls": value, "count": "2"}, arguments.defaults(Urls))
+    assert (reply.urls, reply.count) == (value, 2)
+    assert arguments.load(Urls, arguments.dump(reply)).urls == value

@@ -1,0 +1,162 @@
+"""One small project run twice against the same fake OpenAI-compatible server: by the installed
+``diskurs`` 0.0.79 (its own forum, its own OpenAI client reaching the fake through
+``OPENAI_BASE_URL``) and by this backend on the emulators (through ``tools.diskurs_forum``, the
+project's ``main.py`` with one import changed). The final results, and the model calls, agree.
+
+The project, in Diskurs 0.0.79's form: a conductor (Diskurs' packaged prompts) routes by the
+model to a multi-step reader whose ``is_valid`` refuses the first reply; the reader's output
+fields reach the memory, the conductor's ``can_finalize(memory)`` holds and ``finalize(memory)``
+is the result. Diskurs' OpenAI client asks tiktoken for the model's tokenizer, a file it
+downloads; offline, the test gives it a word splitter (token counts only trim long contexts)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import diskurs
+import diskurs.llm_client
+import pytest
+from conductor_state import conversation
+
+from shared.conductor.documents import Status
+from tests.fakes import Recorded, Step
+from tests.fakes import fake_openai as openai
+from tools import diskurs_forum
+
+pytestmark = pytest.mark.usefixtures("clean")
+
+QUERY = "I'm in oslo and I feel calm."
+FILES = {
+    "config.yml": """
+        firstContact: boss
+        dispatcherType: asynchronous
+        toolExecutorType: default
+        longtermMemory: {type: ReaderMemory, location: memory.py}
+        llms:
+          - {name: main, type: openai, modelName: gpt-4o, apiKey: k, modelMaxTokens: 2048}
+        agents:
+          - name: boss
+            type: conductor
+            llm: main
+            prompt: {type: conductor_prompt, location: boss, failName: fail}
+            topics: [reader]
+            maxDispatches: 5
+          - name: reader
+            type: multistep
+            llm: main
+            prompt: {type: multistep_prompt, location: reader, promptArgumentClass: ReaderPrompt}
+            topics: [boss]
+    """,
+    "memory.py": """
+        from dataclasses import dataclass
+        from diskurs import LongtermMemory
+
+
+        @dataclass
+        class ReaderMemory(LongtermMemory):
+            city: str = ""
+            mood: str = ""
+    """,
+    "boss/prompt.py": """
+        def can_finalize(memory):
+            return bool(memory.city)
+
+
+        def finalize(memory):
+            return {"city": memory.city, "mood": memory.mood, "query": memory.user_query}
+
+
+        def fail(memory):
+            return {"error": "no city"}
+    """,
+    "boss/agent_description.txt": "routes",
+    "reader/prompt.py": """
+        from dataclasses import dataclass
+        from diskurs import OutputField, PromptArgument, PromptValidationError
+
+
+        @dataclass
+        class ReaderPrompt(PromptArgument):
+            city: OutputField[str] = ""
+            mood: OutputField[str] = ""
+
+
+        def is_valid(arg):
+            if arg.city and arg.city != arg.city.title():
+                raise PromptValidationError("Write the city's name capitalised")
+            return True
+    """,
+    "reader/system_template.jinja2": "You read messages.",
+    "reader/user_template.jinja2": "Where is the user, and how do they feel?",
+    "reader/agent_description.txt": "reads where the user is and how they feel",
+}
+
+
+def _project(folder: Path) -> Path:
+    for name, text in FILES.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    return folder
+
+
+def _respond(request: Recorded) -> Step:
+    """The same answers for both: the conductor's request gets the reader; the reader's first
+    reply has the city in lower case, its corrected one capitalised."""
+    sent = json.dumps(request.body)
+    if "You read messages." not in sent:
+        return openai.text(json.dumps({"next_agent": "reader"}))
+    city = "Oslo" if "capitalised" in sent else "oslo"
+    return openai.text(json.dumps({"city": city, "mood": "calm"}))
+
+
+class _Words:
+    """A tokenizer for Diskurs' client, offline (tiktoken downloads its files)."""
+
+    def encode(self, text: str) -> list[str]:
+        return text.split(" ")
+
+    def decode(self, tokens: list[str]) -> str:
+        return " ".join(tokens)
+
+
+def _kinds(requests: list[Recorded]) -> list[str]:
+    return [
+        "reader" if "You read messages." in json.dumps(r.body) else "conductor" for r in requests
+    ]
+
+
+def test_diskurs_and_this_backend_agree_on_a_small_project(runtime, db, monkeypatch, tmp_path):
+    project = _project(tmp_path / "parity")
+    monkeypatch.setattr(diskurs.llm_client.tiktoken, "encoding_for_model", lambda model: _Words())
+    with openai.FakeOpenAI() as fake:
+        fake.responder = _respond
+        for name, value in {
+            "OPENAI_BASE_URL": fake.base_url,
+            "OPENAI_API_KEY": "k",
+            "DLAB_MODEL_OVERRIDE": "",
+            "DLAB_WORKFLOW_DIRS": str(tmp_path),
+        }.items():
+            monkeypatch.setenv(name, value)
+        given: dict[str, Any] = {"user_query": QUERY, "conversation_id": "parity1"}
+
+        forum = diskurs.create_forum_from_config(config_path=Path("config.yml"), base_path=project)
+        theirs = asyncio.run(forum.ama(diskurs.DiskursInput(**given)))
+        their_calls = _kinds(fake.requests)
+        fake.requests.clear()
+
+        ours_forum = diskurs_forum.create_forum_from_config(
+            config_path=Path("config.yml"), base_path=project, client=db
+        )
+        ours = asyncio.run(ours_forum.ama(diskurs_forum.DiskursInput(**given)))
+        our_calls = _kinds(fake.requests)
+
+    assert theirs == {"city": "Oslo", "mood": "calm", "query": QUERY}
+    assert ours == theirs
+    assert their_calls == ["conductor", "reader", "reader"]
+    assert our_calls == their_calls
+    assert conversation(db, "parity1").status == Status.DONE
