@@ -137,7 +137,8 @@ def run(unit: Unit[T], settings: BackboneSettings | None = None) -> Outcome[T]:
         cause = held.previous_error or leases.DIED
         return _end(unit, held, _ending(unit.document, "(work)", held.attempt - 1, cause))
     if held.interrupted > settings.work_max_platform_failures:
-        return _end(unit, held, _interrupted(unit.document, held, held.previous_error))
+        failure = _interrupted(unit.document, held, held.interrupted, held.previous_error)
+        return _end(unit, held, failure)
     try:
         result, asked_again = _run_while_asked(unit, held, ttl)
     except BudgetReached:
@@ -178,11 +179,11 @@ def _ending(document: str, field: str, attempts: int, cause: str) -> Failure:
     return Failure(document, field, attempts, reason, cause)
 
 
-def _interrupted(document: str, held: leases.Held, cause: str) -> Failure:
+def _interrupted(document: str, held: leases.Held, times: int, cause: str) -> Failure:
     """The platform, not the work, kept failing: its holders died or Firestore or Pub/Sub
     failed ``DLAB_WORK_MAX_PLATFORM_FAILURES`` times (the work's own attempts were not spent)."""
     reason = (
-        f"stopped after the platform interrupted it {held.interrupted} time(s) (not a failure of"
+        f"stopped after the platform interrupted it {times} time(s) (not a failure of"
         f" the work: {held.attempt} attempt(s) counted); the last: {cause or leases.DIED}"
     )
     return Failure(document, "(platform)", held.attempt, reason, cause or leases.DIED)
@@ -230,8 +231,8 @@ def _platform_failed(
     """A transient Firestore or Pub/Sub failure: retried (the platform's redelivery backs off)
     without spending an attempt of the work, under its own, larger bound."""
     if held.interrupted + 1 > settings.work_max_platform_failures:
-        interrupted = dataclasses.replace(held, interrupted=held.interrupted + 1)
-        return _end(unit, held, _interrupted(unit.document, interrupted, cause))
+        failure = _interrupted(unit.document, held, held.interrupted + 1, cause)
+        return _end(unit, held, failure)
     if leases.let_go_interrupted(held, cause) and unit.on_overflow is not None:
         unit.on_overflow()
     where = DocumentError(unit.document, "(platform)", cause)

@@ -134,3 +134,25 @@ def test_platform_interruptions_end_a_unit_only_past_their_own_bound(db):
     assert failure.field == "(platform)"
     assert "platform interrupted it 4 time(s)" in failure.reason
     assert "not a failure of the work" in failure.reason and "killed runtime" in failure.reason
+
+
+def test_a_transient_firestore_error_is_an_interruption_not_an_attempt(db):
+    from google.api_core import exceptions as gexc
+
+    lease = "societies/j6/turnLeases/m1"
+    ended: list[work.Failure] = []
+
+    def unavailable() -> str:
+        raise gexc.ServiceUnavailable("the emulator went away")
+
+    unit = work.Unit(lease, "societies/j6/members/m1", unavailable, ended=ended.append)
+    settings = BackboneSettings(work_max_attempts=1, work_max_platform_failures=2)
+    for interrupted in (1, 2):  # the work's budget of 1 is never spent
+        with pytest.raises(work.AttemptFailed):
+            work.run(unit, settings)
+        lease_doc = db.document(lease).get().to_dict()
+        assert (lease_doc["attempts"], lease_doc["interrupted"]) == (0, interrupted)
+    assert work.run(unit, settings).state == work.State.ENDED
+    (failure,) = ended
+    assert failure.field == "(platform)" and "interrupted it 3 time(s)" in failure.reason
+    assert "ServiceUnavailable" in failure.reason
