@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from functions import reads, store, transactions, work
-from functions.agents import cohort_lock, moves, roles
+from functions.agents import cohort_lock, moves, roles, spawn
 from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
 from functions.agents.prompting import (
     build_stage_prompt,
@@ -375,7 +375,7 @@ def _human_position(experiment_id: str, participant: ParticipantProfile) -> Chat
         return None
     if roles.uses_treatment(participant) or roles.current(participant).represented:
         experiment = store.read(Experiment, store.experiment_path(experiment_id))
-        roles.arrive(experiment, participant)
+        spawn.arrive(experiment, participant)
     cohort_lock.unlock_if_ready(experiment_id, cohort_id, stage_id)
     chat = cohort_lock.unlocked_chat_stage(experiment_id, cohort_id, stage_id)
     return ChatEntry(cohort_id, chat, participant) if chat is not None else None

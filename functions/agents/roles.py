@@ -98,6 +98,7 @@ def counts_for_unlock(member: ParticipantProfile) -> bool:
     return not (is_inactive(member) or is_representative(member))
 
 
-def arrive(experiment: Experiment, p: ParticipantProfile) -> Treatment:
-    """A participant's update at a stage: its round's treatment hoisted onto it."""
-    return hoist(experiment, p)
+def takes_part(member: dict[str, Any] | ParticipantProfile) -> bool:
+    """Takes part in a chat: neither an observer (watches, cannot post) nor an inactive
+    persona (never chats)."""
+    return not (is_observer(member) or is_inactive(member))

@@ -5,9 +5,14 @@ mediators, the persona bank."""
 from __future__ import annotations
 
 import json
+import threading
+from datetime import UTC, datetime
 
-from experiment_state import errors, participant, settle
+from chat_docs import chat_messages
+from experiment_state import errors, model_logs, participant, participants, settle
 from raw_docs import agent, human, move_human, stage, write_experiment
+
+from functions.agents.progression import advance_agent
 
 ROUNDS_STAGES = [
     stage("intro", "info"),
@@ -92,3 +97,135 @@ def test_a_count_that_is_not_a_number_is_one_record_naming_the_variable(runtime,
     (record,) = errors(db, e)
     assert record.field == "variableMap.cond" and "'lots' is not a number" in record.reason
     assert participant(db, e, hid).is_observer is None  # nothing hoisted from a bad treatment
+
+
+def _mediator_persona(db, e: str, persona_id: str, name: str, stages: tuple[str, ...]) -> None:
+    base = f"experiments/{e}/agentMediators/{persona_id}"
+    db.document(base).set({"id": persona_id, "name": name, "type": "mediator"})
+    for stage_id in stages:
+        db.document(f"{base}/prompts/{stage_id}").set(
+            {
+                "id": stage_id,
+                "type": "chat" if stage_id == "chat" else "privateChat",
+                "prompt": [
+                    {"type": "TEXT", "text": f"You are {name}."},
+                    {"type": "STAGE_CONTEXT", "stageId": stage_id},
+                ],
+            }
+        )
+
+
+def _observer_experiment(db) -> str:
+    chat = stage("chat", "chat", discussions=[])
+    chat["progress"] = {**chat["progress"], "waitForAllParticipants": True}
+    e = write_experiment(
+        db,
+        [
+            stage("pc", "privateChat", maxNumberOfTurns=50),
+            stage("t1", "transfer", treatmentIndex=0),
+            chat,
+            stage("end", "info"),
+        ],
+    )
+    db.document(f"experiments/{e}/cohorts/cohort-a/publicStageData/chat").set(
+        {"id": "chat", "kind": "chat", "currentDiscussionId": None, "discussionTimestampMap": {}}
+    )
+    _mediator_persona(db, e, "host", "Host", ("pc", "chat"))
+    _mediator_persona(db, e, "skeptic", "Skeptic", ("chat",))
+    db.document(f"experiments/{e}/mediators/med-1").set(
+        {
+            "privateId": "med-1",
+            "publicId": "med-1",
+            "name": "Host",
+            "currentStatus": "active",
+            "currentCohortId": "cohort-a",
+            "agentConfig": {"agentId": "host", "modelSettings": {"apiType": "SCRIPTED"}},
+        }
+    )
+    return e
+
+
+def _private_message(db, e: str, hid: str, text: str) -> None:
+    db.document(f"experiments/{e}/participants/{hid}/stageData/pc/privateChats/m-{hid}").set(
+        {
+            "id": f"m-{hid}",
+            "type": "participant",
+            "message": text,
+            "senderId": hid,
+            "timestamp": datetime.now(UTC),
+            "profile": {"name": "Hu"},
+        }
+    )
+
+
+def test_an_observer_is_interviewed_then_represented_beside_inactive_personas_and_a_swap(
+    runtime, db
+):
+    """The observer's private chat is its interview; at the group chat its representative (made
+    once, under concurrent deliveries too) speaks for it, named in its prompt; two inactive
+    personas are present and never chat, move or call a model, and do not block the
+    wait-for-all unlock; the swapped-in mediator replaces the host in the group chat only."""
+    e = _observer_experiment(db)
+    other = agent(db, e, "chat", number=0)  # an agent participant of the cohort, already there
+    hid = human(db, e, "pc")
+    db.document(f"experiments/{e}/participants/{hid}").update(
+        {
+            "variableMap": _rounds(
+                {
+                    "_isObserver": True,
+                    "_hasRepresentative": True,
+                    "_numInactivePersonas": 2,
+                    "_swapMediator": "Skeptic",
+                },
+                {"treatmentName": "direct"},
+            )
+        }
+    )
+    _private_message(db, e, hid, "I care most about quiet streets near the school.")
+    settle(runtime, lambda: len(chat_messages(db, e, private_of=hid, stage_id="pc")) >= 2)
+    move_human(db, e, hid, "chat")
+    # duplicate and concurrent deliveries of the arrival, beside the runtime's own
+    failures: list[BaseException] = []
+
+    def arrive() -> None:
+        try:
+            advance_agent(e, hid)
+        except BaseException as error:
+            failures.append(error)
+
+    threads = [threading.Thread(target=arrive) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    rep_id = f"{hid}-rep-chat"
+    settle(runtime, lambda: participant(db, e, rep_id).current_status == "SUCCESS")
+    settle(runtime, lambda: participant(db, e, other).current_status == "SUCCESS")
+
+    everyone = participants(db, e)
+    reps = [p for p in everyone if p.agent_config and p.agent_config.representative_of]
+    assert [(r.private_id, r.agent_config.representative_of) for r in reps] == [(rep_id, hid)]
+    inactive = [p for p in everyone if p.agent_config and p.agent_config.is_inactive_persona]
+    assert sorted(p.private_id for p in inactive) == [f"{hid}-inactive-chat-{i}" for i in (0, 1)]
+    context = reps[0].agent_config.prompt_context
+    assert "Hu's representative" in context and "quiet streets near the school" in context
+
+    messages = chat_messages(db, e)
+    senders = {m["senderId"] for m in messages if m["type"] == "participant"}
+    assert reps[0].public_id in senders  # the representative speaks in the group chat
+    assert not senders & {p.public_id for p in inactive} and hid not in senders
+    assert "med-1" not in {m["senderId"] for m in messages}  # the host is swapped out here
+    mediators = {d.id: d.to_dict() for d in db.collection(f"experiments/{e}/mediators").get()}
+    assert mediators["med-1"]["activeStageMap"] == {"chat": False}  # still on in the pc
+    assert mediators["mediator-cohort-a-skeptic"]["activeStageMap"] == {"chat": True}
+
+    logs = model_logs(db, e)
+    assert not [g for g in logs if g.private_id in {p.private_id for p in inactive}]
+    rep_logs = [g for g in logs if g.private_id == rep_id]
+    assert rep_logs and all("Hu's representative" in g.prompt for g in rep_logs)
+    for p in inactive:  # present, never moved
+        assert p.current_stage_id == "chat" and p.current_status == "IN_PROGRESS"
+    observer = participant(db, e, hid)
+    assert observer.is_observer and observer.current_stage_id == "chat"
+    assert errors(db, e) == []
