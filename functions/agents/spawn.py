@@ -19,7 +19,7 @@ from google.cloud import firestore
 from google.cloud.firestore_v1.field_path import FieldPath
 
 from functions import errors, store
-from functions.agents import roles
+from functions.agents import persona_bank, roles
 from shared import paths, treatment
 from shared.models import (
     DocumentError,
@@ -50,10 +50,16 @@ def arrive(experiment: Experiment, p: ParticipantProfile) -> Treatment:
         representative(experiment, p, chat, stages)
     spawned = wanted.num_other_agents or wanted.num_inactive_personas
     personas = _personas(experiment.id) if spawned else []
-    for number in range(wanted.num_other_agents):
-        _create(experiment.id, _spawned(experiment, p, chat, "other", number, personas))
-    for number in range(wanted.num_inactive_personas):
-        _create(experiment.id, _spawned(experiment, p, chat, "inactive", number, personas))
+    match = treatment.match_hash(
+        treatment.round_variables(p.variable_map, treatment.round_of(stages, chat.id))
+    )
+    for kind, count in (
+        ("other", wanted.num_other_agents),
+        ("inactive", wanted.num_inactive_personas),
+    ):
+        for number in range(count):
+            spawned_agent = _spawned(experiment, p, chat, kind, number, personas)
+            persona_bank.create_claiming(experiment.id, match, spawned_agent, p.private_id)
     if wanted.swap_mediator.strip():
         swap_mediator(experiment.id, p, wanted.swap_mediator.strip())
     return wanted

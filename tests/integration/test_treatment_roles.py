@@ -13,6 +13,7 @@ from experiment_state import errors, model_logs, participant, participants, sett
 from raw_docs import agent, human, move_human, stage, write_experiment
 
 from functions.agents.progression import advance_agent
+from tools.personas import main as personas_main
 
 ROUNDS_STAGES = [
     stage("intro", "info"),
@@ -228,4 +229,70 @@ def test_an_observer_is_interviewed_then_represented_beside_inactive_personas_an
         assert p.current_stage_id == "chat" and p.current_status == "IN_PROGRESS"
     observer = participant(db, e, hid)
     assert observer.is_observer and observer.current_stage_id == "chat"
+    assert errors(db, e) == []
+
+
+def test_the_persona_bank_under_concurrent_cohorts_claims_no_persona_twice_in_a_cohort(
+    runtime, db, tmp_path, capsys
+):
+    """Personas stored once (the command run twice), claimed by the inactive personas of three
+    cohorts reaching the chat at once: each cohort gets each of the round's personas once, the
+    persona of another topic never."""
+    cohorts = ("cohort-a", "cohort-b", "cohort-c")
+    e = write_experiment(
+        db,
+        [
+            stage("intro", "info"),
+            stage("t1", "transfer", treatmentIndex=0),
+            stage("chat", "chat"),
+            stage("end", "info"),
+        ],
+        cohorts=cohorts,
+    )
+    condition = {"treatmentName": "panel", "_numInactivePersonas": 3}
+    variables = {"treatment": json.dumps([condition]), "topic": json.dumps([{"t": "parks"}])}
+    round_vars = {"treatment": condition, "topic": {"t": "parks"}}
+    bank = {
+        "personas": [
+            *({"variables": round_vars, "content": f"Persona {i} on parks."} for i in range(3)),
+            {"variables": {**round_vars, "topic": {"t": "roads"}}, "content": "On roads."},
+        ]
+    }
+    path = tmp_path / "bank.json"
+    path.write_text(json.dumps(bank))
+    argv = ["--project", runtime.project, "bank", "--experiment", e, "--file", str(path)]
+    assert personas_main(argv) == 0 and personas_main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("stored") == 4 and out.count("present") == 4
+
+    humans = [human(db, e, "intro", cohort=c) for c in cohorts]
+    for hid in humans:
+        db.document(f"experiments/{e}/participants/{hid}").update({"variableMap": variables})
+    runtime.wait_until_idle(timeout=60)
+
+    def arrive(hid: str) -> None:
+        move_human(db, e, hid, "chat")
+        advance_agent(e, hid)
+
+    threads = [threading.Thread(target=arrive, args=(h,)) for h in humans]
+    threads += [threading.Thread(target=advance_agent, args=(e, h)) for h in humans]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    settle(runtime, lambda: len([p for p in participants(db, e) if p.is_agent]) == 9)
+
+    stored = {d.id: d.to_dict() for d in db.collection(f"experiments/{e}/personas").get()}
+    parks = {pid for pid, d in stored.items() if d["variables"]["topic"] == {"t": "parks"}}
+    for cohort in cohorts:
+        claimed = [
+            p.agent_config.persona_id
+            for p in participants(db, e)
+            if p.is_agent and p.current_cohort_id == cohort
+        ]
+        assert sorted(claimed) == sorted(parks), cohort  # each once, none of the roads
+    for pid in parks:
+        assert stored[pid]["usageCount"] == 3 and sorted(stored[pid]["cohorts"]) == list(cohorts)
+    (roads,) = set(stored) - parks
+    assert stored[roads]["usageCount"] == 0
     assert errors(db, e) == []
