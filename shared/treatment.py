@@ -346,3 +346,41 @@ def select_to_claim(personas: Sequence[Mapping[str, Any]], claimant: str) -> str
     tied = sorted(str(p["id"]) for p in candidates if int(p.get("usageCount") or 0) == least)
     random.Random(claimant).shuffle(tied)
     return tied[0]
+
+
+# --- roles as the API, the export and the console show them -----------------------------------
+
+
+def role_of(profile: Mapping[str, Any]) -> str:
+    """``participant`` (a human taking part), ``observer``, ``agent``, ``representative`` or
+    ``inactive`` (persona), from a participant document."""
+    config = profile.get("agentConfig") or {}
+    if config.get("isInactivePersona"):
+        return "inactive"
+    if config.get("representativeOf"):
+        return "representative"
+    if config:
+        return "agent"
+    return "observer" if profile.get("isObserver") is True else "participant"
+
+
+def role_map(profiles: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """By public id: each participant's role, whom it represents and who represents it (public
+    ids; a representative stands for the observer whose private id it names)."""
+    by_private = {str(p.get("privateId") or ""): p for p in profiles}
+    out: dict[str, dict[str, Any]] = {}
+    for p in profiles:
+        out[str(p.get("publicId") or p.get("privateId") or "")] = {
+            "role": role_of(p),
+            "represents": None,
+            "representedBy": [],
+        }
+    for p in profiles:
+        observer = by_private.get(str((p.get("agentConfig") or {}).get("representativeOf") or ""))
+        if observer is None:
+            continue
+        rep_id = str(p.get("publicId") or p.get("privateId") or "")
+        observer_id = str(observer.get("publicId") or observer.get("privateId") or "")
+        out[rep_id]["represents"] = observer_id
+        out[observer_id]["representedBy"].append(rep_id)
+    return out

@@ -46,6 +46,8 @@ def arrive(experiment: Experiment, p: ParticipantProfile) -> Treatment:
     chat = next((s for s in stages if s.id == p.current_stage_id and s.kind == "chat"), None)
     if chat is None or p.timestamps.end_experiment is not None:
         return wanted
+    if wanted.swap_mediator.strip():  # first: an agent made below may unlock the chat
+        swap_mediator(experiment.id, p, wanted.swap_mediator.strip())
     if wanted.represented:
         representative(experiment, p, chat, stages)
     spawned = wanted.num_other_agents or wanted.num_inactive_personas
@@ -60,8 +62,6 @@ def arrive(experiment: Experiment, p: ParticipantProfile) -> Treatment:
         for number in range(count):
             spawned_agent = _spawned(experiment, p, chat, kind, number, personas)
             persona_bank.create_claiming(experiment.id, match, spawned_agent, p.private_id)
-    if wanted.swap_mediator.strip():
-        swap_mediator(experiment.id, p, wanted.swap_mediator.strip())
     return wanted
 
 
@@ -262,7 +262,10 @@ def swap_mediator(experiment_id: str, p: ParticipantProfile, wanted: str) -> boo
     prompts = store.db().collection(f"{persona_path}/prompts")
     covered = sorted(s.id for s in prompts.select([]).get())
     cohort = p.current_cohort_id
-    _turn_off_others(experiment_id, cohort, persona_id, covered)
+    present = _cohort_mediators(experiment_id, cohort)
+    _turn_off_others(experiment_id, present, persona_id, covered)
+    if any((m.get("agentConfig") or {}).get("agentId") == persona_id for m in present):
+        return False  # the persona's mediator is in the cohort already (the PR leaves it)
     profile = persona.get("defaultProfile") or {}
     mediator = {
         "type": "mediator",
@@ -300,9 +303,11 @@ def _mediator_persona(experiment_id: str, wanted: str) -> dict[str, Any] | None:
     return None
 
 
-def _turn_off_others(experiment_id: str, cohort: str, persona_id: str, covered: list[str]) -> None:
+def _turn_off_others(
+    experiment_id: str, present: list[dict[str, Any]], persona_id: str, covered: list[str]
+) -> None:
     """The cohort's other mediators, off for the stages the swapped-in one covers."""
-    for other in _cohort_mediators(experiment_id, cohort):
+    for other in present:
         if (other.get("agentConfig") or {}).get("agentId") == persona_id:
             continue
         active = other.get("activeStageMap") or {}

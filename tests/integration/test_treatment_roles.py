@@ -8,12 +8,25 @@ import json
 import threading
 from datetime import UTC, datetime
 
+import pytest
 from chat_docs import chat_messages
 from experiment_state import errors, model_logs, participant, participants, settle
 from raw_docs import agent, human, move_human, stage, write_experiment
 
+from console.live import read_state
+from functions import download
 from functions.agents.progression import advance_agent
+from tools.export import tables as export_tables
 from tools.personas import main as personas_main
+
+
+@pytest.fixture(autouse=True)
+def _idle_now(monkeypatch):
+    """As in test_chat.py: each watchdog tick counts chat agents as idle (ticks stand for time
+    passing), and a chat still empty a second after its agents arrived is opened again."""
+    monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "0")
+    monkeypatch.setenv("DLAB_STALLED_SECONDS", "1")
+
 
 ROUNDS_STAGES = [
     stage("intro", "info"),
@@ -231,6 +244,24 @@ def test_an_observer_is_interviewed_then_represented_beside_inactive_personas_an
     assert observer.is_observer and observer.current_stage_id == "chat"
     assert errors(db, e) == []
 
+    # the export (the REST API's /export is the same assembly) and the console say who is who
+    data = download.experiment_download(e)
+    assert data is not None
+    rep_public = reps[0].public_id
+    assert data["roleMap"][hid] == {
+        "role": "observer",
+        "represents": None,
+        "representedBy": [rep_public],
+    }
+    assert data["roleMap"][rep_public]["represents"] == hid
+    assert {data["roleMap"][p.public_id]["role"] for p in inactive} == {"inactive"}
+    rows = {r["participant_public_id"]: r for r in export_tables(data, [])["participants"]}
+    assert (rows[rep_public]["role"], rows[rep_public]["represents"]) == ("representative", hid)
+    assert rows[hid]["represented_by"] == rep_public
+    shown = {a.id: a.role for a in read_state(db, e).agents}
+    assert shown[rep_id] == "represents Hu" and shown[hid] == "observer"
+    assert shown[f"{hid}-inactive-chat-0"] == "inactive persona" and shown[other] == ""
+
 
 def test_the_persona_bank_under_concurrent_cohorts_claims_no_persona_twice_in_a_cohort(
     runtime, db, tmp_path, capsys
@@ -295,4 +326,64 @@ def test_the_persona_bank_under_concurrent_cohorts_claims_no_persona_twice_in_a_
         assert stored[pid]["usageCount"] == 3 and sorted(stored[pid]["cohorts"]) == list(cohorts)
     (roads,) = set(stored) - parks
     assert stored[roads]["usageCount"] == 0
+    data = download.experiment_download(e)
+    assert data is not None and set(data["personaBank"]) == set(stored)
     assert errors(db, e) == []
+
+
+def _at(stamp) -> datetime:
+    return stamp if isinstance(stamp, datetime) else datetime.fromtimestamp(0, UTC)
+
+
+def test_dl_832_agents_take_every_group_chat_in_order_and_never_go_back(runtime, db):
+    """Deliberate Lab's #832: agent participants skipped group chats and went back to earlier
+    ones. Three agents through two group chats: each reaches and leaves both, in order, and
+    writes in a chat only while it is at that chat."""
+    chats = []
+    for stage_id in ("chat1", "chat2"):
+        chat = stage(stage_id, "chat", discussions=[])
+        chat["progress"] = {**chat["progress"], "waitForAllParticipants": True}
+        chats.append(chat)
+    e = write_experiment(
+        db, [stage("intro", "info"), chats[0], stage("mid", "info"), chats[1], stage("end", "info")]
+    )
+    for stage_id in ("chat1", "chat2"):
+        db.document(f"experiments/{e}/cohorts/cohort-a/publicStageData/{stage_id}").set(
+            {"id": stage_id, "kind": "chat", "currentDiscussionId": None}
+        )
+    ids = [agent(db, e, "intro", number=i) for i in range(3)]
+    settle(runtime, lambda: all(participant(db, e, p).current_status == "SUCCESS" for p in ids))
+    for pid in ids:
+        p = participant(db, e, pid)
+        ts = p.timestamps
+        assert {"chat1", "chat2"} <= set(ts.completed_stages)  # no chat skipped
+        assert ts.ready_stages["chat1"] <= ts.completed_stages["chat1"] <= ts.ready_stages["chat2"]
+        for stage_id in ("chat1", "chat2"):
+            mine = [
+                m
+                for m in chat_messages(db, e, stage_id=stage_id)
+                if m["senderId"] == p.public_id and m["type"] == "participant"
+            ]
+            for m in mine:  # written while at the chat, never after leaving it
+                assert (
+                    ts.ready_stages[stage_id]
+                    <= _at(m["timestamp"])
+                    <= ts.completed_stages[stage_id]
+                )
+    assert errors(db, e) == []
+
+
+def test_dl_835_an_agent_in_a_private_chat_answers_as_a_participant(runtime, db):
+    """Deliberate Lab's #835: agent participants acted as an "AI helper" in private chats. Ours
+    is asked as the human participant it plays (one prompt with the transcript, never as the
+    assistant side of a conversation), and is told not to sound like an AI assistant."""
+    e = _observer_experiment(db)
+    pid = agent(db, e, "pc", number=0)
+    settle(
+        runtime, lambda: any(g.private_id == pid and g.stage_id == "pc" for g in model_logs(db, e))
+    )
+    (log, *_) = [g for g in model_logs(db, e) if g.private_id == pid and g.stage_id == "pc"]
+    assert log.prompt.startswith("You are a human participant")
+    assert "Respond as this participant" in log.prompt
+    assert "not like an AI assistant" in log.prompt
+    assert "Host:" in log.prompt  # the host's opening, in the transcript it answers

@@ -139,3 +139,26 @@ def test_select_to_claim_least_used_never_twice_by_one_claimant() -> None:
     assert treatment.select_to_claim(bank, "pid") == "b"
     assert treatment.select_to_claim(bank, "other") == "a"
     assert treatment.select_to_claim([{"id": "a", "usedBy": ["pid"]}], "pid") is None
+
+
+def test_the_bundled_template_names_its_rounds_through_its_transfers() -> None:
+    """templates/treatment_roles.json: validates (with the PR's treatmentIndex), each private
+    chat belongs to the round of the transfer after it, each group chat to the one before."""
+    from pathlib import Path
+
+    from shared.templates import template_stages, validate_template
+
+    path = Path(__file__).resolve().parents[2] / "templates" / "treatment_roles.json"
+    template = json.loads(path.read_text())
+    validate_template(template)
+    stages = template_stages(template)
+    assert [treatment.private_chat_round(stages, s) for s in ("interview1", "interview2")] == [0, 1]
+    assert [treatment.round_of(stages, s) for s in ("discussion1", "discussion2")] == [0, 1]
+    (config,) = [c for c in template["experiment"]["variableConfigs"] if c["id"] == "treatment"]
+    variables = {"treatment": json.dumps([json.loads(v) for v in config["values"]])}
+    # the "direct" round skips its interview, the represented one does not
+    direct = [json.loads(v)["_skipPrivateChats"] for v in config["values"]].index(True)
+    assert treatment.skips_private_chat(variables, stages, ("interview1", "interview2")[direct])
+    assert not treatment.skips_private_chat(
+        variables, stages, ("interview1", "interview2")[1 - direct]
+    )
