@@ -50,7 +50,8 @@ _SUFFIX = re.compile(r"_(\d+)$")
 
 
 class TreatmentError(ValueError):
-    """A reserved value that cannot be used; ``variable`` names the variable that holds it."""
+    """A reserved value that cannot be used; ``variable`` names the variable that holds it (or
+    the participant field, for a hoisted value set by hand)."""
 
     def __init__(self, variable: str, reason: str) -> None:
         super().__init__(f"variableMap.{variable}: {reason}")
@@ -87,8 +88,12 @@ class Treatment:
         return cls(
             is_observer=data.get("isObserver") is True,
             has_representative=data.get("hasRepresentative") is True,
-            num_other_agents=_count(gen.get("numOtherAgents"), "otherAgentGeneration"),
-            num_inactive_personas=_count(gen.get("numInactivePersonas"), "otherAgentGeneration"),
+            num_other_agents=_count(
+                gen.get("numOtherAgents"), "otherAgentGeneration.numOtherAgents"
+            ),
+            num_inactive_personas=_count(
+                gen.get("numInactivePersonas"), "otherAgentGeneration.numInactivePersonas"
+            ),
             swap_mediator=str(data.get("swapMediator") or ""),
         )
 

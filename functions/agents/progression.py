@@ -373,7 +373,7 @@ def _human_position(experiment_id: str, participant: ParticipantProfile) -> Chat
     cohort_id, stage_id = participant.current_cohort_id, participant.current_stage_id
     if not (cohort_id and stage_id and participant.timestamps.end_experiment is None):
         return None
-    if roles.uses_treatment(participant) or roles.current(participant).represented:
+    if roles.uses_treatment(participant) or roles.current(participant, experiment_id).represented:
         experiment = store.read(Experiment, store.experiment_path(experiment_id))
         spawn.arrive(experiment, participant)
     cohort_lock.unlock_if_ready(experiment_id, cohort_id, stage_id)

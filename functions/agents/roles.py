@@ -28,9 +28,19 @@ def uses_treatment(p: ParticipantProfile) -> bool:
     return treatment.mentions_reserved(p.variable_map)
 
 
-def current(p: ParticipantProfile) -> Treatment:
-    """The treatment as the participant's document holds it (its hoisted fields)."""
-    return Treatment.of_fields(p.to_firestore())
+def current(p: ParticipantProfile, experiment_id: str = "") -> Treatment:
+    """The treatment as the participant's document holds it (its hoisted fields); a count set
+    there that cannot be used is recorded (with ``experiment_id``) and counts as none."""
+    data = p.to_firestore()
+    try:
+        return Treatment.of_fields(data)
+    except TreatmentError as error:
+        if experiment_id:
+            path = store.participant_path(experiment_id, p.private_id)
+            reason = f"{error.reason}: no agents are added for it"
+            error_doc = DocumentError(path, error.variable, reason)
+            errors.record_error(errors.current_function(), error_doc)
+        return Treatment.of_fields({**data, "otherAgentGeneration": None})
 
 
 def for_round(experiment_id: str, p: ParticipantProfile, stages: list[StageConfig]) -> Treatment:
@@ -38,18 +48,18 @@ def for_round(experiment_id: str, p: ParticipantProfile, stages: list[StageConfi
     be used is recorded once (naming the variable) and the round's treatment is the document's."""
     index = treatment.round_of(stages, p.current_stage_id)
     try:
-        return treatment.hoisted(p.variable_map, index, current(p))
+        return treatment.hoisted(p.variable_map, index, current(p, experiment_id))
     except TreatmentError as error:
         path = store.participant_path(experiment_id, p.private_id)
         field = f"variableMap.{error.variable}"
         errors.record_error(errors.current_function(), DocumentError(path, field, error.reason))
-        return current(p)
+        return current(p, experiment_id)
 
 
 def hoist(experiment: Experiment, p: ParticipantProfile) -> Treatment:
     """Write the round's hoisted fields on the participant if they differ; the treatment."""
     if not uses_treatment(p):
-        return current(p)
+        return current(p, experiment.id)
     wanted = for_round(experiment.id, p, stages_of(experiment))
     if wanted != current(p):
         store.ref(store.participant_path(experiment.id, p.private_id)).update(wanted.fields())

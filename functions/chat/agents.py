@@ -104,9 +104,10 @@ def _prompt_doc(
 def participant_agent(
     experiment_id: str, private_id: str, stage: StageConfig, read_with: Sequence[str] = ()
 ) -> ChatAgent | None:
-    """The agent participant, with its persona's chat prompt or the default; None if human."""
+    """The agent participant, with its persona's chat prompt or the default; None if human or
+    an inactive persona (it never chats, whatever asked for its turn)."""
     profile = store.read(ParticipantProfile, store.participant_path(experiment_id, private_id))
-    if not profile.is_agent:
+    if not profile.is_agent or roles.is_inactive(profile):
         return None
     pattern = paths.AGENT_PARTICIPANT_PROMPT
     config, path = _prompt_doc(pattern, experiment_id, profile, stage, read_with)

@@ -14,10 +14,20 @@ from experiment_state import errors, model_logs, participant, participants, sett
 from raw_docs import agent, human, move_human, stage, write_experiment
 
 from console.live import read_state
+from emulator.chaos import ChaosSettings
 from functions import download
 from functions.agents.progression import advance_agent
 from tools.export import tables as export_tables
 from tools.personas import main as personas_main
+
+
+@pytest.fixture(autouse=True)
+def _chaos(runtime):
+    """Every test here runs under chaos delivery: events delivered twice half the time, each
+    delivery delayed, acknowledgements lost (the work runs again); no model faults."""
+    settings = ChaosSettings(seed=42, duplicate_rate=0.5, max_delay_s=0.05, fault_rate=0.0)
+    with runtime.chaos(settings):
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -189,6 +199,7 @@ def test_an_observer_is_interviewed_then_represented_beside_inactive_personas_an
                     "_isObserver": True,
                     "_hasRepresentative": True,
                     "_numInactivePersonas": 2,
+                    "_numOtherAgents": 1,
                     "_swapMediator": "Skeptic",
                 },
                 {"treatmentName": "direct"},
@@ -216,6 +227,11 @@ def test_an_observer_is_interviewed_then_represented_beside_inactive_personas_an
     rep_id = f"{hid}-rep-chat"
     settle(runtime, lambda: participant(db, e, rep_id).current_status == "SUCCESS")
     settle(runtime, lambda: participant(db, e, other).current_status == "SUCCESS")
+    added = f"{hid}-other-chat-0"  # an agent added beside the observer takes part like any
+    settle(runtime, lambda: participant(db, e, added).current_status == "SUCCESS")
+    assert participant(db, e, added).variable_map["treatment"] == json.dumps(
+        [{}, {"treatmentName": "direct"}], separators=(",", ":")
+    )  # the topic and names inherited, none of the treatment
 
     everyone = participants(db, e)
     reps = [p for p in everyone if p.agent_config and p.agent_config.representative_of]
@@ -261,6 +277,7 @@ def test_an_observer_is_interviewed_then_represented_beside_inactive_personas_an
     shown = {a.id: a.role for a in read_state(db, e).agents}
     assert shown[rep_id] == "represents Hu" and shown[hid] == "observer"
     assert shown[f"{hid}-inactive-chat-0"] == "inactive persona" and shown[other] == ""
+    assert data["roleMap"][participant(db, e, added).public_id]["role"] == "agent"
 
 
 def test_the_persona_bank_under_concurrent_cohorts_claims_no_persona_twice_in_a_cohort(
@@ -387,3 +404,17 @@ def test_dl_835_an_agent_in_a_private_chat_answers_as_a_participant(runtime, db)
     assert "Respond as this participant" in log.prompt
     assert "not like an AI assistant" in log.prompt
     assert "Host:" in log.prompt  # the host's opening, in the transcript it answers
+
+
+def test_a_hoisted_count_set_by_hand_that_cannot_be_used_is_one_record(runtime, db):
+    """An experimenter writes the hoisted field itself (no treatment variables): a count that is
+    not a number is recorded, naming the field, and adds no agents."""
+    e = write_experiment(db, ROUNDS_STAGES)
+    hid = human(db, e, "intro")
+    db.document(f"experiments/{e}/participants/{hid}").update(
+        {"otherAgentGeneration": {"numOtherAgents": "x"}, "isObserver": True}
+    )
+    settle(runtime, lambda: bool(errors(db, e)))
+    (record,) = errors(db, e)
+    assert record.field == "otherAgentGeneration.numOtherAgents"
+    assert [p.private_id for p in participants(db, e)] == [hid]
