@@ -10,13 +10,14 @@ from datetime import UTC, datetime
 
 import pytest
 from chat_docs import chat_messages
-from experiment_state import errors, model_logs, participant, participants, settle
+from experiment_state import errors, model_logs, participant, participants, settle, template
 from raw_docs import agent, human, move_human, stage, write_experiment
 
 from console.live import read_state
 from emulator.chaos import ChaosSettings
-from functions import download
+from functions import api_keys, download
 from functions.agents.progression import advance_agent
+from tests.integration.test_rest_api import OWNER, DlClient
 from tools.export import tables as export_tables
 from tools.personas import main as personas_main
 
@@ -418,3 +419,38 @@ def test_a_hoisted_count_set_by_hand_that_cannot_be_used_is_one_record(runtime, 
     (record,) = errors(db, e)
     assert record.field == "otherAgentGeneration.numOtherAgents"
     assert [p.private_id for p in participants(db, e)] == [hid]
+
+
+def test_the_rest_api_takes_the_template_and_its_export_says_who_represents_whom(runtime, db):
+    """templates/treatment_roles.json through POST /v1/experiments (the PR's treatmentIndex
+    kept), an observer of its represented round, and GET /export's roleMap."""
+    api = DlClient(runtime.http_url("api") + "/v1", api_keys.create(OWNER, "tests")[0])
+    tpl = template("treatment_roles.json")
+    created = api.post("/experiments", {"template": tpl})
+    assert created.status_code == 201, created.text
+    e = created.json()["experiment"]["id"]
+    stages = api.get(f"/experiments/{e}").json()["stageMap"]
+    assert (stages["transfer1"]["treatmentIndex"], stages["transfer2"]["treatmentIndex"]) == (0, 1)
+    c = api.post(f"/experiments/{e}/cohorts", {"name": "A"}).json()["cohort"]["id"]
+    scripted = {"apiType": "SCRIPTED", "modelName": "s"}  # the template's agents use Gemini
+    db.document(f"experiments/{e}").update({"spawnedAgentModelSettings": scripted})
+    for mediator in db.collection(f"experiments/{e}/mediators").get():
+        mediator.reference.update({"agentConfig.modelSettings": scripted})
+    (config,) = [v for v in tpl["experiment"]["variableConfigs"] if v["id"] == "treatment"]
+    conditions = sorted((json.loads(v) for v in config["values"]), key=lambda t: t["_isObserver"])
+    hid = human(db, e, "discussion1", cohort=c)  # its represented round first (DL's draw)
+    db.document(f"experiments/{e}/participants/{hid}").update(
+        {"variableMap": {"treatment": json.dumps(conditions[::-1])}}
+    )
+    rep_id = f"{hid}-rep-discussion1"
+    settle(runtime, lambda: participant(db, e, rep_id).current_status == "SUCCESS")
+    assert errors(db, e) == []
+    export = api.get(f"/experiments/{e}/export").json()
+    rep_public = participant(db, e, rep_id).public_id
+    assert export["roleMap"][hid] == {
+        "role": "observer",
+        "represents": None,
+        "representedBy": [rep_public],
+    }
+    assert export["roleMap"][rep_public]["represents"] == hid
+    assert export["personaBank"] == {}
