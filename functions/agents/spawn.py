@@ -18,7 +18,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import firestore
 from google.cloud.firestore_v1.field_path import FieldPath
 
-from functions import errors, store
+from functions import errors, reads, store
 from functions.agents import persona_bank, roles
 from shared import paths, treatment
 from shared.models import (
@@ -46,12 +46,29 @@ def arrive(experiment: Experiment, p: ParticipantProfile) -> Treatment:
     chat = next((s for s in stages if s.id == p.current_stage_id and s.kind == "chat"), None)
     if chat is None or p.timestamps.end_experiment is not None:
         return wanted
+    made = _made(experiment.id, p, chat, wanted)
+    if made and all(made.values()):
+        return wanted  # made on an earlier update (the swap, made first, with them)
     if wanted.swap_mediator.strip():  # first: an agent made below may unlock the chat
         swap_mediator(experiment.id, p, wanted.swap_mediator.strip())
     if wanted.represented:
         representative(experiment, p, chat, stages)
-    spawned = wanted.num_other_agents or wanted.num_inactive_personas
-    personas = _personas(experiment.id) if spawned else []
+    if wanted.num_other_agents or wanted.num_inactive_personas:
+        _add_agents(experiment, p, chat, stages, wanted, made)
+    return wanted
+
+
+def _add_agents(
+    experiment: Experiment,
+    p: ParticipantProfile,
+    chat: StageConfig,
+    stages: list[StageConfig],
+    wanted: Treatment,
+    made: dict[str, bool],
+) -> None:
+    """The other agents and inactive personas not made yet, each with a persona claimed from
+    the bank for the round's variables when it has one left."""
+    personas = _personas(experiment.id)
     match = treatment.match_hash(
         treatment.round_variables(p.variable_map, treatment.round_of(stages, chat.id))
     )
@@ -61,8 +78,25 @@ def arrive(experiment: Experiment, p: ParticipantProfile) -> Treatment:
     ):
         for number in range(count):
             spawned_agent = _spawned(experiment, p, chat, kind, number, personas)
-            persona_bank.create_claiming(experiment.id, match, spawned_agent, p.private_id)
-    return wanted
+            if not made.get(spawned_agent.private_id):
+                persona_bank.create_claiming(experiment.id, match, spawned_agent, p.private_id)
+
+
+def _made(
+    experiment_id: str, p: ParticipantProfile, chat: StageConfig, wanted: Treatment
+) -> dict[str, bool]:
+    """Whether each agent the treatment adds at this chat exists, by private id, read in one
+    round trip: every later update of the participant at the chat reads only these."""
+    ids = [representative_id(p.private_id, chat.id)] if wanted.represented else []
+    ids += [spawned_id(p, chat, "other", n) for n in range(wanted.num_other_agents)]
+    ids += [spawned_id(p, chat, "inactive", n) for n in range(wanted.num_inactive_personas)]
+    paths = [store.participant_path(experiment_id, i) for i in ids]
+    reads.batch(paths)
+    return {i: store.snapshot_data(path) is not None for i, path in zip(ids, paths, strict=True)}
+
+
+def spawned_id(p: ParticipantProfile, chat: StageConfig, kind: str, number: int) -> str:
+    return f"{p.private_id}-{kind}-{chat.id}-{number}"
 
 
 def _create(experiment_id: str, profile: ParticipantProfile) -> bool:
@@ -101,7 +135,7 @@ def _spawned(
     personas in turn (the PR's ``personas[i % personas.length]``)."""
     persona = personas[number % len(personas)] if personas else {}
     profile = persona.get("defaultProfile") or {}
-    private_id = f"{p.private_id}-{kind}-{chat.id}-{number}"
+    private_id = spawned_id(p, chat, kind, number)
     settings = persona.get("defaultModelSettings") or _model_settings(experiment)
     return ParticipantProfile(
         private_id=private_id,
