@@ -11,6 +11,7 @@ from google.cloud import firestore
 from pydantic import BaseModel
 
 from emulator import model_choice
+from shared import treatment
 
 
 class AgentRow(BaseModel):
@@ -27,6 +28,8 @@ class AgentRow(BaseModel):
     calls: int = 0
     tokens: int = 0
     blocked_on: str = ""
+    role: str = ""
+    """Deliberate Lab's treatment roles: "observer", "represents <name>", "inactive persona"."""
 
 
 class ChatRow(BaseModel):
@@ -103,6 +106,20 @@ def _agent(
     )
 
 
+def _roles(agents: list[AgentRow], docs: list[tuple[str, dict[str, Any]]]) -> list[AgentRow]:
+    """Each participant's role, and who represents whom, by name."""
+    by_private = {path.rsplit("/", 1)[-1]: data for path, data in docs}
+    out = []
+    for row, (_, data) in zip(agents, docs, strict=True):
+        role = treatment.role_of(data)
+        shown = {"observer": "observer", "inactive": "inactive persona"}.get(role, "")
+        if role == "representative":
+            observer = by_private.get(str((data.get("agentConfig") or {}).get("representativeOf")))
+            shown = f"represents {_name(observer or {}) or 'an observer'}"
+        out.append(row.model_copy(update={"role": shown}))
+    return out
+
+
 def _name(data: dict[str, Any]) -> str:
     return f"{data.get('avatar') or ''} {data.get('name') or data.get('publicId') or ''}".strip()
 
@@ -139,9 +156,8 @@ def read_state(db: firestore.Client, experiment_id: str) -> ExperimentState:
     experiment = db.document(base).get().to_dict() or {}
     stages = [str(s) for s in experiment.get("stageIds") or []]
     usage = _usage(_docs(db, f"{base}/logs"))
-    agents = [
-        _agent(p, d, "participant", stages, usage) for p, d in _docs(db, f"{base}/participants")
-    ]
+    people = _docs(db, f"{base}/participants")
+    agents = _roles([_agent(p, d, "participant", stages, usage) for p, d in people], people)
     agents += [_agent(p, d, "mediator", stages, usage) for p, d in _docs(db, f"{base}/mediators")]
     chats = [_chat(p, d) for p, d in _group(db, "chats", base + "/")]
     chats += [_chat(p, d) for p, d in _group(db, "privateChats", base + "/")]

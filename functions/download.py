@@ -6,9 +6,10 @@ Shaped as Deliberate Lab's ``ExperimentDownload`` (utils/src/data.ts): ``experim
 (``cohort``, ``dataMap``, ``chatMap`` of chat stages' messages in time order),
 ``agentMediatorMap`` and ``agentParticipantMap`` (``persona``, ``promptMap``) and ``alerts`` (by
 participant private id), timestamps as ``{seconds, nanoseconds}``. What only this backend knows
-is added beside theirs, never in place of it: ``errors`` (the experiment's error records) and
-``spend`` (the run's model calls, tokens and cost, functions/spend.py); each model log entry
-gains ``costUsd``.
+is added beside theirs, never in place of it: ``errors`` (the experiment's error records),
+``spend`` (the run's model calls, tokens and cost, functions/spend.py), ``roleMap`` (by public
+id: ``role``, ``represents``, ``representedBy``; Deliberate Lab's treatment roles, PR #1171) and
+``personaBank`` (the stored personas by id); each model log entry gains ``costUsd``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import datetime
 from typing import Any
 
 from functions import spend, store
-from shared import paths
+from shared import paths, treatment
 
 Json = dict[str, Any]
 
@@ -144,10 +145,15 @@ def experiment_download(experiment_id: str) -> Json | None:
     if config is None:
         return None
     base = paths.build(paths.EXPERIMENT, experimentId=experiment_id)
+    participants = _participants(base)
     return {
         "experiment": config["experiment"],
         "stageMap": config["stageMap"],
-        "participantMap": _participants(base),
+        "participantMap": participants,
+        "roleMap": treatment.role_map([p["profile"] for p in participants.values()]),
+        "personaBank": {
+            p.get("id") or p["_id"]: _without_id(p) for p in _documents(f"{base}/personas")
+        },
         "cohortMap": _cohorts(base),
         "agentMediatorMap": config["agentMediatorMap"],
         "agentParticipantMap": config["agentParticipantMap"],

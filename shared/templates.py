@@ -42,7 +42,12 @@ class TemplateError(ValueError):
 
 @functools.cache
 def _validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+    schema = json.loads(SCHEMA_PATH.read_text())
+    # Deliberate Lab's PR #1171 (not merged): a transfer names the round of the treatment
+    # variables from it on (docs/AGENTS.md, treatment roles).
+    transfer = schema["$defs"]["TransferStageConfig"]["properties"]
+    transfer["treatmentIndex"] = {"type": "integer", "minimum": 0}
+    return jsonschema.Draft202012Validator(schema)
 
 
 def validate_template(template: dict[str, Any], max_errors: int = 10) -> None:

@@ -8,6 +8,7 @@ Writes into DIR:
   download.json        what ``GET /v1/experiments/{id}/export`` returns (functions/download.py:
                        one assembly for both), with our ``errors`` and ``spend``
   logs.json            what ``GET /v1/experiments/{id}/export/logs`` returns
+  participants.csv/.parquet one row per participant: its role, whom it represents
   answers.csv/.parquet one row per participant-stage answer (a survey's questions: one row each)
   messages.csv/.parquet one row per chat message
   model_calls.csv/.parquet one row per model call, with its tokens and cost
@@ -93,7 +94,20 @@ MODEL_CALL_COLUMNS = {
     "cost_usd": pa.float64(),
     "error_message": pa.string(),
 }
+PARTICIPANT_COLUMNS = {
+    "experiment_id": pa.string(),
+    "cohort_id": pa.string(),
+    "participant_public_id": pa.string(),
+    "participant_private_id": pa.string(),
+    "role": pa.string(),
+    "represents": pa.string(),
+    "represented_by": pa.string(),
+    "bank_persona_id": pa.string(),
+    "current_stage_id": pa.string(),
+    "status": pa.string(),
+}
 TABLES = {
+    "participants": PARTICIPANT_COLUMNS,
     "answers": ANSWER_COLUMNS,
     "messages": MESSAGE_COLUMNS,
     "model_calls": MODEL_CALL_COLUMNS,
@@ -153,6 +167,32 @@ def answer_rows(data: Json) -> list[Json]:
                         "value": value,
                     }
                 )
+    return rows
+
+
+def participant_rows(data: Json) -> list[Json]:
+    """One row per participant: its role (Deliberate Lab's treatment roles, docs/AGENTS.md) and
+    who represents whom (public ids)."""
+    experiment_id = data["experiment"].get("id", "")
+    roles = data.get("roleMap") or {}
+    rows = []
+    for public_id, participant in sorted(data["participantMap"].items()):
+        profile = participant["profile"]
+        role = roles.get(public_id) or {}
+        rows.append(
+            {
+                "experiment_id": experiment_id,
+                "cohort_id": profile.get("currentCohortId", ""),
+                "participant_public_id": public_id,
+                "participant_private_id": profile.get("privateId", ""),
+                "role": role.get("role", ""),
+                "represents": role.get("represents") or "",
+                "represented_by": " ".join(role.get("representedBy") or []),
+                "bank_persona_id": (profile.get("agentConfig") or {}).get("personaId") or "",
+                "current_stage_id": profile.get("currentStageId", ""),
+                "status": profile.get("currentStatus", ""),
+            }
+        )
     return rows
 
 
@@ -216,6 +256,7 @@ def model_call_rows(experiment_id: str, logs: list[Json]) -> list[Json]:
 def tables(data: Json, logs: list[Json]) -> dict[str, list[Json]]:
     """The tidy tables of a download and its logs, by name (``TABLES``' columns)."""
     return {
+        "participants": participant_rows(data),
         "answers": answer_rows(data),
         "messages": message_rows(data),
         "model_calls": model_call_rows(data["experiment"].get("id", ""), logs),

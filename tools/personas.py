@@ -3,6 +3,7 @@
     python -m tools.personas generate --n 5 --experiment EXPERIMENT_ID [--seed 7]
     python -m tools.personas generate --n 5 --out personas.json [--seed 7] [--start 6]
     python -m tools.personas add-agents --experiment EXPERIMENT_ID --cohort COHORT_ID
+    python -m tools.personas bank --experiment EXPERIMENT_ID --file bank.json
 
 ``generate`` samples N personas' parameters (shared/personas: demographics from population
 shares, Big Five traits spread by a seeded Halton sequence; the same seed and index always
@@ -14,8 +15,11 @@ file (``{"agentParticipants": [...]}``) to add to a template's ``agentParticipan
 sketch as its ``agentConfig.promptContext`` and its model settings. Against the emulators
 (FIRESTORE_EMULATOR_HOST), agents whose provider has no credentials answer with the scripted
 model, as under ``make up``; ``generate``'s own ``--api-type`` must have its credentials (exit 2
-otherwise), ``SCRIPTED`` asks for the scripted model. A bad argument exits 2 on one line; any
-other failure ends the command at once, with 1, saying why.
+otherwise), ``SCRIPTED`` asks for the scripted model. ``bank`` stores personas in the
+experiment's persona bank (``experiments/{E}/personas``, Deliberate Lab's PR #1171), each once:
+the file is ``{"personas": [{"variables": {...the round's resolved variables...}, "content":
+"..."}]}``. A bad argument exits 2 on one line; any other failure ends the command at once,
+with 1, saying why.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from google.cloud import firestore
 
 from emulator import model_choice
 from functions import spend
+from functions.agents import persona_bank
 from functions.agents.model_call import AnswerFailed, CallSite, ask
 from functions.agents.prompting import creator_api_keys
 from shared import paths
@@ -271,7 +276,26 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         type=cli.document_id,
         help="persona id (repeatable)",
     )
+    bank = sub.add_parser("bank", help="store personas in the experiment's persona bank")
+    bank.add_argument("--experiment", required=True, type=cli.document_id)
+    bank.add_argument("--file", type=Path, required=True, help='{"personas": [...]}')
     return parser.parse_args(argv)
+
+
+def store_bank(experiment_id: str, path: Path) -> list[tuple[str, bool]]:
+    """Store each persona of the file once; (id, stored now) for each."""
+    try:
+        entries = json.loads(path.read_text())["personas"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise PersonaError(f'{path}: not a {{"personas": [...]}} file: {error}') from None
+    out = []
+    for i, item in enumerate(entries):
+        variables, content = item.get("variables"), item.get("content")
+        if not isinstance(variables, dict) or not isinstance(content, str) or not content:
+            raise PersonaError(f"{path}: personas[{i}] needs an object 'variables' and a 'content'")
+        rest = {k: v for k, v in item.items() if k not in ("variables", "content")}
+        out.append(persona_bank.store_persona(experiment_id, variables, content, **rest))
+    return out
 
 
 def _generate(db: firestore.Client, args: argparse.Namespace) -> None:
@@ -312,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
         db = firestore.Client(project=args.project)
         if args.command == "generate":
             _generate(db, args)
+        elif args.command == "bank":
+            for pid, stored in store_bank(args.experiment, args.file):
+                print(f"{'stored' if stored else 'present'}     personas/{pid}")
         else:
             for pid in add_agents(db, args.experiment, args.cohort, args.persona):
                 print(f"agent       experiments/{args.experiment}/participants/{pid}")

@@ -19,7 +19,8 @@ function agentRow(agent, total) {
   const status = el("td", { class: `status ${agent.status}` }, agent.status);
   if (agent.blocked_on) status.append(el("div", { class: "blocked" }, `blocked on ${agent.blocked_on}`));
   return el("tr", { "data-id": agent.id, class: agent.kind },
-    el("td", {}, `${agent.name || agent.id} `, el("span", { class: "muted" }, `${agent.kind} ${agent.id.slice(0, 8)}`)),
+    el("td", {}, `${agent.name || agent.id} `, el("span", { class: "muted" }, `${agent.kind} ${agent.id.slice(0, 8)}`),
+      agent.role ? el("div", { class: "role" }, agent.role) : ""),
     el("td", { class: "stage" }, agent.stage), progress(agent, total), status,
     el("td", {}, model), el("td", { class: "calls" }, String(agent.calls)),
     el("td", { class: "tokens" }, String(agent.tokens)));

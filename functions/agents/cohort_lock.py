@@ -9,6 +9,7 @@ from google.cloud.firestore_v1.base_query import And, Or
 from google.cloud.firestore_v1.field_path import FieldPath
 
 from functions import documents, errors, reads, store
+from functions.agents import roles
 from shared.models import (
     ACTIVE_STATUSES,
     CohortConfig,
@@ -135,6 +136,7 @@ def unlock_if_ready(
     members = (
         [] if _open_to_all(stage) else _members_unless_one_waits(experiment_id, stage, cohort_id)
     )
+    members = [m for m in members if roles.counts_for_unlock(m)]
     if not stage_ready(stage, members):
         _name_humans_never_stamped(experiment_id, stage, members)
         return False
@@ -160,7 +162,7 @@ def _members_unless_one_waits(
     fields = _unlock_fields(stage.id)
     if stage.progress.wait_for_all_participants:
         first = cohort_members(experiment_id, cohort_id, fields=fields, limit=FIRST_LOOK)
-        waiting = [m for m in first if not arrived(stage, m)]
+        waiting = [m for m in first if not arrived(stage, m) and roles.counts_for_unlock(m)]
         if len(first) < FIRST_LOOK or waiting:
             return first
     return cohort_members(experiment_id, cohort_id, fields=fields)

@@ -11,7 +11,7 @@ from typing import Any
 from google.api_core import exceptions as gexc
 
 from functions import errors, leases, store, transactions
-from functions.agents import cohort_lock
+from functions.agents import cohort_lock, roles
 from shared.models import (
     CohortConfig,
     Experiment,
@@ -212,11 +212,13 @@ def needs_start_timestamps(p: ParticipantProfile) -> bool:
 
 
 def complete_stage(p: ParticipantProfile, experiment: Experiment) -> None:
-    """Deliberate Lab's updateParticipantNextStage, in memory."""
+    """Deliberate Lab's updateParticipantNextStage, in memory: the private chats the
+    participant's treatment skips are passed over (never reached); a representative leaves the
+    experiment with the chat it was made for."""
     stamp = now()
     stage_id = p.current_stage_id
     p.timestamps.completed_stages = {**p.timestamps.completed_stages, stage_id: stamp}
-    next_id = experiment.next_stage_id(stage_id)
+    next_id = None if roles.is_representative(p) else roles.next_stage_id(p, experiment)
     if next_id is None:
         p.timestamps.end_experiment = stamp
         p.current_status = ParticipantStatus.SUCCESS

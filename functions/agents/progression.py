@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from functions import reads, store, transactions, work
-from functions.agents import cohort_lock, moves
+from functions.agents import cohort_lock, moves, roles, spawn
 from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
 from functions.agents.prompting import (
     build_stage_prompt,
@@ -346,6 +346,8 @@ def _move(
     conditional on it, without a transaction, unless it changed since."""
     if not participant.is_agent:
         return Advance(Move.NONE, _human_position(experiment_id, participant))
+    if roles.is_inactive(participant):
+        return Advance(Move.NONE)  # present, never moves: never a model call
     status = participant.current_status
     if status != ParticipantStatus.ATTENTION_CHECK and participant.timestamps.end_experiment:
         return Advance(Move.NONE)
@@ -371,6 +373,9 @@ def _human_position(experiment_id: str, participant: ParticipantProfile) -> Chat
     cohort_id, stage_id = participant.current_cohort_id, participant.current_stage_id
     if not (cohort_id and stage_id and participant.timestamps.end_experiment is None):
         return None
+    if roles.uses_treatment(participant) or roles.current(participant, experiment_id).represented:
+        experiment = store.read(Experiment, store.experiment_path(experiment_id))
+        spawn.arrive(experiment, participant)
     cohort_lock.unlock_if_ready(experiment_id, cohort_id, stage_id)
     chat = cohort_lock.unlocked_chat_stage(experiment_id, cohort_id, stage_id)
     return ChatEntry(cohort_id, chat, participant) if chat is not None else None

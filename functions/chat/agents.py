@@ -10,6 +10,7 @@ from typing import Any, Literal, NamedTuple
 from google.cloud import firestore
 
 from functions import documents, errors, reads, store
+from functions.agents import roles
 from shared import paths
 from shared.models import (
     AgentChatSettings,
@@ -103,9 +104,10 @@ def _prompt_doc(
 def participant_agent(
     experiment_id: str, private_id: str, stage: StageConfig, read_with: Sequence[str] = ()
 ) -> ChatAgent | None:
-    """The agent participant, with its persona's chat prompt or the default; None if human."""
+    """The agent participant, with its persona's chat prompt or the default; None if human or
+    an inactive persona (it never chats, whatever asked for its turn)."""
     profile = store.read(ParticipantProfile, store.participant_path(experiment_id, private_id))
-    if not profile.is_agent:
+    if not profile.is_agent or roles.is_inactive(profile):
         return None
     pattern = paths.AGENT_PARTICIPANT_PROMPT
     config, path = _prompt_doc(pattern, experiment_id, profile, stage, read_with)
@@ -120,6 +122,8 @@ def mediator_agent(
     profile = store.read(MediatorProfile, mediator_path(experiment_id, private_id))
     if profile.current_status != MediatorStatus.ACTIVE or profile.agent_config is None:
         return None
+    if profile.active_stage_map.get(stage.id) is False:
+        return None  # swapped out of this stage (docs/AGENTS.md, treatment roles)
     pattern = paths.AGENT_MEDIATOR_PROMPT
     config, path = _prompt_doc(pattern, experiment_id, profile, stage, read_with)
     return ChatAgent("mediator", profile, config, path) if config else None
@@ -164,9 +168,11 @@ def present_at(experiment_id: str, cohort_id: str, stage_id: str) -> Present:
         )
     )
     present = Present([], [])
-    for snap in query.select(["agentConfig"]).get():
-        is_agent = bool((snap.to_dict() or {}).get("agentConfig"))
-        (present.agents if is_agent else present.humans).append(snap.id)
+    for snap in query.select(["agentConfig", "isObserver"]).get():
+        data = snap.to_dict() or {}
+        if not roles.takes_part(data):
+            continue  # an observer watches, an inactive persona never chats
+        (present.agents if data.get("agentConfig") else present.humans).append(snap.id)
     return Present(sorted(present.agents), sorted(present.humans))
 
 
@@ -200,6 +206,8 @@ def mediators_of(
     if active is None:
         active = active_mediators(experiment_id, cohort_id)
     for mediator in active:
+        if mediator.active_stage_map.get(stage.id) is False:
+            continue  # swapped out of this stage
         try:
             prompt, path = _prompt_doc(paths.AGENT_MEDIATOR_PROMPT, experiment_id, mediator, stage)
         except DocumentError as error:  # one broken mediator silences only itself

@@ -9,7 +9,7 @@ from typing import Any
 from google.cloud.firestore_v1.field_path import FieldPath
 
 from functions import rooms, store, transactions
-from functions.agents import cohort_lock
+from functions.agents import cohort_lock, roles
 from functions.agents.moves import complete_stage_from_outside
 from functions.chat import messages
 from functions.rooms import Room
@@ -175,6 +175,7 @@ def advance_thread(experiment_id: str, cohort_id: str, stage: ChatStage) -> str 
         m.public_id
         for m in cohort_lock.cohort_members(experiment_id, cohort_id)
         if stage.id not in m.timestamps.completed_stages  # who left cannot hold a thread back
+        and roles.takes_part(m)  # nor an observer or an inactive persona
     }
     ids = [d.id for d in stage.discussions]
     room = Room(experiment_id, cohort_id, stage.id)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from google.api_core import exceptions as gexc
 
 from functions import rooms, store, transactions
-from functions.agents import cohort_lock
+from functions.agents import cohort_lock, roles
 from functions.chat import agents, gates, messages
 from functions.rooms import Room
 from shared.models import (
@@ -182,8 +182,10 @@ def advance(
 
 
 def _present(member: ParticipantProfile, room: Room) -> bool:
+    """At the chat and taking part: an inactive persona and an observer have no seat."""
     return (
-        member.current_cohort_id == room.cohort_id
+        roles.takes_part(member)
+        and member.current_cohort_id == room.cohort_id
         and member.current_stage_id == room.stage_id
         and member.current_status in _PRESENT
         and room.stage_id not in member.timestamps.completed_stages

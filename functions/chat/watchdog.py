@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from google.cloud import firestore
 
 from functions import documents, errors, rooms, store, transactions
+from functions.agents import roles
 from functions.chat import active, agents, fanout, messages, nudges, readiness, sweep
 from functions.chat.settings import chat_settings
 from functions.rooms import Room
@@ -183,6 +184,8 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
     histories: dict[Room, list[ChatMessage]] = {}  # a group chat's agents share its history
     claims_checked: set[Room] = set()
     for member in members:
+        if roles.is_inactive(member.profile):
+            continue  # an inactive persona never chats: never nudged, never opens
         stage = _stage(cache, member.experiment_id, member.profile.current_stage_id)
         if stage is None:
             continue

@@ -51,6 +51,15 @@ class ProfileAgentConfig(DocModel):
     agent_id: str = ""  # persona id; '' means default prompts (DL's DEFAULT_AGENT_PARTICIPANT_ID)
     prompt_context: str = ""
     model_settings: AgentModelSettings = Field(default_factory=AgentModelSettings)
+    is_inactive_persona: bool | None = None
+    """Deliberate Lab's (PR #1171): present in the cohort, never chats, never takes a turn, never
+    moves, never counts toward a stage's unlock."""
+    representative_of: str | None = None
+    """Ours: the private id of the observer this agent represents (docs/AGENTS.md)."""
+    persona_hash: str | None = None
+    """Deliberate Lab's (PR #1171): the persona bank's match key this agent claims from."""
+    persona_id: str | None = None
+    """Ours: the persona bank entry (``personas/{id}``) this agent claimed."""
 
 
 class ProgressTimestamps(DocModel):
@@ -82,6 +91,12 @@ class ParticipantProfile(DocModel):
     agent_blocked_on: dict[str, Any] | None = None
     """Ours, not Deliberate Lab's: why the agent cannot move ({document, field, reason}); writing
     that document wakes it. Cleared by the agent's next move."""
+    is_observer: bool | None = None
+    has_representative: bool | None = None
+    other_agent_generation: dict[str, Any] | None = None
+    swap_mediator: str | None = None
+    """Deliberate Lab's treatment fields (PR #1171), hoisted from ``variableMap`` for the round
+    the participant is in (``shared/treatment.py``)."""
 
     @property
     def is_agent(self) -> bool:

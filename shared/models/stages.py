@@ -210,6 +210,9 @@ class TransferStage(BaseStage):
     enable_timeout: bool = False
     timeout_seconds: float = Field(default=0, ge=0)
     auto_transfer_config: dict[str, Any] | None = None
+    treatment_index: int | None = None
+    """Deliberate Lab's (PR #1171): the round of the participants' treatment variables from this
+    transfer on (``shared/treatment.py``)."""
 
 
 class Role(DocModel):

@@ -37,6 +37,7 @@ STRANGER = User("uid-stranger")  # anonymous, participant of nothing
 TIA = User("uid-tia")
 UMA = User("uid-uma")
 VIC = User("uid-vic")
+OLI = User("uid-oli")  # an observer (isObserver) at chat1 in c1
 GINA = User("uid-gina", "gina@lab.org", claims={"role": "experimenter"})  # claim, no allowlist
 # Players of society s1's human members 2 (hana) and 3 (ivo).
 HANA = User("uid-hana")
@@ -58,6 +59,7 @@ USERS: dict[str, User | None] = {
     "tia": TIA,
     "uma": UMA,
     "vic": VIC,
+    "oli": OLI,
     "gina": GINA,
     "hana": HANA,
     "ivo": IVO,
@@ -148,6 +150,10 @@ PROFILES = {
         "uid-vic", "pub-vic", "c1", "survey2", "IN_PROGRESS", tuple(STAGE_IDS[:4])
     ),
     "uid-sam": _participant("uid-sam", "pub-sam", "c1", "chat1", "SUCCESS"),
+    "uid-oli": {
+        **_participant("uid-oli", "pub-oli", "c1", "chat1", "IN_PROGRESS", ("survey1", "ranking1")),
+        "isObserver": True,
+    },
 }
 
 

@@ -447,6 +447,7 @@ CASES = [
     Case("rae", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-rae")),  # at another stage
     Case("uma", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-uma")),  # moved on
     Case("sam", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-sam")),  # finished
+    Case("oli", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-oli")),  # an observer
     Case("pat", "update", f"{CHATS_C1}/m1", DENY, {"message": "edited"}),
     Case("pat", "delete", f"{CHATS_C1}/m1", DENY),
     Case("alice", "create", f"{CHATS_C1}/m9", DENY, msg("m9", "pub-pat")),
