@@ -51,7 +51,7 @@ def _text(body: Json, field: str, required: bool = False) -> str | None:
 def _room_for_one_more(experiment_id: str) -> None:
     """At most ``DLAB_API_MAX_COHORTS`` cohorts per experiment (each one adds its public stage
     data, its mediators and the agents a client adds to it)."""
-    most = limits.ApiSettings().api_max_cohorts
+    most = limits.ApiSettings.current().api_max_cohorts
     collection = paths.collection_of(paths.COHORT, experimentId=experiment_id, cohortId="x")
     counting: Any = store.db().collection(collection).count()
     if int(counting.get()[0][0].value) >= most:

@@ -93,7 +93,7 @@ def _id_errors(template: Json) -> Iterator[str]:
 
 def _count_errors(template: Json) -> Iterator[str]:
     """More stages or agents than one experiment may have (docs/API.md: why)."""
-    settings = limits.ApiSettings()
+    settings = limits.ApiSettings.current()
     stages = len(template["stageConfigs"])
     if stages > settings.api_max_stages:
         yield f"/stageConfigs: at most {settings.api_max_stages} stages ({stages} given)"

@@ -50,7 +50,7 @@ class Call:
         """The JSON body (``{}`` when there is none, as express.json() leaves it): 413 past
         the body limit (from its ``Content-Length``, before reading it), 400 past the depth
         limit or when it is not a JSON object."""
-        settings = ApiSettings()
+        settings = ApiSettings.current()
         self.request.max_content_length = settings.api_max_body_bytes
         try:
             raw = self.request.get_data(as_text=True)

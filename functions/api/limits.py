@@ -105,7 +105,7 @@ failures = Windows()
 
 def count(caller: str) -> Count:
     """Count one request of ``caller`` (its key id, or its address) in its window."""
-    settings = ApiSettings()
+    settings = ApiSettings.current()
     if not settings.api_rate_limit:
         return Count(True, {})
     used, left = requests_counted.add(caller, settings.api_rate_window_seconds)
@@ -127,7 +127,7 @@ def _limits(settings: ApiSettings) -> tuple[tuple[str, int], tuple[str, int]]:
 
 def guessing(client: str, key_id: str | None) -> int | None:
     """Seconds to wait, when ``client`` or ``key_id`` failed to authenticate too often."""
-    settings = ApiSettings()
+    settings = ApiSettings.current()
     waits = []
     for (kind, limit), who in zip(_limits(settings), (client, key_id), strict=True):
         if who is not None:
@@ -139,7 +139,7 @@ def guessing(client: str, key_id: str | None) -> int | None:
 
 def failed(client: str, key_id: str | None) -> None:
     """One failed authentication of ``client`` with ``key_id``."""
-    window = ApiSettings().api_rate_window_seconds
+    window = ApiSettings.current().api_rate_window_seconds
     failures.add(f"client:{client}", window)
     if key_id is not None:
         failures.add(f"key:{key_id}", window)

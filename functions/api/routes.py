@@ -72,7 +72,7 @@ def _route(method: str, path: str) -> tuple[Handler, dict[str, str]] | None:
 
 
 def handle(request: flask.Request) -> flask.Response:
-    most = limits.ApiSettings().api_max_body_bytes
+    most = limits.ApiSettings.current().api_max_body_bytes
     if (request.content_length or 0) > most:  # whatever the route and the key: never read
         refused = too_large(most)
         return _unread(error(refused.status, refused.message))

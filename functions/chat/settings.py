@@ -48,4 +48,4 @@ class ChatSettings(DlabSettings):
 
 
 def chat_settings() -> ChatSettings:
-    return ChatSettings()
+    return ChatSettings.current()

@@ -40,4 +40,4 @@ class ConductorSettings(DlabSettings):
 
 
 def conductor_settings() -> ConductorSettings:
-    return ConductorSettings()
+    return ConductorSettings.current()

@@ -27,4 +27,4 @@ class DebateSettings(DlabSettings):
 
 
 def debate_settings() -> DebateSettings:
-    return DebateSettings()
+    return DebateSettings.current()

@@ -17,4 +17,4 @@ class SocietyDeploySettings(DlabSettings):
 
 
 def society_settings() -> SocietyDeploySettings:
-    return SocietyDeploySettings()
+    return SocietyDeploySettings.current()
