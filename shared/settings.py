@@ -2,8 +2,9 @@
 
 A field ``name`` is read from the environment variable ``DLAB_NAME`` (or the variable its
 ``validation_alias`` names); ``current()`` builds the settings again whenever a ``DLAB_*``
-variable changed, so a test or an operator changes them without a redeploy of code. A mistyped value is a ``ValidationError`` naming that variable:
-an operator's typo must not quietly become the default. An empty variable counts as unset.
+variable changed, so a test or an operator changes them without a redeploy of code. A mistyped
+value is a ``ValidationError`` naming that variable: an operator's typo must not quietly become
+the default. An empty variable counts as unset.
 """
 
 from __future__ import annotations
