@@ -19,7 +19,10 @@ Sequential round trips on a path = (its median at N ms - at 0 ms) / N ms: what N
 added to it, in calls. It counts the calls one after another on the path (side-by-side calls
 count once) and is blurred by whatever else the delay changes (a worker busy longer). Beside it,
 the Firestore RPCs each invocation made (``functions.usage``'s per-invocation line, written to a
-file through ``DLAB_USAGE_LOG``): all of them, side by side or not, Pub/Sub publishes not counted.
+file through ``DLAB_USAGE_LOG``): all of them, side by side or not, Pub/Sub publishes not counted,
+with their sums and the billed reads, writes, deletes and transactions per function; and the call
+logs and journal entries the measurement left (``bench.journal_size``; the stage-move run
+deletes its documents before they are counted, so there its model calls come from its own count).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import reply_path, society, transitions
+from bench import journal_size, reply_path, society, transitions
 from bench.stack import env, machine, say
 from emulator.config import default_processes
 
@@ -46,22 +49,41 @@ MOVE_AGENTS = 10
 """Agents of the stage-move measurement: few enough that workers never queue them."""
 
 
+COUNTED = ("rpcs", "reads", "writes", "deletes", "transactions")
+
+
 def _rpcs(log: Path) -> dict[str, dict[str, float]]:
-    """Per function: invocations and the median / mean Firestore RPCs of one invocation."""
-    by: dict[str, list[int]] = collections.defaultdict(list)
+    """Per function: invocations, the median / mean Firestore RPCs of one invocation, and the
+    sums of its RPCs and billed operations (reads, writes, deletes, transactions)."""
+    by: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
     if log.exists():
         for line in log.read_text().splitlines():
             usage = json.loads(line).get("firestoreUsage") or {}
             if "function" in usage:
-                by[usage["function"]].append(int(usage.get("rpcs", 0)))
-    return {
-        name: {
-            "invocations": len(values),
-            "medianRpcs": statistics.median(values),
-            "meanRpcs": round(statistics.fmean(values), 2),
-        }
-        for name, values in sorted(by.items())
-    }
+                by[usage["function"]].append(usage)
+    out: dict[str, dict[str, float]] = {}
+    for name, lines in sorted(by.items()):
+        rpcs = [int(u.get("rpcs", 0)) for u in lines]
+        out[name] = {
+            "invocations": len(lines),
+            "medianRpcs": statistics.median(rpcs),
+            "meanRpcs": round(statistics.fmean(rpcs), 2),
+        } | {f"sum{k.title()}": sum(int(u.get(k, 0)) for u in lines) for k in COUNTED}
+    return out
+
+
+def _stored(stack: reply_path.ProbedStack, projects: list[str]) -> dict[str, Any]:
+    """The call logs and journal entries the measurement's runtimes left
+    (``bench.journal_size``), added up over its projects."""
+    out: dict[str, Any] = {"logs": 0, "journal": 0, "journalBytes": []}
+    with env(FIRESTORE_EMULATOR_HOST=stack.services.firestore.host):  # not through the proxy
+        for project in projects:
+            got = journal_size.stored(project)
+            out["logs"] += got["logs"]
+            out["journal"] += got["journal"]
+            if "journalBytes" in got:
+                out["journalBytes"].append(got["journalBytes"])
+    return out
 
 
 def _reply(stack: reply_path.ProbedStack, policy: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -101,6 +123,7 @@ def _moves(args: argparse.Namespace, stack: reply_path.ProbedStack, seed: int) -
         "mean": round(statistics.fmean(moves), 1) if moves else None,
         "wallSeconds": out["wallSeconds"],
         "finished": out["finished"],
+        "modelCalls": out["modelCalls"],
         "ok": out["finished"] == MOVE_AGENTS and out["errorRecords"] == 0,
     }
 
@@ -127,6 +150,7 @@ def _society(args: argparse.Namespace, stack: reply_path.ProbedStack) -> dict[st
 def _measure(
     path: str, args: argparse.Namespace, stack: reply_path.ProbedStack, seed: int
 ) -> dict[str, Any]:
+    before = set(stack.probes)
     with tempfile.TemporaryDirectory(prefix="dlab-rt-") as folder:
         log = Path(folder) / "usage.jsonl"
         with env(**{"DLAB_USAGE_LOG": str(log)}):  # a usage line per invocation
@@ -137,6 +161,8 @@ def _measure(
             else:
                 got = _society(args, stack)
         got["rpcsPerInvocation"] = _rpcs(log)
+    made = [p for p in stack.probes if p not in before]
+    got["stored"] = _stored(stack, made) | {"projects": made}
     return got
 
 
