@@ -21,17 +21,23 @@ FAMILIES = sorted({spec.handler.partition(":")[0] for spec in REGISTRY})
 """The handler modules of the registry: one trigger family each (and the REST API)."""
 
 
-def _imported(target: str, calls: tuple[str, ...] = ()) -> list[set[str]]:
+def _run(target: str, code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **env, "FUNCTION_TARGET": target}
+    env.pop("DLAB_MODEL_OVERRIDE", None)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True
+    )
+
+
+def _imported(
+    target: str, calls: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> list[set[str]]:
     """The modules in ``sys.modules`` once ``functions.main`` is loaded as the deployed
     ``target`` ("" for none), then after each of ``calls`` (statements run one after another)."""
     snapshot = "print(json.dumps(sorted(sys.modules)))"
     code = "\n".join(["import json, sys", "import functions.main", snapshot])
     code += "".join(f"\n{call}\n{snapshot}" for call in calls)
-    env = {**os.environ, "FUNCTION_TARGET": target}
-    env.pop("DLAB_MODEL_OVERRIDE", None)
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True
-    )
+    out = _run(target, code, env or {})
     assert out.returncode == 0, out.stderr
     return [set(json.loads(line)) for line in out.stdout.splitlines()[-1 - len(calls) :]]
 
@@ -62,3 +68,11 @@ def test_a_provider_sdk_is_imported_at_the_first_call_that_needs_it() -> None:
     for (api_type, sdk), modules in zip(order, after, strict=True):
         expected |= {sdk} if sdk else set()
         assert modules & set(SDKS) == expected, f"after client_for({api_type!r})"
+
+
+def test_the_providers_named_to_preload_are_imported_while_the_instance_starts() -> None:
+    [modules] = _imported("onAgentTurn", env={"DLAB_PRELOAD_PROVIDERS": " OPENAI, SCRIPTED"})
+    assert modules & set(SDKS) == {"openai"}
+    bad = _run("onAgentTurn", "import functions.main", {"DLAB_PRELOAD_PROVIDERS": "OPENAI,GPT"})
+    assert bad.returncode != 0
+    assert "DLAB_PRELOAD_PROVIDERS" in bad.stderr and "'GPT'" in bad.stderr, bad.stderr[-2000:]
