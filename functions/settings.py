@@ -100,4 +100,4 @@ class BackboneSettings(DlabSettings):
 
 
 def backbone_settings() -> BackboneSettings:
-    return BackboneSettings()
+    return BackboneSettings.current()

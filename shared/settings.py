@@ -8,8 +8,10 @@ an operator's typo must not quietly become the default. An empty variable counts
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Mapping
-from typing import Self
+from typing import Any, Self
 
 from pydantic import AliasGenerator, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -36,6 +38,34 @@ class DlabSettings(BaseSettings):
         the environment's."""
         names = {str(field.validation_alias) for field in cls.model_fields.values()}
         return cls.model_validate({k: v for k, v in env.items() if k in names and v.strip()})
+
+    @classmethod
+    def current(cls) -> Self:
+        """The settings as the environment has them now, as ``cls()`` would build them, but
+        built again only when one of the class's variables changed: building one reads and
+        validates every field (0.3-0.6 ms), and a stage move asked for the backbone's about
+        14 times (bench/RESULTS.md, section 14). Treat the object as read-only: it is shared."""
+        key = _snapshot(cls)
+        found = _BUILT.get((cls, key))
+        if found is not None:
+            return found
+        built = cls()
+        if _snapshot(cls) == key:  # not changed while it was built: safe to keep under key
+            with _BUILT_LOCK:
+                if len(_BUILT) >= _BUILT_MAX:
+                    _BUILT.clear()
+                _BUILT[(cls, key)] = built
+        return built
+
+
+_BUILT: dict[tuple[type, tuple[str | None, ...]], Any] = {}
+_BUILT_LOCK = threading.Lock()
+_BUILT_MAX = 256
+"""Settings objects built by ``current``, by class and the values of its variables."""
+
+
+def _snapshot(cls: type[DlabSettings]) -> tuple[str | None, ...]:
+    return tuple(os.environ.get(str(f.validation_alias)) for f in cls.model_fields.values())
 
 
 def described(error: ValidationError) -> str:

@@ -55,6 +55,6 @@ def call_policy(env: Mapping[str, str] | None = None) -> CallPolicy:
     """The deployment's policy (or the one ``env`` gives); a mistyped setting is a CONFIG_ERROR
     naming its variable, recorded where the call was to be made, not a crash."""
     try:
-        return CallPolicy() if env is None else CallPolicy.of(env)
+        return CallPolicy.current() if env is None else CallPolicy.of(env)
     except ValidationError as error:
         raise ModelError("CONFIG_ERROR", f"deployment setting {described(error)}") from None
