@@ -46,6 +46,8 @@ class DlabSettings(BaseSettings):
         validates every field (0.3-0.6 ms), and a stage move asked for the backbone's about
         14 times (bench/RESULTS.md, section 14). Treat the object as read-only: it is shared."""
         key = _snapshot(cls)
+        if key is None:
+            return cls()
         found = _BUILT.get((cls, key))
         if found is not None:
             return found
@@ -64,8 +66,13 @@ _BUILT_MAX = 256
 """Settings objects built by ``current``, by class and the values of its variables."""
 
 
-def _snapshot(cls: type[DlabSettings]) -> tuple[str | None, ...]:
-    return tuple(os.environ.get(str(f.validation_alias)) for f in cls.model_fields.values())
+def _snapshot(cls: type[DlabSettings]) -> tuple[str | None, ...] | None:
+    """The values of the class's variables now; None when a field is read from something else
+    than one variable (an ``AliasChoices``): such a class is built at every call."""
+    aliases = [f.validation_alias for f in cls.model_fields.values()]
+    if not all(isinstance(alias, str) for alias in aliases):
+        return None
+    return tuple(os.environ.get(str(alias)) for alias in aliases)
 
 
 def described(error: ValidationError) -> str:
