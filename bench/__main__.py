@@ -9,6 +9,8 @@ python -m bench --only debate     # hierarchical vs all-to-all debate (not in th
 python -m bench --only debate_shapes  # the same over category shapes, with decisions (not either)
 python -m bench --rtt-ms 10       # every Firestore / Pub/Sub round trip of the functions 10 ms
 python -m bench.report            # the summary of the last saved run again
+python -m bench --compare REF --only transitions [--pairs 3]
+                                  # REF against the working tree, alternating (docs/BENCHMARK.md)
 """
 
 from __future__ import annotations
@@ -21,19 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import (
-    conductor,
-    cost,
-    debate,
-    debate_shapes,
-    election,
-    latency,
-    overhead,
-    report,
-    stress_chat,
-    transitions,
-)
-from bench.stack import Stack, add_rtt_argument, machine, say
+from bench.rtt_proxy import add_rtt_argument
 from emulator.config import add_processes_argument
 
 SECTIONS = ("overhead", "latency", "transitions", "election", "conductor")
@@ -60,6 +50,15 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     add_processes_argument(parser)  # the transitions section; the others measure in-process
     add_rtt_argument(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="log the runtime's warnings")
+    parser.add_argument(
+        "--compare",
+        metavar="REF",
+        help="run the sections on REF (a git commit, checked out into a temporary worktree) and "
+        "on the working tree, alternating, and print each figure's ratio and spread",
+    )
+    parser.add_argument(
+        "--pairs", type=int, default=3, help="with --compare: REF/working-tree pairs (default 3)"
+    )
     return parser.parse_args(argv)
 
 
@@ -121,6 +120,27 @@ def _sizes(quick: bool) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
+    if args.compare:
+        from bench import compare
+
+        given = sys.argv[1:] if argv is None else argv
+        out = args.out if args.out != DEFAULT_OUT else None
+        return compare.main(args.compare, given, args.pairs, out)
+    # The sections, and the stack under them, only now: --help and --compare need none of them.
+    from bench import (
+        conductor,
+        cost,
+        debate,
+        debate_shapes,
+        election,
+        latency,
+        overhead,
+        report,
+        stress_chat,
+        transitions,
+    )
+    from bench.stack import Stack, machine, say
+
     logging.basicConfig(
         level=logging.WARNING if args.verbose else logging.ERROR,
         format="%(levelname)s %(name)s: %(message)s",

@@ -1,6 +1,6 @@
 """Where the time goes: per-function delivery times, RPCs per function, and a stack sampler.
 
-cProfile cannot follow the runtime's worker threads, so two cheap instruments stand in for it,
+cProfile cannot follow the runtime's worker threads, so cheap instruments stand in for it,
 installed only around the run being profiled:
 
 - ``RpcCounter`` counts every Google API call (Firestore, Pub/Sub) made through the generated
@@ -9,15 +9,13 @@ installed only around the run being profiled:
 - ``StackSampler`` samples the delivery threads' stacks every few milliseconds and attributes
   each busy sample to the library at the top of the stack and to the innermost frame of this
   repository's code, i.e. wall time by what the workers were doing (waiting included);
-- ``CpuProfiler`` runs cProfile on each worker thread with the thread's CPU clock, i.e. where the
+- ``CpuProfiler`` samples the same threads' stacks with each thread's CPU clock, i.e. where the
   Python CPU time goes (the GIL makes the process one core at most).
 """
 
 from __future__ import annotations
 
 import collections
-import cProfile
-import pstats
 import sys
 import threading
 import time
@@ -247,62 +245,92 @@ class StackSampler:
 
 
 class CpuProfiler:
-    """cProfile on every thread started while installed, timed by each thread's CPU time.
+    """Where the worker threads' CPU time goes, by sampling: every ``interval_s`` it reads each
+    ``delivery-*`` thread's CPU clock (``time.pthread_getcpuclockid``) and charges the CPU that
+    thread used since the last sample to the stack it is in now: to the innermost frame (self
+    time, by library and by function) and to every frame of this repository's code on it
+    (cumulative time).
 
-    ``threading.setprofile`` hands each new thread a hook whose first call swaps in that thread's
-    own cProfile; so enter this before the runtime starts its workers, and report after it has
-    stopped them (only finished ``delivery-*`` threads are read)."""
+    It replaced cProfile on each thread: since Python 3.12 cProfile is one interpreter-wide
+    ``sys.monitoring`` tool, so a second thread's ``enable()`` raised ``ValueError: Another
+    profiling tool is already active``, and one profile shared by all threads mixes their calls
+    up. Sampling needs no hook, works on any thread started before or after it, and costs the
+    workers nothing but the GIL for a moment each interval.
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._profiles: list[tuple[threading.Thread, cProfile.Profile]] = []
+    Its bias: the sampler reads a stack when it gets the GIL, i.e. where a thread gave it up (a
+    blocking call, a lock, or the interpreter's 5 ms switch), so CPU spent just before a wait is
+    charged to the wait (``threading``, ``grpc`` blocking calls rank high in self time). The
+    cumulative shares of our own functions, whose frames stay on the stack across the
+    interval, are the reliable part."""
+
+    def __init__(self, interval_s: float = 0.005) -> None:
+        self.interval_s = interval_s
+        self.total = 0.0
+        self.libraries: collections.Counter[str] = collections.Counter()
+        self.functions: collections.Counter[str] = collections.Counter()
+        self.own: collections.Counter[str] = collections.Counter()
+        self._seen: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def __enter__(self) -> CpuProfiler:
-        def hook(frame: Any, event: str, arg: Any) -> None:
-            profile = cProfile.Profile(time.thread_time)
-            with self._lock:
-                self._profiles.append((threading.current_thread(), profile))
-            profile.enable()
-
-        threading.setprofile(hook)
+        self._thread = threading.Thread(target=self._loop, name="bench-cpu-sampler", daemon=True)
+        self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        threading.setprofile(None)  # type: ignore[arg-type]
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            frames = sys._current_frames()
+            for thread in threading.enumerate():
+                if thread.name.startswith("delivery-") and thread.ident in frames:
+                    self._sample(thread.ident, frames[thread.ident])
+
+    def _sample(self, ident: int, frame: Any) -> None:
+        try:
+            cpu = time.clock_gettime(time.pthread_getcpuclockid(ident))
+        except OSError:  # the thread ended between the listing and the read
+            return
+        used = cpu - self._seen.get(ident, cpu)
+        self._seen[ident] = cpu
+        if used <= 0:
+            return
+        self.total += used
+        code = frame.f_code
+        library = _library(code.co_filename)
+        self.libraries[library] += used
+        self.functions[f"{library}:{code.co_name}:{code.co_firstlineno}"] += used
+        charged: set[str] = set()
+        f = frame
+        while f is not None:
+            name = f.f_code.co_filename
+            if name.startswith(REPO) and name[len(REPO) :].startswith(_FUNCTION_CODE):
+                rel = name[len(REPO) :].removesuffix(".py").replace("/", ".")
+                key = f"{rel}:{f.f_code.co_name}"
+                if key not in charged:
+                    charged.add(key)
+                    self.own[key] += used
+            f = f.f_back
 
     def report(self, top: int = 15) -> dict[str, Any]:
-        """Self CPU time by library and by function, cumulative CPU time of our functions."""
-        with self._lock:
-            done = [
-                p for t, p in self._profiles if t.name.startswith("delivery-") and not t.is_alive()
-            ]
-        if not done:
+        """Self CPU time by library and by function, cumulative CPU time of our functions, as
+        shares of the sampled CPU time."""
+        if not self.total:
             return {}
-        stats = pstats.Stats(done[0])
-        for p in done[1:]:
-            stats.add(p)
-        raw: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = stats.stats  # type: ignore[attr-defined]
-        total = sum(tt for _, _, tt, _, _ in raw.values()) or 1.0
-        libraries: collections.Counter[str] = collections.Counter()
-        functions: collections.Counter[str] = collections.Counter()
-        own: dict[str, float] = {}
-        for (filename, line, name), (_, _, tt, ct, _) in raw.items():
-            library = "builtins" if filename == "~" else _library(filename)
-            libraries[library] += tt
-            functions[f"{library}:{name}" + ("" if filename == "~" else f":{line}")] += tt
-            if filename.startswith(REPO) and filename[len(REPO) :].startswith(_FUNCTION_CODE):
-                key = filename[len(REPO) :].removesuffix(".py").replace("/", ".") + ":" + name
-                own[key] = max(own.get(key, 0.0), ct)
 
-        def shares(items: Iterable[tuple[str, float]]) -> dict[str, float]:
-            return {k: round(v / total, 3) for k, v in items}
+        def shares(counter: collections.Counter[str]) -> dict[str, float]:
+            return {k: round(v / self.total, 3) for k, v in counter.most_common(top)}
 
         return {
-            "cpuSeconds": round(total, 2),
-            "threads": len(done),
-            "selfByLibrary": shares(libraries.most_common(top)),
-            "selfByFunction": shares(functions.most_common(top)),
-            "cumulativeOwnCode": shares(sorted(own.items(), key=lambda kv: -kv[1])[:top]),
+            "cpuSeconds": round(self.total, 2),
+            "threads": len(self._seen),
+            "selfByLibrary": shares(self.libraries),
+            "selfByFunction": shares(self.functions),
+            "cumulativeOwnCode": shares(self.own),
         }
 
 

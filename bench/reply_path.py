@@ -56,7 +56,8 @@ from google.cloud.firestore_v1.batch import WriteBatch
 from google.cloud.firestore_v1.transaction import Transaction
 
 from bench import stress_chat
-from bench.stack import Stack, add_rtt_argument, env, machine, percentile, say
+from bench.rtt_proxy import add_rtt_argument
+from bench.stack import Stack, env, machine, percentile, say
 from emulator.delivery import Delivery, DeliveryRecord
 from emulator.dispatcher import Policy
 from emulator.runtime import LocalRuntime

@@ -215,5 +215,17 @@ class RttProxy:
             process.wait(5)
 
 
+def add_rtt_argument(parser: argparse.ArgumentParser) -> None:
+    """``--rtt-ms N``: the functions' Firestore and Pub/Sub calls through ``bench.rtt_proxy``."""
+    parser.add_argument(
+        "--rtt-ms",
+        type=float,
+        default=None,
+        metavar="N",
+        help="add N ms to every Firestore and Pub/Sub round trip of the functions (a loopback "
+        "proxy; 0: the proxy without delay; default: no proxy)",
+    )
+
+
 if __name__ == "__main__":
     sys.exit(main())

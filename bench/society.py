@@ -27,7 +27,8 @@ from typing import Any
 
 from google.cloud import firestore
 
-from bench.stack import Stack, add_rtt_argument
+from bench.rtt_proxy import add_rtt_argument
+from bench.stack import Stack
 from emulator.chaos import ChaosSettings
 from emulator.config import add_processes_argument
 from emulator.runtime import LocalRuntime

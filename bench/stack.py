@@ -7,7 +7,6 @@ each section can say whether Python or an emulator JVM was the busy one.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import datetime as dt
@@ -280,18 +279,6 @@ class Stack:
 
     def cpu(self) -> CpuMeter:
         return CpuMeter(self.services.firestore.port, self.services.pubsub.port).start()
-
-
-def add_rtt_argument(parser: argparse.ArgumentParser) -> None:
-    """``--rtt-ms N``: the functions' Firestore and Pub/Sub calls through ``bench.rtt_proxy``."""
-    parser.add_argument(
-        "--rtt-ms",
-        type=float,
-        default=None,
-        metavar="N",
-        help="add N ms to every Firestore and Pub/Sub round trip of the functions (a loopback "
-        "proxy; 0: the proxy without delay; default: no proxy)",
-    )
 
 
 def machine() -> dict[str, Any]:

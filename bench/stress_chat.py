@@ -51,7 +51,8 @@ from google.cloud import firestore
 
 from bench.fake_model import API_TYPE, fake_model
 from bench.report import stress_summary
-from bench.stack import Stack, add_rtt_argument, env, epoch, machine, percentile, say
+from bench.rtt_proxy import add_rtt_argument
+from bench.stack import Stack, env, epoch, machine, percentile, say
 from emulator.chaos import ChaosSettings
 from emulator.delivery import DeliveryRecord
 from emulator.runtime import LocalRuntime

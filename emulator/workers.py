@@ -23,7 +23,9 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from collections.abc import Mapping
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -41,7 +43,8 @@ FORWARDED = ("DLAB_", "OPENAI_", "GEMINI_", "OLLAMA_", "GOOGLE_API_KEY")
 """Prefixes of the variables the functions read at each call (their settings, the model
 override, provider endpoints and keys), so each task carries them as they are then."""
 
-_START_TIMEOUT_S = 120.0
+_PROGRESS_EVERY_S = 15.0
+"""While workers load, how often ``start`` says how many are ready (there is no deadline)."""
 _STOP_TIMEOUT_S = 5.0
 _READY = 0
 """The id of the message a worker sends once its functions are loaded (task ids start at 1)."""
@@ -274,12 +277,36 @@ class WorkerPool:
         with self._lock:
             return dict(self._served) | {w.process.pid or 0: w.served for w in self._workers}
 
-    def start(self, timeout: float = _START_TIMEOUT_S) -> None:
-        """Spawn every worker and wait until each has loaded the functions."""
+    def start(self, progress_every: float = _PROGRESS_EVERY_S) -> None:
+        """Spawn every worker and wait until each has loaded the functions.
+
+        No deadline: on a loaded machine loading takes as long as it takes (a fixed 120 s
+        stopped whole stacks at load 23-48). Every ``progress_every`` seconds it logs how many
+        are ready; it fails, with ``WorkerDied``, only when a worker process ended before it
+        was ready."""
+        started = time.monotonic()
         self._workers = [_Worker(i, self._setup) for i in range(self._processes)]
-        for worker in self._workers:
-            worker.ready.result(timeout)
-        log.info("%d worker processes ready: %s", self._processes, self.pids)
+        waiting = [w.ready for w in self._workers]
+        while waiting:
+            done, _ = futures.wait(waiting, progress_every, futures.FIRST_EXCEPTION)
+            for future in done:
+                future.result()  # a worker that died before it was ready: WorkerDied
+            waiting = [f for f in waiting if f not in done]
+            if waiting:
+                log.warning(
+                    "worker processes: %d of %d ready after %.0f s, still loading (load "
+                    "average %.1f)",
+                    self._processes - len(waiting),
+                    self._processes,
+                    time.monotonic() - started,
+                    os.getloadavg()[0],
+                )
+        log.info(
+            "%d worker processes ready in %.1f s: %s",
+            self._processes,
+            time.monotonic() - started,
+            self.pids,
+        )
 
     def stop(self) -> None:
         """All workers are asked first, so they finish at the same time: stopped one after

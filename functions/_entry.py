@@ -13,7 +13,8 @@ import functions_framework
 from functions import _events, reads, spend, usage, work
 from functions.deadline import running_for
 from functions.errors import AlreadyRecorded, invoked_as, record_error
-from functions.registry import FirestoreTrigger, FunctionSpec
+from functions.registry import REGISTRY, FirestoreTrigger, FunctionSpec
+from shared.llm import providers
 from shared.models import DocumentError
 
 log = logging.getLogger(__name__)
@@ -23,6 +24,18 @@ log = logging.getLogger(__name__)
 def _handler(dotted: str) -> Callable[[Any], None]:
     module, _, name = dotted.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def preload(target: str) -> None:
+    """Import the handler's module of the registry function named ``target`` (none for a name
+    the registry lacks): the deployed function's trigger family, while its instance starts
+    rather than at its first event; and make the clients of ``DLAB_PRELOAD_PROVIDERS``."""
+    spec = next((s for s in REGISTRY if s.name == target), None)
+    if spec is None:
+        return
+    importlib.import_module(spec.handler.partition(":")[0])
+    for api_type in work.backbone_settings().preload_providers:
+        providers.client_for(api_type)
 
 
 def dispatch(spec: FunctionSpec, cloud_event: Any) -> None:

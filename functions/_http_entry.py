@@ -7,6 +7,7 @@ there is no delivery to count or acknowledge here.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from typing import Any
@@ -19,17 +20,19 @@ from functions.errors import invoked_as
 from functions.registry import FunctionSpec
 
 
+@functools.cache
 def _handler(dotted: str) -> Callable[[flask.Request], Any]:
     module, _, name = dotted.partition(":")
     return getattr(importlib.import_module(module), name)
 
 
 def http_function(spec: FunctionSpec) -> Callable[[flask.Request], Any]:
-    handler = _handler(spec.handler)
+    """The entry point; the handler's module is imported at the first request (or by
+    ``functions.main`` when this is the deployed target), not when the entry point is made."""
 
     def entry(request: flask.Request) -> Any:
         with running_for(spec.timeout_s), invoked_as(spec.name):
-            return handler(request)
+            return _handler(spec.handler)(request)
 
     entry.__name__ = entry.__qualname__ = spec.name
     entry.__doc__ = spec.description

@@ -9,8 +9,12 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from google.cloud import firestore, pubsub_v1  # type: ignore[attr-defined]
+from google.cloud import firestore
+
+if TYPE_CHECKING:
+    from google.cloud import pubsub_v1  # type: ignore[attr-defined]
 
 
 def project_id() -> str | None:
@@ -42,6 +46,10 @@ every turn (bench.reply_path: 14-19 ms per fan-out's publish, most of it this wa
 
 @functools.cache
 def publisher() -> pubsub_v1.PublisherClient:
+    # Imported here, at the first publish: a function that publishes nothing (most moves, a
+    # chat turn that posts) does not pay for the Pub/Sub client at its cold start.
+    from google.cloud import pubsub_v1  # type: ignore[attr-defined]
+
     batching = pubsub_v1.types.BatchSettings(max_latency=PUBLISH_BATCH_LATENCY_S)
     return pubsub_v1.PublisherClient(batch_settings=batching)
 

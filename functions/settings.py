@@ -3,8 +3,12 @@ are asked for (``shared.settings``; every one is listed in docs/SETTINGS.md)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_settings import NoDecode
+
+from shared.models import ApiType
 from shared.settings import DlabSettings
 
 
@@ -64,6 +68,9 @@ class BackboneSettings(DlabSettings):
     - ``DLAB_RATE_GUARD_SECONDS`` (1): no slot is given in a window's last this many seconds
       (at most a quarter of it), so a request reaches the provider within the window it was
       counted in, not in the next one beside that window's own.
+    - ``DLAB_PRELOAD_PROVIDERS`` (none): apiTypes, comma-separated (``GEMINI,OPENAI``), whose
+      client, and SDK, a deployed function makes while its instance starts rather than at its
+      first call to that provider (``functions._entry.preload``): for instances kept warm.
     """
 
     work_max_attempts: int = Field(default=3, ge=1, le=100)
@@ -81,6 +88,14 @@ class BackboneSettings(DlabSettings):
     rate_window_seconds: float = Field(default=60.0, gt=0, le=3600)
     rate_shards: int = Field(default=10, ge=1, le=500)
     rate_guard_seconds: float = Field(default=1.0, ge=0, le=60)
+    preload_providers: Annotated[tuple[ApiType, ...], NoDecode] = ()
+
+    @field_validator("preload_providers", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(name.strip() for name in value.split(",") if name.strip())
+        return value
 
     def cost_usd(self, model_name: str, prompt_tokens: int, completion_tokens: int) -> float:
         price = self.model_prices.get(model_name)

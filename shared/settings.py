@@ -1,26 +1,22 @@
 """The base of every part's deployment settings (docs/SETTINGS.md lists them all).
 
 A field ``name`` is read from the environment variable ``DLAB_NAME`` (or the variable its
-``validation_alias`` names); ``current()`` builds the settings again whenever a ``DLAB_*``
-variable changed, so a test or an operator changes them without a redeploy of code. A mistyped
-value is a ``ValidationError`` naming that variable: an operator's typo must not quietly become
-the default. An empty variable counts as unset.
+``validation_alias`` names) each time the settings are built, so a test or an operator changes
+them without a redeploy of code. A mistyped value is a ``ValidationError`` naming that variable:
+an operator's typo must not quietly become the default. An empty variable counts as unset.
 """
 
 from __future__ import annotations
 
-import functools
 import os
+import threading
 from collections.abc import Mapping
-from typing import Self, TypeVar
+from typing import Any, Self
 
 from pydantic import AliasGenerator, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PREFIX = "DLAB_"
-
-
-S = TypeVar("S", bound="DlabSettings")
 
 
 def variable(field: str) -> str:
@@ -37,30 +33,46 @@ class DlabSettings(BaseSettings):
     )
 
     @classmethod
-    def current(cls) -> Self:
-        """The settings as the environment says now. Building them parses every variable
-        (about a millisecond, five on a loaded machine) and a stage move asked a dozen times, so
-        they are built once per distinct ``DLAB_*`` environment and shared: a changed variable
-        (an operator, a test's monkeypatch) is a new environment, read at its first use."""
-        return _built(cls, _environment())
-
-    @classmethod
     def of(cls, env: Mapping[str, str]) -> Self:
         """The settings with ``env``'s values (a caller's own mapping, by variable name) over
         the environment's."""
         names = {str(field.validation_alias) for field in cls.model_fields.values()}
         return cls.model_validate({k: v for k, v in env.items() if k in names and v.strip()})
 
+    @classmethod
+    def current(cls) -> Self:
+        """The settings as the environment has them now, as ``cls()`` would build them, but
+        built again only when one of the class's variables changed: building one reads and
+        validates every field (0.3-0.6 ms), and a stage move asked for the backbone's about
+        14 times (bench/RESULTS.md, section 15). Treat the object as read-only: it is shared."""
+        key = _snapshot(cls)
+        if key is None:
+            return cls()
+        found = _BUILT.get((cls, key))
+        if found is not None:
+            return found
+        built = cls()
+        if _snapshot(cls) == key:  # not changed while it was built: safe to keep under key
+            with _BUILT_LOCK:
+                if len(_BUILT) >= _BUILT_MAX:
+                    _BUILT.clear()
+                _BUILT[(cls, key)] = built
+        return built
 
-def _environment() -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(PREFIX)))
+
+_BUILT: dict[tuple[type, tuple[str | None, ...]], Any] = {}
+_BUILT_LOCK = threading.Lock()
+_BUILT_MAX = 256
+"""Settings objects built by ``current``, by class and the values of its variables."""
 
 
-@functools.lru_cache(maxsize=256)
-def _built(cls: type[S], environment: tuple[tuple[str, str], ...]) -> S:
-    """``cls`` as ``environment`` (every ``DLAB_*`` variable) makes it; a mistyped value raises
-    each time, never cached."""
-    return cls()
+def _snapshot(cls: type[DlabSettings]) -> tuple[str | None, ...] | None:
+    """The values of the class's variables now; None when a field is read from something else
+    than one variable (an ``AliasChoices``): such a class is built at every call."""
+    aliases = [f.validation_alias for f in cls.model_fields.values()]
+    if not all(isinstance(alias, str) for alias in aliases):
+        return None
+    return tuple(os.environ.get(str(alias)) for alias in aliases)
 
 
 def described(error: ValidationError) -> str:

@@ -1,12 +1,14 @@
 """The worker processes' pure parts: the worker count, what a task carries, the environment a
-worker applies, and chaos fault plans forked per task (the pool itself runs in
-tests/integration/test_worker_processes.py)."""
+worker applies, chaos fault plans forked per task, and the pool's start on a probe source (no
+emulator; the pool running real functions is in tests/integration/test_worker_processes.py)."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +79,56 @@ def test_forked_fault_plans_are_seeded_from_the_runtime_plan_and_counted_back() 
     parent.add(child.injected)
     parent.add({"outage": 2})
     assert sum(parent.injected.values()) == 7
+
+
+PROBE = """
+import time
+from pathlib import Path
+
+while not Path({gate!r}).exists():  # loading lasts until the test opens the gate
+    time.sleep(0.05)
+
+
+def probe(cloud_event):
+    pass
+"""
+
+
+def test_the_pool_waits_for_slow_workers_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No start deadline: a worker still loading is waited for, with a line of progress."""
+    gate = tmp_path / "gate"
+    source = tmp_path / "main.py"
+    source.write_text(PROBE.format(gate=str(gate)))
+    setup = workers.Setup(env={}, functions=["probe"], source=str(source), threads=1)
+    pool = workers.WorkerPool(1, setup)
+
+    def open_gate_once_reported(record: logging.LogRecord) -> bool:
+        if "0 of 1 ready" in record.getMessage():
+            gate.touch()
+        return True
+
+    logger = logging.getLogger(workers.__name__)
+    logger.addFilter(open_gate_once_reported)
+    try:
+        with caplog.at_level(logging.INFO, logger=workers.__name__):
+            pool.start(progress_every=0.2)
+    finally:
+        logger.removeFilter(open_gate_once_reported)
+        pool.stop()
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("0 of 1 ready after" in m and "still loading" in m for m in messages), messages
+    assert any("1 worker processes ready" in m for m in messages), messages
+
+
+def test_the_pool_start_fails_when_a_worker_dies_before_it_is_ready(tmp_path: Path) -> None:
+    source = tmp_path / "main.py"
+    source.write_text("raise SystemExit(3)\n")
+    setup = workers.Setup(env={}, functions=["probe"], source=str(source), threads=1)
+    pool = workers.WorkerPool(1, setup)
+    try:
+        with pytest.raises(workers.WorkerDied, match="exit code 3"):
+            pool.start(progress_every=0.2)
+    finally:
+        pool.stop()

@@ -1,0 +1,66 @@
+"""What a stage move costs, counted: one agent through the 10-stage non-chat experiment of the
+benchmark (``bench.transitions.template``, the scripted model), every delivery counted by the
+gRPC interceptor the benchmark uses (``bench.cost.DeliveryUsage`` over ``functions.usage``).
+
+The counts are the budget: a change that adds a Firestore round trip to a move, a write, a
+transaction or a model call fails here, and must either be undone or raise the budget in the
+same commit, with its reason (and a ``python -m bench --compare`` table, docs/TESTS.md). A
+change that lowers a count lowers the budget. One agent keeps the counts free of contention;
+``onParticipantUpdated`` still varied by up to 2 RPCs, 1 read and 1 write over its 10 moves
+between runs (44-46 RPCs), so its bounds are the highest seen."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from experiment_state import errors, model_logs, participants, settle
+
+from bench import transitions
+from bench.cost import DeliveryUsage
+from tools.load_template import load
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    deliveries: int
+    rpcs: int
+    reads: int
+    writes: int
+    transactions: int = 0
+
+
+BUDGET = {
+    "onParticipantCreated": Budget(1, rpcs=3, reads=4, writes=2),
+    "onParticipantUpdated": Budget(10, rpcs=46, reads=102, writes=28),
+    "onAgentWake": Budget(1, rpcs=7, reads=34, writes=5),
+    "onStageDataWritten": Budget(3, rpcs=12, reads=7, writes=5),
+    "onCohortWritten": Budget(2, rpcs=3, reads=3, writes=0),
+    "onStageWritten": Budget(10, rpcs=10, reads=10, writes=0),
+    "onExperimentWritten": Budget(1, rpcs=1, reads=1, writes=0),
+}
+"""Per function, for the whole run (10 stage moves): deliveries exactly, the rest at most."""
+MODEL_CALLS = 4
+"""The stages that ask the model (survey, survey per participant, ranking, asset allocation)."""
+
+
+def test_ten_stage_moves_cost_no_more_than_their_budget(runtime, db, monkeypatch):
+    monkeypatch.setenv("DLAB_MODEL_OVERRIDE", "SCRIPTED")
+    with DeliveryUsage() as counted:
+        result = load(db, transitions.template(), agents=1, api_type="SCRIPTED", seed=1)
+        e = result.experiment_id
+        settle(runtime, lambda: all(p.timestamps.end_experiment for p in participants(db, e)))
+    assert errors(db, e) == []
+    assert len(model_logs(db, e)) == MODEL_CALLS
+    assert set(counted.by_function) == set(BUDGET)
+    over = {}
+    for function, budget in BUDGET.items():
+        used = counted.by_function[function]
+        spent = Budget(
+            counted.deliveries[function], used.rpcs, used.reads, used.writes, used.transactions
+        )
+        if spent.deliveries != budget.deliveries or any(
+            getattr(spent, f) > getattr(budget, f)
+            for f in ("rpcs", "reads", "writes", "transactions")
+        ):
+            over[function] = (spent, budget, dict(used.by_method))
+    assert not over, over
