@@ -4,14 +4,27 @@ its credentials is an error, never a silent switch to the scripted model; counts
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from functions import clients
 from tools import auth, export, personas
 
 Main = Callable[[list[str]], int]
+
+
+@pytest.fixture(autouse=True)
+def _environment_kept(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A command sets the process's project (and model override) for the functions' clients, as
+    a command's own process should; here the process is a test worker that runs the functions
+    for later tests: the variables are put back and the clients made for them forgotten."""
+    for name in ("GOOGLE_CLOUD_PROJECT", "DLAB_MODEL_OVERRIDE"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    yield
+    clients.reset()
 
 
 def _exit_code(main: Main, argv: list[str]) -> int:
