@@ -67,9 +67,12 @@ def agent(
     cohort: str = "cohort-a",
     api_type: str = "GEMINI",
     number: int = 0,
+    private_id: str = "",
     **fields: Any,
 ) -> str:
-    private_id = f"agent-{number}-{uuid.uuid4().hex[:6]}"
+    """An agent participant; ``private_id`` fixed where a test needs the scripted model's
+    answers fixed too (they are seeded by the asking agent's id), else drawn."""
+    private_id = private_id or f"agent-{number}-{uuid.uuid4().hex[:6]}"
     db.document(f"experiments/{experiment_id}/participants/{private_id}").set(
         {
             "privateId": private_id,

@@ -445,10 +445,15 @@ def test_under_claim_the_last_of_the_order_that_may_not_answer_asks_everyone(run
 
 def test_readiness_query_option_asks_in_a_second_call(runtime, db):
     """readinessQuery: the reply's own readyToEndChat is not there (NEVER_READY has no such
-    field); the agents still end the chat, through the separate query after their turns."""
+    field); the agents still end the chat, through the separate query after their turns. The
+    agents' ids are fixed: with drawn ids the scripted model sometimes had both decline the
+    opening, and the chat then ended through the idle path, with no turn to query after."""
     e = chat_experiment(db, mediator=False, readinessQuery=True)
     config = persona_prompt(db, e, max_responses=4, ready_field=False)
-    ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(2)]
+    ids = [
+        agent(db, e, "intro", number=i, private_id=f"agent-{i}-fixed", agentConfig=config)
+        for i in range(2)
+    ]
     settle(runtime, all_done(db, e, ids))
     queries = [log for log in model_logs(db, e) if "readiness query (after-" in log.description]
     assert queries and all(log.response.status == "OK" for log in queries)
