@@ -12,6 +12,7 @@ from shared.models import (
     ErrorRecord,
     ModelLogEntry,
     ParticipantProfile,
+    ParticipantStatus,
     RankingStageAnswer,
     SurveyPerParticipantStageAnswer,
     SurveyStageAnswer,
@@ -68,3 +69,21 @@ def settle(runtime: Any, done: Any, rounds: int = 40, timeout: float = 120) -> N
             return
         runtime.tick()
     raise AssertionError("not settled:\n" + runtime.deliveries_table(last=15))
+
+
+def demo_without_chats() -> dict[str, Any]:
+    """The demo template's non-chat stages: a race-elected chat depends on timing by design, so
+    a test that compares two runs leaves it out."""
+    demo = template("demo_all_stages.json")
+    chats = {s["id"] for s in demo["stageConfigs"] if s["kind"] in ("chat", "privateChat")}
+    experiment = {**demo["experiment"]}
+    experiment["stageIds"] = [s for s in experiment["stageIds"] if s not in chats]
+    stages = [s for s in demo["stageConfigs"] if s["id"] not in chats]
+    return {**demo, "experiment": experiment, "stageConfigs": stages}
+
+
+def all_succeeded(db: firestore.Client, experiment_id: str) -> Any:
+    """A ``settle`` condition: every participant of the experiment reached SUCCESS."""
+    return lambda: all(
+        p.current_status == ParticipantStatus.SUCCESS for p in participants(db, experiment_id)
+    )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conductor_state import conversation, finished, load_example, start
-from experiment_state import participants, settle, template
+from experiment_state import all_succeeded, demo_without_chats, settle
 
 from functions import journal
 from shared.conductor.documents import Status
@@ -83,24 +83,10 @@ def test_the_comparison_sets_aside_times_and_drawn_ids_only():
     assert not compare.compare(a, renamed, kept).same
 
 
-def _without_chats(demo: dict) -> dict:
-    """The demo template's non-chat stages: a race-elected chat depends on timing by design."""
-    chats = {s["id"] for s in demo["stageConfigs"] if s["kind"] in ("chat", "privateChat")}
-    experiment = {**demo["experiment"]}
-    experiment["stageIds"] = [s for s in experiment["stageIds"] if s not in chats]
-    stages = [s for s in demo["stageConfigs"] if s["id"] not in chats]
-    return {**demo, "experiment": experiment, "stageConfigs": stages}
-
-
 def test_an_experiment_replays_to_the_same_answers_with_no_model_request(runtime, db, capsys):
-    demo = _without_chats(template("demo_all_stages.json"))
-    loaded = load(db, demo, agents=3, api_type="SCRIPTED", seed=0)
+    loaded = load(db, demo_without_chats(), agents=3, api_type="SCRIPTED", seed=0)
     e = f"experiments/{loaded.experiment_id}"
-
-    def done():
-        return all(p.current_status == "SUCCESS" for p in participants(db, loaded.experiment_id))
-
-    settle(runtime, done, rounds=10)
+    settle(runtime, all_succeeded(db, loaded.experiment_id), rounds=10)
     recorded = _journaled(db, e)
     assert recorded >= 3
     assert replay.replay(db, e, [], timeout=240) == 0, capsys.readouterr().out
@@ -125,14 +111,10 @@ def test_a_debate_and_a_society_replay_with_no_model_request(runtime, db, capsys
 
 
 def test_a_changed_stage_reuses_the_calls_before_it_and_none_after(runtime, db, capsys):
-    demo = _without_chats(template("demo_all_stages.json"))
+    demo = demo_without_chats()
     loaded = load(db, demo, agents=2, api_type="SCRIPTED", seed=1)
     e = f"experiments/{loaded.experiment_id}"
-
-    def done() -> bool:
-        return all(p.current_status == "SUCCESS" for p in participants(db, loaded.experiment_id))
-
-    settle(runtime, done, rounds=10)
+    settle(runtime, all_succeeded(db, loaded.experiment_id), rounds=10)
     order = demo["experiment"]["stageIds"]
     changed = order.index("survey")
     stages = [d.to_dict()["stageId"] for d in db.collection(f"{e}/journal").get()]

@@ -6,7 +6,7 @@ bookkeeping; ``tools.replay.compare``)."""
 from __future__ import annotations
 
 import pytest
-from experiment_state import participants, settle, template
+from experiment_state import all_succeeded, demo_without_chats, settle
 
 from emulator.chaos import ChaosSettings
 from tools.load_template import load
@@ -15,22 +15,10 @@ from tools.replay import compare, runs
 pytestmark = pytest.mark.usefixtures("clean")
 
 
-def _without_chats(demo: dict) -> dict:
-    chats = {s["id"] for s in demo["stageConfigs"] if s["kind"] in ("chat", "privateChat")}
-    experiment = {**demo["experiment"]}
-    experiment["stageIds"] = [s for s in experiment["stageIds"] if s not in chats]
-    stages = [s for s in demo["stageConfigs"] if s["id"] not in chats]
-    return {**demo, "experiment": experiment, "stageConfigs": stages}
-
-
 def test_an_experiment_under_chaos_writes_the_calm_runs_answers(runtime, db):
-    demo = _without_chats(template("demo_all_stages.json"))
-    loaded = load(db, demo, agents=3, api_type="SCRIPTED", seed=2)
+    loaded = load(db, demo_without_chats(), agents=3, api_type="SCRIPTED", seed=2)
     e = f"experiments/{loaded.experiment_id}"
-
-    def done() -> bool:
-        return all(p.current_status == "SUCCESS" for p in participants(db, loaded.experiment_id))
-
+    done = all_succeeded(db, loaded.experiment_id)
     settle(runtime, done, rounds=10)
     kind = runs.kind_of(e)
     starts = kind.starts(db, e)
