@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import contextvars
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterator
@@ -32,7 +33,7 @@ from typing import Any
 from pydantic import Field
 
 from functions import store
-from functions.settings import BackboneSettings
+from functions.settings import backbone_settings
 from shared.llm import ModelReply, ModelRequest
 from shared.llm.base import Message, ToolCall, Usage
 from shared.models import DocModel, Timestamp, now
@@ -105,16 +106,7 @@ class RecordedCall(DocModel):
 
     @property
     def reply(self) -> ModelReply:
-        calls = tuple(
-            ToolCall(
-                id=str(c.get("id", "")),
-                name=str(c.get("name", "")),
-                arguments=dict(c.get("arguments") or {}),
-                signature=c.get("signature"),
-                malformed=str(c.get("malformed", "")),
-            )
-            for c in self.tool_calls
-        )
+        calls = tuple(ToolCall(**call) for call in self.tool_calls)
         usage = Usage(self.prompt_tokens, self.completion_tokens)
         return ModelReply(text=self.text, usage=usage, raw=None, tool_calls=calls)
 
@@ -127,27 +119,17 @@ def entry(
     request_key: str,
     request: ModelRequest,
     reply: ModelReply,
-    settings: BackboneSettings,
     *,
     log: str,
     **asked_by: str,
 ) -> dict[str, Any]:
     """The journal document for ``reply`` (``asked_by``: description, stage_id, agent)."""
-    retention = settings.journal_retention_days
+    retention = backbone_settings().journal_retention_days
     recorded = RecordedCall(
         key=request_key,
         model_name=request.model_name,
         text=reply.text,
-        tool_calls=[
-            {
-                "id": c.id,
-                "name": c.name,
-                "arguments": c.arguments,
-                "signature": c.signature,
-                "malformed": c.malformed,
-            }
-            for c in reply.tool_calls
-        ],
+        tool_calls=[dataclasses.asdict(call) for call in reply.tool_calls],
         prompt_tokens=reply.usage.prompt_tokens,
         completion_tokens=reply.usage.completion_tokens,
         log=log,
@@ -158,14 +140,14 @@ def entry(
     return recorded.to_firestore()
 
 
-def lookups_on(settings: BackboneSettings) -> bool:
+def lookups_on() -> bool:
     """Whether a call looks in the journal first (a re-execution, or a replay)."""
-    return _revisiting.get() or settings.journal_replay
+    return _revisiting.get() or backbone_settings().journal_replay
 
 
-def recorded(run: str, request_key: str, settings: BackboneSettings) -> ModelReply | None:
+def recorded(run: str, request_key: str) -> ModelReply | None:
     """The reply recorded for this call, when it may have been made before and was."""
-    if not lookups_on(settings):
+    if not lookups_on():
         return None
     data = store.snapshot_data(path(run, request_key))
     if data is None:

@@ -25,7 +25,7 @@ from google.cloud import firestore
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from functions import errors, reads, store
-from functions.settings import BackboneSettings, backbone_settings
+from functions.settings import backbone_settings
 from shared.models import DocumentError, now
 
 SPEND = "spend"
@@ -96,15 +96,9 @@ class BudgetReached(Exception):
         self.totals = totals
 
 
-def counts(
-    model_name: str,
-    prompt_tokens: int,
-    completion_tokens: int,
-    settings: BackboneSettings | None = None,
-) -> dict[str, float]:
-    """One attempt's increments of the run's totals (``settings``: as the caller read them)."""
-    settings = settings or backbone_settings()
-    cost = settings.cost_usd(model_name, prompt_tokens, completion_tokens)
+def counts(model_name: str, prompt_tokens: int, completion_tokens: int) -> dict[str, float]:
+    """One attempt's increments of the run's totals."""
+    cost = backbone_settings().cost_usd(model_name, prompt_tokens, completion_tokens)
     return {
         "calls": 1,
         "promptTokens": prompt_tokens,
@@ -113,9 +107,8 @@ def counts(
     }
 
 
-def _shard(run: str, settings: BackboneSettings | None) -> str:
-    shards = (settings or backbone_settings()).spend_shards
-    return f"{run}/{SPEND}/{random.randrange(shards)}"
+def _shard(run: str) -> str:
+    return f"{run}/{SPEND}/{random.randrange(backbone_settings().spend_shards)}"
 
 
 def record(
@@ -126,12 +119,11 @@ def record(
     *,
     later: bool,
     beside: dict[str, dict[str, Any]] | None = None,
-    settings: BackboneSettings | None = None,
 ) -> None:
     """Write an attempt's log and add it to the run's totals, in one write: with the step's
     own batch (``later``, inside a ``store.writing_later`` block), else in a batch now.
     ``beside``: documents that belong to the attempt (its journal entry), in the same write."""
-    shard = _shard(run, settings)
+    shard = _shard(run)
     also = beside or {}
     if later and store.writes_later():
         for path, data in {log_path: log, **also}.items():

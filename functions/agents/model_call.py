@@ -23,7 +23,6 @@ from typing import Any
 from functions import journal, rate_limit, spend
 from functions.deadline import deadline
 from functions.errors import AlreadyRecorded
-from functions.settings import backbone_settings
 from shared import paths
 from shared.llm import Message, ModelError, ModelReply, ModelRequest, client_for, effective_api_type
 from shared.llm.base import ProviderFailing, Usage
@@ -137,7 +136,6 @@ class _Call:
         self.credentials = credentials_for(settings.api_type, api_keys)
         self.attempts = 0
         self.policy = call_policy()  # a mistyped setting: a recorded CONFIG_ERROR
-        self.backbone = backbone_settings()
         self.stats = CallStats()
 
     def log(self, request: ModelRequest, started: float, **outcome: Any) -> None:
@@ -188,9 +186,7 @@ class _Call:
             if self.site.log_collection
             else paths.build(paths.MODEL_LOG, experimentId=self.site.experiment_id, logId=log_id)
         )
-        added = spend.counts(
-            request.model_name, usage.prompt_tokens, usage.completion_tokens, self.backbone
-        )
+        added = spend.counts(request.model_name, usage.prompt_tokens, usage.completion_tokens)
         # the reply the step uses is logged (and counted) with the step's own write
         later = bool(outcome.get("accepted"))
         beside = self._journaled(request, arrived, path) if arrived is not None else {}
@@ -201,7 +197,6 @@ class _Call:
             added,
             later=later,
             beside=beside,
-            settings=self.backbone,
         )
 
     def _journaled(self, request: ModelRequest, arrived: Arrived, log: str) -> dict[str, Any]:
@@ -210,7 +205,6 @@ class _Call:
             arrived.key,
             request,
             arrived.reply,
-            self.backbone,
             log=log,
             description=self.site.description,
             stage_id=self.site.stage_id,
@@ -223,7 +217,7 @@ class _Call:
         else provider attempts with backoff, each logged on failure; a provider still failing
         when attempts or time run out is ProviderFailing (retryable: the agent waits)."""
         key = journal.key(request)
-        recorded = journal.recorded(self.site.run_path, key, self.backbone)
+        recorded = journal.recorded(self.site.run_path, key)
         if recorded is not None:
             return Arrived(recorded, time.perf_counter(), key, recorded=True)
         try:

@@ -117,7 +117,7 @@ def test_a_replay_takes_every_recorded_reply(db, monkeypatch):
         again, stats = _ask(run)
     assert again == first and len(asked) == 1 and stats.reused == stats.calls == 1
     assert spend.totals(run).calls == 1  # paid once, counted once
-    assert journal.lookups_on(BackboneSettings())
+    assert journal.lookups_on()
 
 
 def test_platform_interruptions_end_a_unit_only_past_their_own_bound(db):

@@ -65,3 +65,15 @@ def test_an_answer_of_its_own_refused_moves_the_scripted_answer_on() -> None:
         assert json.loads(again)["answer"] in SCHEMA["properties"]["answer"]["enum"]
         moved += again != first
     assert moved >= 10
+
+
+def test_a_recorded_reply_comes_back_as_it_arrived() -> None:
+    from shared.llm.base import ModelReply, ToolCall, Usage
+
+    call = ToolCall("c1", "lookup", {"city": "Oslo", "n": [1, 2]}, signature="s", malformed="")
+    reply = ModelReply(text="", usage=Usage(12, 3), raw="raw", tool_calls=(call,))
+    key = journal.key(BASE)
+    data = journal.entry(key, BASE, reply, log="runs/r/logs/l", description="d", agent="p1")
+    back = journal.RecordedCall.model_validate(data).reply
+    assert back == dataclasses.replace(reply, raw=None)  # the raw text stays in the call log
+    assert data["key"] == key and data["log"] == "runs/r/logs/l" and data["expireAt"]
