@@ -21,10 +21,49 @@ from typing import Any
 from google.api_core import exceptions as gexc
 
 from functions import store
-from shared.models import now
+from shared.models import DocModel, Timestamp, now
 
 DIED = "its invocation ended while holding the lease (a crash, a timeout or a killed runtime)"
 """The error a taken-over lease stands for when its holder left none."""
+
+
+class Expiring(DocModel):
+    """What every lease-like document has (a unit's lease, a chat's lock): who holds it, and
+    until when unless renewed. ``live`` is the one rule for "someone holds this now"."""
+
+    token: str = ""
+    """The holder's; '' once let go after a failure (the document stays for its count)."""
+    expires_at: Timestamp | None = None
+
+    def live(self, at: datetime) -> bool:
+        return bool(self.token) and self.expires_at is not None and self.expires_at > at
+
+
+class LeaseDoc(Expiring):
+    """A unit of work's lease document (``functions.work``)."""
+
+    pending: bool = False
+    """A request came while it was held: the holder runs the work once more."""
+    attempts: int = 0
+    interrupted: int = 0
+    last_error: str = ""
+    failed: bool = False
+    """The unit ended: no attempt follows until a fix re-arms it (``rearm``)."""
+
+    @classmethod
+    def of(cls, snap: Any) -> LeaseDoc:
+        """The lease a snapshot holds (an absent one: a lease nobody holds). Written only by
+        this module, so it is read without the error path of a console-edited document."""
+        return cls.model_validate(snap.to_dict() or {}) if snap.exists else cls()
+
+
+LIVENESS_FIELDS = ["token", "expiresAt"]
+"""What ``live`` reads: a watchdog asking only that reads only these (``field_paths``)."""
+
+
+def live(snap: Any, at: datetime | None = None) -> bool:
+    """Someone holds the lease in ``snap`` now."""
+    return LeaseDoc.of(snap).live(at or now())
 
 
 @dataclasses.dataclass
@@ -60,50 +99,45 @@ def acquire(path: str, token: str, ttl: timedelta) -> Held | Ended | None:
     ref = store.ref(path)
     for _ in range(5):
         try:
-            result = ref.create(
-                {"token": token, "expiresAt": now() + ttl, "pending": False, "attempts": 1}
-            )
+            fresh = LeaseDoc(token=token, expires_at=now() + ttl, attempts=1)
+            result = ref.create(fresh.to_firestore())
             return Held(path, token, 1, written=result.update_time)
         except gexc.AlreadyExists:
             pass
         snap = ref.get()
         if not snap.exists:
             continue
-        data = snap.to_dict() or {}
-        if data.get("failed"):
-            return Ended(int(data.get("attempts") or 0), str(data.get("lastError") or ""))
+        lease = LeaseDoc.of(snap)
+        if lease.failed:
+            return Ended(lease.attempts, lease.last_error)
         option = store.db().write_option(last_update_time=snap.update_time)
         try:
-            if _expired(data):
-                return _take_over(ref, option, data, token, ttl)
-            ref.update({"pending": True}, option=option)
+            if not lease.live(now()):
+                return _take_over(ref, option, lease, token, ttl)
+            ref.update(LeaseDoc.fields(pending=True), option=option)
             return None
         except (gexc.FailedPrecondition, gexc.NotFound):
             continue
     return None  # the lease is changing hands fast: others are on it
 
 
-def _take_over(ref: Any, option: Any, data: dict[str, Any], token: str, ttl: timedelta) -> Held:
+def _take_over(ref: Any, option: Any, lease: LeaseDoc, token: str, ttl: timedelta) -> Held:
     """Take an expired lease. Let go after a failure of the work: its next attempt. Held by an
     invocation that died: the same attempt again, the interruption counted apart (the work
     did not fail; the platform stopped it)."""
-    attempts = int(data.get("attempts") or 0)
-    interrupted = int(data.get("interrupted") or 0)
-    died = bool(data.get("token"))
-    if died:
-        interrupted += 1
-    else:
-        attempts += 1
-    fields = {"token": token, "expiresAt": now() + ttl, "pending": False}
-    counts = {"attempts": max(attempts, 1), "interrupted": interrupted}
-    written = ref.update({**fields, **counts}, option=option)
-    error = DIED if died else str(data.get("lastError") or "")
-    return Held(ref.path, token, max(attempts, 1), error, interrupted, written.update_time)
-
-
-def _expired(data: dict[str, Any]) -> bool:
-    expires = data.get("expiresAt")
-    return not data.get("token") or not isinstance(expires, datetime) or expires <= now()
+    died = bool(lease.token)
+    interrupted = lease.interrupted + 1 if died else lease.interrupted
+    attempts = max(lease.attempts if died else lease.attempts + 1, 1)
+    fields = LeaseDoc.fields(
+        token=token,
+        expires_at=now() + ttl,
+        pending=False,
+        attempts=attempts,
+        interrupted=interrupted,
+    )
+    written = ref.update(fields, option=option)
+    error = DIED if died else lease.last_error
+    return Held(ref.path, token, attempts, error, interrupted, written.update_time)
 
 
 def renew_while_held(held: Held, ttl: timedelta) -> None:
@@ -133,15 +167,15 @@ def _renew(held: Held, ttl: timedelta) -> bool:
     try:
         if written is not None:
             option = store.db().write_option(last_update_time=written)
-            result = ref.update({"expiresAt": now() + ttl}, option=option)
+            result = ref.update(LeaseDoc.fields(expires_at=now() + ttl), option=option)
             if held.written is written:
                 held.written = result.update_time
             return True
         snap = ref.get()
-        if not snap.exists or (snap.to_dict() or {}).get("token") != held.token:
+        if LeaseDoc.of(snap).token != held.token:
             return False  # let go, or taken over: nothing of ours to renew
         option = store.db().write_option(last_update_time=snap.update_time)
-        ref.update({"expiresAt": now() + ttl}, option=option)
+        ref.update(LeaseDoc.fields(expires_at=now() + ttl), option=option)
         return True
     except (gexc.FailedPrecondition, gexc.NotFound):
         held.written = None  # written by someone since: read it next time
@@ -212,13 +246,14 @@ def still_pending(held: Held) -> bool:
             held.written = None  # marked pending (or renewed, or taken over) since: read it
     while True:
         snap = ref.get()
-        data = (snap.to_dict() or {}) if snap.exists else {}
-        if data.get("token") != held.token:
+        lease = LeaseDoc.of(snap)
+        if lease.token != held.token:
             return False  # taken over after expiry: the new holder runs for everyone
         option = store.db().write_option(last_update_time=snap.update_time)
         try:
-            if data.get("pending"):
-                held.written = ref.update({"pending": False}, option=option).update_time
+            if lease.pending:
+                written = ref.update(LeaseDoc.fields(pending=False), option=option)
+                held.written = written.update_time
                 return True
             ref.delete(option=option)
             held.released = True
@@ -236,8 +271,7 @@ def let_go_failed(held: Held, error: str, *, ended: bool) -> bool:
     """Give the lease up after a failed attempt, keeping its count and error: expired at once,
     so the next delivery is the next attempt; ``ended``: no attempt follows. True if requests
     were pending on it."""
-    fields: dict[str, Any] = {"token": "", "expiresAt": now(), "pending": False}
-    fields |= {"lastError": error[:2000], "failed": ended}
+    fields = _let_go_fields(error, failed=ended)
     return _give_up(held, lambda ref, option: ref.update(fields, option=option))
 
 
@@ -245,10 +279,16 @@ def let_go_interrupted(held: Held, error: str) -> bool:
     """Give the lease up after the platform failed the attempt (a transient Firestore or Pub/Sub
     error): the attempt is not counted against the work (the next take counts it again) and the
     interruption is. True if requests were pending on it."""
-    fields: dict[str, Any] = {"token": "", "expiresAt": now(), "pending": False}
-    fields |= {"lastError": error[:2000], "failed": False, "attempts": held.attempt - 1}
-    fields["interrupted"] = held.interrupted + 1
+    fields = _let_go_fields(error, failed=False)
+    fields |= LeaseDoc.fields(attempts=held.attempt - 1, interrupted=held.interrupted + 1)
     return _give_up(held, lambda ref, option: ref.update(fields, option=option))
+
+
+def _let_go_fields(error: str, *, failed: bool) -> dict[str, Any]:
+    """Nobody holds it (expired at once, so the next delivery takes it); its error kept."""
+    return LeaseDoc.fields(
+        token="", expires_at=now(), pending=False, last_error=error[:2000], failed=failed
+    )
 
 
 def _give_up(held: Held, write: Callable[[Any, Any], object]) -> bool:
@@ -259,15 +299,15 @@ def _give_up(held: Held, write: Callable[[Any, Any], object]) -> bool:
     ref = store.ref(held.path)
     while True:
         snap = ref.get()
-        data = (snap.to_dict() or {}) if snap.exists else {}
-        if data.get("token") != held.token:
+        lease = LeaseDoc.of(snap)
+        if lease.token != held.token:
             return False
         try:
             write(ref, store.db().write_option(last_update_time=snap.update_time))
         except (gexc.FailedPrecondition, gexc.NotFound):
             continue
         held.released = True
-        return bool(data.get("pending"))
+        return lease.pending
 
 
 def rearm(path: str) -> bool:
@@ -275,7 +315,7 @@ def rearm(path: str) -> bool:
     True if there was an ended lease to forget."""
     ref = store.ref(path)
     snap = ref.get()
-    if not snap.exists or not (snap.to_dict() or {}).get("failed"):
+    if not LeaseDoc.of(snap).failed:
         return False
     try:
         ref.delete(option=store.db().write_option(last_update_time=snap.update_time))

@@ -16,7 +16,7 @@ from google.cloud import firestore
 from functions import leases, reads, store, transactions
 from functions.rooms import Room
 from functions.settings import backbone_settings
-from shared.models import ChatMessage, DocModel, ProfileBase, UserType, now
+from shared.models import ChatMessage, DocModel, ProfileBase, Timestamp, UserType, now
 
 LEFT_CHAT_FIELD = "leftChatBy"
 """Our explicit marker on a "has left the chat" system message: the public id of who left (DL
@@ -28,14 +28,6 @@ SKIPPED_FIELD = "skippedTurnOf"
 """Marks the system notice of a turn-based chat skipping an agent whose turn failed."""
 OPENING_PREFIX = "initial-"
 """Opening turns' locks: ``initial-{agentType}-{agentId}``."""
-DONE_FIELD = "done"
-"""Set on a lock whose work finished without leaving another trace (an opening that chose
-silence), so the watchdog tells it from one whose invocation died."""
-EXPIRES_FIELD = "expiresAt"
-"""A lock's expiry: one lease (``DLAB_LEASE_SECONDS``) after it was taken, pushed forward while
-its holder lives (``lock``), so a lock left by a dead invocation is known within one lease."""
-TOKEN_FIELD = "token"
-"""Who holds a lock (a renewal finding another token lets go)."""
 ANSWERED_PREFIX = "answered-"
 """``triggerLogs/answered-{message}``: created with the first agent reply to a group chat message,
 whatever its type or policy, so a second reply to it fails in its own write (``post``)."""
@@ -251,13 +243,30 @@ def lock_ttl() -> timedelta:
     return timedelta(seconds=backbone_settings().lease_seconds)
 
 
+class LockDoc(leases.Expiring):
+    """A trigger-log lock (``triggerLogs/{id}``): a lease taken by create, which the work it
+    guards may keep as its record (``done``); the owner's fields beside it."""
+
+    timestamp: Timestamp | None = None
+    """When it was taken."""
+    done: bool = False
+
+    def dead(self, at: datetime) -> bool:
+        """Nobody renews it any more: its expiry passed (a lock written without one, by an
+        older version: one lease after it was taken). A kept lock is not renewed either:
+        callers look only at locks whose work left no other trace."""
+        if self.expires_at is None:
+            return self.timestamp is not None and self.timestamp <= at - lock_ttl()
+        return not self.live(at)
+
+
 def take_lock(room: Room, log_id: str, owner: dict[str, Any]) -> leases.Held | None:
     """Create ``triggerLogs/{log_id}`` if absent (opening messages, claims): the lock as we
     wrote it (a lease of ``lock_ttl``, for ``lock`` to renew), or None if it exists."""
     path, token, taken_at = room.log_path(log_id), uuid.uuid4().hex, now()
-    fields = {TOKEN_FIELD: token, EXPIRES_FIELD: taken_at + lock_ttl()}
+    fields = LockDoc(token=token, expires_at=taken_at + lock_ttl(), timestamp=taken_at)
     try:
-        result = store.ref(path).create({**owner, "timestamp": taken_at, **fields})
+        result = store.ref(path).create({**owner, **fields.to_firestore()})
     except gexc.AlreadyExists:
         return None
     return leases.Held(path, token, 1, written=result.update_time)
@@ -296,7 +305,7 @@ class Lock:
         """The work it guarded is done: the lock stays, as the record that it was done.
         ``mark_done`` says so on the lock itself, for work that may leave no other trace."""
         if mark_done and self.taken and not self.kept:
-            store.ref(self.room.log_path(self.log_id)).update({DONE_FIELD: True})
+            store.ref(self.room.log_path(self.log_id)).update(LockDoc.fields(done=True))
         self.kept = True
 
     def keep_in(self, transaction: Any) -> None:
@@ -304,7 +313,9 @@ class Lock:
         write), so it costs no round trip: for a lock whose work leaves no trace the watchdog
         could tell from a dead holder's."""
         if self.taken and not self.kept:
-            transaction.update(store.ref(self.room.log_path(self.log_id)), {DONE_FIELD: True})
+            transaction.update(
+                store.ref(self.room.log_path(self.log_id)), LockDoc.fields(done=True)
+            )
 
 
 _elections: reads.Recent[leases.Held | None] = reads.Recent(max_age_s=2.0)
@@ -389,12 +400,12 @@ def release_unfinished(room: Room, *prefixes: str, done_before: datetime | None 
     being as read, so a lock taken or renewed meanwhile stays. Returns how many were released."""
     released, at = 0, now()
     for snap in (snap for prefix in prefixes for snap in _locks(room, prefix)):
-        data = snap.to_dict() or {}
-        if data.get(DONE_FIELD):
-            stamp = data.get("timestamp")
-            if done_before is None or not isinstance(stamp, datetime) or stamp > done_before:
+        taken = LockDoc.model_validate(snap.to_dict() or {})
+        if taken.done:
+            stamp = taken.timestamp
+            if done_before is None or stamp is None or stamp > done_before:
                 continue
-        elif not dead(data, at):
+        elif not taken.dead(at):
             continue
         try:
             snap.reference.delete(option=store.db().write_option(last_update_time=snap.update_time))
@@ -402,17 +413,6 @@ def release_unfinished(room: Room, *prefixes: str, done_before: datetime | None 
             continue
         released += 1
     return released
-
-
-def dead(lock_data: dict[str, Any], at: datetime) -> bool:
-    """A lock nobody renews any more: its expiry passed (a lock written without one, by an
-    older version, one lease after it was taken). A kept lock is not renewed either: callers
-    look only at locks whose work left no other trace."""
-    expires = lock_data.get(EXPIRES_FIELD)
-    if isinstance(expires, datetime):
-        return expires <= at
-    stamp = lock_data.get("timestamp")
-    return isinstance(stamp, datetime) and stamp <= at - lock_ttl()
 
 
 def is_notice(message: ChatMessage) -> bool:

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from google.cloud import firestore
 
-from functions import documents, errors, rooms, store, transactions
+from functions import documents, errors, leases, rooms, store, transactions
 from functions.agents import roles
 from functions.chat import active, agents, fanout, messages, nudges, readiness, sweep
 from functions.chat.settings import chat_settings
@@ -323,10 +323,9 @@ def _moving(members: list[Member]) -> set[tuple[str, str]]:
     thousands stalled)."""
     refs = [store.ref(store.move_lease_path(m.experiment_id, m.private_id)) for m in members]
     moving, at = set(), now()
-    for snap in store.db().get_all(refs, field_paths=["expiresAt"]) if refs else ():
-        expires = (snap.to_dict() or {}).get("expiresAt") if snap.exists else None
+    for snap in store.db().get_all(refs, field_paths=leases.LIVENESS_FIELDS) if refs else ():
         params = paths.match(paths.MOVE_LEASE, snap.reference.path)
-        if params and isinstance(expires, datetime) and expires > at:
+        if params and leases.live(snap, at):
             moving.add((params["experimentId"], params["participantId"]))
     return moving
 
@@ -359,7 +358,7 @@ def _redrive_expired_leases() -> int:
     woken: dict[str, list[str]] = {}
     for snap in expired.get():
         params = paths.match(paths.MOVE_LEASE, snap.reference.path)
-        if params is not None and not (snap.to_dict() or {}).get("failed"):  # ended: blocked
+        if params is not None and not leases.LeaseDoc.of(snap).failed:  # ended: blocked
             woken.setdefault(params["experimentId"], []).append(params["participantId"])
     for experiment_id, ids in woken.items():
         publish_wakes(experiment_id, "watchdog: move lease expired", *ids)

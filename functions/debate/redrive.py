@@ -13,7 +13,7 @@ from typing import Any
 
 from google.cloud import firestore
 
-from functions import store
+from functions import leases, store
 from functions.debate import checks, docs, failing, start
 from functions.debate.messages import publish_turns
 from functions.debate.settings import DebateSettings, debate_settings
@@ -69,11 +69,10 @@ def _held(d: str, lease_ids: list[str]) -> set[str]:
     (its record and the debate's failure are written; only a touch runs it again)."""
     snaps = store.db().get_all([store.ref(docs.lease(d, i)) for i in lease_ids])
     held: set[str] = set()
+    at = now()
     for snap in snaps:
-        data: dict[str, Any] = (snap.to_dict() or {}) if snap.exists else {}
-        expires = data.get("expiresAt")
-        live = bool(data.get("token")) and isinstance(expires, datetime) and expires > now()
-        if live or data.get("failed"):
+        lease = leases.LeaseDoc.of(snap)
+        if lease.live(at) or lease.failed:
             held.add(snap.id)
     return held
 

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from google.cloud import firestore
 from pydantic import BaseModel
 
-from functions import store, work
+from functions import leases, store, work
 from functions.society import docs, shard
 from functions.society.settings import society_settings
 from functions.society.wire import CloseShard, publish_shards
@@ -216,7 +216,7 @@ def _redrive(s: str, day: Day, then: Then) -> None:
     if day.phase_at is not None and (now() - day.phase_at).total_seconds() < redrive_s:
         return
     held = store.db().get_all([store.ref(shard_lease(s, day.day, phase, k)) for k in missing])
-    live = {snap.reference.path for snap in held if docs.lease_live(store.data_of(snap))}
+    live = {snap.reference.path for snap in held if leases.live(snap)}
     stranded = [k for k in missing if shard_lease(s, day.day, phase, k) not in live]
     if stranded:
         publish(s, day, phase, stranded)

@@ -6,7 +6,6 @@ import concurrent.futures
 import dataclasses
 import threading
 from collections.abc import Callable, Iterable
-from datetime import datetime
 from typing import Any, TypeVar
 
 from google.api_core import exceptions as gexc
@@ -16,7 +15,6 @@ from pydantic import BaseModel
 
 from functions import documents, store, transactions
 from shared.models import DocumentError, parse_document
-from shared.models import now as store_now
 from shared.society import identity
 from shared.society import paths as sp
 from shared.society.models import Day, DayContext, Intervention, Member, Society
@@ -239,14 +237,6 @@ def change_day(
             continue  # changed under us: decide again on what it is now
         return parse_document(Day, path, {**model_doc(current), **update})
     return None
-
-
-def lease_live(lease: dict[str, Any] | None) -> bool:
-    """Someone holds this lease now (a unit's holder renews it while it lives)."""
-    if not lease or not lease.get("token"):
-        return False
-    expires = lease.get("expiresAt")
-    return isinstance(expires, datetime) and expires > store_now()
 
 
 _cache: dict[tuple[str, ...], Any] = {}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 
-from functions import errors, store
+from functions import errors, leases, store
 from functions.society import days, docs, setup, turn
 from functions.society.wire import SocietyTurn
 from shared.models import DocumentError, now, parse_document
@@ -103,10 +103,6 @@ def _stranded(s: str, day: Day) -> list[int]:
     ]
     if not missing:
         return []
-    leases = store.db().get_all([store.ref(turn.lease(t)) for t in missing])
-    live = {
-        snap.reference.path
-        for snap in leases
-        if docs.lease_live(snap.to_dict() if snap.exists else None)
-    }
+    held = store.db().get_all([store.ref(turn.lease(t)) for t in missing])
+    live = {snap.reference.path for snap in held if leases.live(snap)}
     return sorted({t.agent_id for t in missing if turn.lease(t) not in live})

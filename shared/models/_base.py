@@ -43,6 +43,13 @@ class DocModel(BaseModel):
     def to_firestore(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, mode="python")
 
+    @classmethod
+    def fields(cls, **values: Any) -> dict[str, Any]:
+        """Some of the document's fields under their Firestore names, for a partial update
+        (``ref.update``): a name the model lacks raises at once instead of writing a stray
+        field."""
+        return {cls.model_fields[name].alias or name: value for name, value in values.items()}
+
 
 class DocumentError(Exception):
     """A document that cannot be used, with where and why, for the experiment's error records."""

@@ -569,8 +569,8 @@ def test_a_reply_refused_by_a_dead_leave_hands_the_message_on(runtime, db, monke
         room = Room(e, "cohort-a", "chat")
         dead = datetime.now(UTC) - timedelta(minutes=5)
         db.document(room.log_path(messages.left_lock_id(a))).set(
-            {"privateId": a, "timestamp": dead, messages.EXPIRES_FIELD: dead}
-            | ({messages.DONE_FIELD: True} if finished else {})
+            {"privateId": a}
+            | messages.LockDoc(timestamp=dead, expires_at=dead, done=finished).to_firestore()
         )
         request = AgentTurn.in_room(room, "participant", a, trigger_chat_id="h1", order=(a, b))
         result = turn.run(request)
