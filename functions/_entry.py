@@ -10,10 +10,11 @@ from typing import Any
 
 import functions_framework
 
-from functions import _events, reads, spend, usage, work
+from functions import _events, reads, usage, work
 from functions.deadline import running_for
-from functions.errors import AlreadyRecorded, invoked_as, record_error
+from functions.errors import invoked_as, kind_of, record_error
 from functions.registry import REGISTRY, FirestoreTrigger, FunctionSpec
+from shared.errors import HANDLING, BackendError, Kind
 from shared.llm import providers
 from shared.models import DocumentError
 
@@ -58,25 +59,33 @@ def dispatch(spec: FunctionSpec, cloud_event: Any) -> None:
 
 
 def _run(spec: FunctionSpec, event: Any) -> None:
+    """Run the handler; what escapes it is handled by its kind (``shared.errors.HANDLING``):
+    a pause is no failure; bad input and user code are recorded and not retried (they would
+    fail the same way); anything else is recorded where the experimenter looks, unless its
+    record is written already, and raised so the delivery counts as failed and retrying
+    functions run again, within ``DLAB_DELIVERY_MAX_FAILURES``."""
     try:
         with running_for(spec.timeout_s), invoked_as(spec.name):
             _handler(spec.handler)(event)
-    except DocumentError as error:
-        record_error(spec.name, error, event_id=event.id)
-    except spend.BudgetReached:
-        pass  # a pause, recorded on its run: neither a failed delivery nor retried
-    except AlreadyRecorded:
-        if not _retry_again(spec, event, None):
-            return
-        raise
     except Exception as error:
-        # Anything else is a bug or an outage: recorded where the experimenter looks, then
-        # raised so the delivery counts as failed (and retry-enabled functions run again).
-        where = DocumentError(_subject(event), "(function)", f"{type(error).__name__}: {error}")
-        record_error(spec.name, where, event_id=event.id)
-        if not _retry_again(spec, event, where):
+        kind = kind_of(error)
+        if kind is Kind.PAUSE:
+            return  # recorded on its run: neither a failed delivery nor retried
+        where = _recorded_as(event, error)
+        if not (isinstance(error, BackendError) and error.recorded):
+            record_error(spec.name, where, event_id=event.id)
+        if not HANDLING[kind].retried or not _retry_again(spec, event, where):
             return
         raise
+
+
+def _recorded_as(event: Any, error: Exception) -> DocumentError:
+    """The record of an error that ended a delivery: a bad document's own, else filed under
+    the event's subject (a bug or an outage, the function's)."""
+    if isinstance(error, DocumentError):
+        return error
+    field = "(input)" if kind_of(error) is Kind.BAD_INPUT else "(function)"
+    return DocumentError(_subject(event), field, f"{type(error).__name__}: {error}")
 
 
 def _retry_again(spec: FunctionSpec, event: Any, where: DocumentError | None) -> bool:

@@ -18,6 +18,7 @@ from google.cloud import firestore
 
 from functions import store
 from shared import paths
+from shared.errors import BackendError, Kind
 from shared.models import DocumentError, ErrorRecord, now
 from shared.models.logs import cut_to_bytes
 
@@ -40,9 +41,25 @@ def current_function() -> str:
     return _function.get()
 
 
-class AlreadyRecorded(Exception):
-    """Raised after its error record was written, only to make the platform retry the function;
-    the entry point does not record it again."""
+PLATFORM_ERRORS: tuple[type[BaseException], ...] = (
+    gexc.ServiceUnavailable,
+    gexc.DeadlineExceeded,
+    gexc.InternalServerError,
+    gexc.Aborted,
+    gexc.RetryError,
+)
+"""Transient failures of Firestore or Pub/Sub (their clients' own retries ran out): the
+platform's, not the work's."""
+
+
+def kind_of(error: BaseException) -> Kind:
+    """The kind of any exception (``shared.errors``): a ``BackendError``'s own; a transient
+    Firestore or Pub/Sub failure is the platform's; anything else is a bug, so the work's."""
+    if isinstance(error, BackendError):
+        return error.kind
+    if isinstance(error, PLATFORM_ERRORS):
+        return Kind.PLATFORM
+    return Kind.WORK
 
 
 def error_id(error: DocumentError) -> str:

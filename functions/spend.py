@@ -26,6 +26,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from functions import errors, reads, store
 from functions.settings import backbone_settings
+from shared.errors import Pause
 from shared.models import DocumentError, now
 
 SPEND = "spend"
@@ -82,7 +83,7 @@ class Totals:
         )
 
 
-class BudgetReached(Exception):
+class BudgetReached(Pause):
     """The run reached a cap of its budget: no model call is made. Recorded on the run once;
     the unit of work lets its lease go without counting a failure (``work.State.PAUSED``)."""
 

@@ -27,44 +27,16 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from google.api_core import exceptions as gexc
-
 from functions import errors, journal, leases, store, transactions
 from functions.settings import BackboneSettings, backbone_settings
-from functions.spend import BudgetReached
+from shared.errors import HANDLING, AlreadyRecorded, BackendError, Kind, UserCodeError
+from shared.errors import user_code as user_code  # where the units' user code calls it
 from shared.models import DocumentError, now
 
 T = TypeVar("T")
 
 MAX_RUNS = 3
 """Runs one holder makes for pending requests before it hands the rest on (``on_overflow``)."""
-
-
-class UserCodeError(Exception):
-    """Code a user wrote (a debate kit's function, a workflow's validator or rule) raised."""
-
-    def __init__(self, function: str, error: BaseException) -> None:
-        super().__init__(f"user function {function} raised {type(error).__name__}: {error}")
-        self.function = function
-        self.error = error
-
-
-def user_code(
-    function: str,
-    call: Callable[..., T],
-    *args: Any,
-    passing: tuple[type[BaseException], ...] = (),
-) -> T:
-    """Call a user's function: what it raises becomes a ``UserCodeError`` naming it, except the
-    exceptions a caller expects of it (``passing``: a validator's ``AnswerValidationError``)."""
-    try:
-        return call(*args)
-    except passing:
-        raise
-    except UserCodeError:
-        raise
-    except Exception as error:
-        raise UserCodeError(function, error) from error
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +56,7 @@ class Failure:
         return DocumentError(self.document, self.field, self.cause or self.reason)
 
 
-class AttemptFailed(errors.AlreadyRecorded):
+class AttemptFailed(AlreadyRecorded):
     """A failed attempt of a unit whose budget is not spent: recorded under the unit's
     document, raised so the platform retries it."""
 
@@ -141,9 +113,6 @@ def run(unit: Unit[T], settings: BackboneSettings | None = None) -> Outcome[T]:
         return _end(unit, held, failure)
     try:
         result, asked_again = _run_while_asked(unit, held, ttl)
-    except BudgetReached:
-        leases.let_go(held)  # not a failed attempt: the next one starts a fresh count
-        return Outcome(State.PAUSED)
     except Exception as error:
         return _failed(unit, held, error, settings)
     if not asked_again:
@@ -189,40 +158,43 @@ def _interrupted(document: str, held: leases.Held, times: int, cause: str) -> Fa
     return Failure(document, "(platform)", held.attempt, reason, cause or leases.DIED)
 
 
-PLATFORM_ERRORS: tuple[type[BaseException], ...] = (
-    gexc.ServiceUnavailable,
-    gexc.DeadlineExceeded,
-    gexc.InternalServerError,
-    gexc.Aborted,
-    gexc.RetryError,
-)
-"""Transient failures of Firestore or Pub/Sub (their clients' own retries ran out): the
-platform's, not the work's."""
-
-
 def _failed(unit: Unit[T], held: leases.Held, error: Exception, settings: BackboneSettings) -> Any:
-    """An attempt raised: the unit ends (user code, or the budget spent) or the error goes up
-    to be retried, recorded under the unit's document, its count and text kept in the lease.
-    A DocumentError keeps its own document and field: the entry point records it and does not
-    retry it (a bad document does not fix itself), and the next event that meets it is the
-    next attempt."""
-    if isinstance(error, UserCodeError):
-        cause = str(error)
-        return _end(unit, held, Failure(unit.document, error.function, held.attempt, cause, cause))
-    if isinstance(error, DocumentError):
-        document, field, cause = error.document, error.field, error.reason
-    else:
-        document, field, cause = unit.document, "(work)", f"{type(error).__name__}: {error}"
-    if isinstance(error, PLATFORM_ERRORS):
+    """An attempt raised: what its kind means (``shared.errors.HANDLING``) decides. The unit
+    ends (user code, or the budget spent), or the error goes up to be retried, recorded under
+    the unit's document, its count and text kept in the lease. Bad input keeps its own
+    document and field: the entry point records it and does not retry it (a bad document does
+    not fix itself), and the next event that meets it is the next attempt."""
+    kind = errors.kind_of(error)
+    where = document, field, cause = _where(unit, error)
+    if kind is Kind.PLATFORM:
         return _platform_failed(unit, held, error, cause, settings)
+    if kind is Kind.PAUSE:
+        leases.let_go(held)  # not a failed attempt: the next one starts a fresh count
+        return Outcome(State.PAUSED)
+    if HANDLING[kind].ends:
+        return _end(unit, held, Failure(document, field, held.attempt, cause, cause))
     if held.attempt >= settings.work_max_attempts:
         return _end(unit, held, _ending(document, field, held.attempt, cause))
     if leases.let_go_failed(held, cause, ended=False) and unit.on_overflow is not None:
         unit.on_overflow()
-    if isinstance(error, DocumentError | errors.AlreadyRecorded):
-        raise error  # recorded where it belongs; a DocumentError is not retried (entry point)
+    if isinstance(error, BackendError) and error.recorded:
+        raise error
+    if isinstance(error, DocumentError):
+        raise error  # bad input: recorded by the entry point, where it belongs; not retried
+    if kind is Kind.BAD_INPUT:
+        raise DocumentError(*where) from error
     errors.record_error(errors.current_function(), DocumentError(document, field, cause))
     raise AttemptFailed(cause) from error
+
+
+def _where(unit: Unit[T], error: Exception) -> tuple[str, str, str]:
+    """The document, field and cause an attempt's error is recorded under."""
+    if isinstance(error, DocumentError):
+        return error.document, error.field, error.reason
+    if isinstance(error, UserCodeError):
+        return unit.document, error.function, str(error)
+    field = "(input)" if errors.kind_of(error) is Kind.BAD_INPUT else "(work)"
+    return unit.document, field, f"{type(error).__name__}: {error}"
 
 
 def _platform_failed(

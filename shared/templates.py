@@ -12,6 +12,7 @@ from typing import Any
 
 import jsonschema
 
+from shared.errors import BadInput
 from shared.models import (
     AgentModelSettings,
     AgentPersona,
@@ -36,7 +37,7 @@ from shared.models.experiment import repeated_stage
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "deliberate-lab-schemas.json"
 
 
-class TemplateError(ValueError):
+class TemplateError(BadInput, ValueError):
     """A template that does not validate; the message lists each problem with its JSON path."""
 
 

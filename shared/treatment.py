@@ -30,6 +30,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from shared.errors import BadInput
 from shared.models import StageConfig
 
 HOISTED: dict[str, tuple[str, type]] = {
@@ -49,7 +50,7 @@ PR has no bound, and a typo of 1000 would create a thousand agents)."""
 _SUFFIX = re.compile(r"_(\d+)$")
 
 
-class TreatmentError(ValueError):
+class TreatmentError(BadInput, ValueError):
     """A reserved value that cannot be used; ``variable`` names the variable that holds it (or
     the participant field, for a hoisted value set by hand)."""
 

@@ -22,8 +22,8 @@ from typing import Any
 
 from functions import journal, rate_limit, spend
 from functions.deadline import deadline
-from functions.errors import AlreadyRecorded
 from shared import paths
+from shared.errors import AlreadyRecorded, WorkError
 from shared.llm import Message, ModelError, ModelReply, ModelRequest, client_for, effective_api_type
 from shared.llm.base import ProviderFailing, Usage
 from shared.llm.credentials import credentials_for
@@ -104,7 +104,7 @@ class Arrived:
     recorded: bool = False
 
 
-class AnswerFailed(Exception):
+class AnswerFailed(WorkError):
     def __init__(self, attempts: int, last_error: str) -> None:
         super().__init__(f"no valid answer after {attempts} attempt(s): {last_error}")
         self.attempts = attempts

@@ -15,9 +15,10 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from functions import api_keys, download
 from functions.api.limits import ApiSettings
+from shared.errors import BadInput
 
 
-class ApiError(Exception):
+class ApiError(BadInput):
     """An answer other than success: Deliberate Lab's ``{"error": message}`` body."""
 
     def __init__(self, status: int, message: str) -> None:

@@ -25,6 +25,7 @@ from shared.conductor.tool_calls import (
     call_id,
     round_turns,
 )
+from shared.errors import WorkError
 from shared.llm.base import Message, ToolCall, ToolSpec
 from shared.llm.tools import MAX_RESULT_CHARS, Tool, failure_text, invoke, result_text
 from shared.models import now
@@ -32,7 +33,7 @@ from shared.models import now
 INTERRUPTED = "the process running it stopped before it finished; it was not run again"
 
 
-class ToolCallFailed(RuntimeError):
+class ToolCallFailed(WorkError):
     """A heuristic sequence's tool call that raised (or was cut off): its recorded error."""
 
 

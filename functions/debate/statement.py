@@ -17,7 +17,6 @@ from functions import errors, store, work
 from functions.agents.model_call import AnswerFailed
 from functions.debate import asking, docs, failing, user
 from functions.debate.messages import DebateTurn
-from functions.errors import AlreadyRecorded
 from shared import paths
 from shared.debate import compose, naming, tokens
 from shared.debate.kits import Kit
@@ -31,6 +30,7 @@ from shared.debate.models import (
     StatementKind,
 )
 from shared.debate.prompts import Memory
+from shared.errors import AlreadyRecorded
 from shared.llm import ModelError
 from shared.models import DocumentError, now
 

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import Field
 
 from shared.conductor.prompt_args import PromptValidationError
+from shared.errors import BadInput
 from shared.models import DocModel
 
 REFERENCE = "$"
@@ -33,7 +34,7 @@ class PlanStep(DocModel):
     """``pending``, ``completed`` or ``failed`` (Diskurs' words)."""
 
 
-class PlanError(ValueError):
+class PlanError(BadInput, ValueError):
     """A plan that cannot run as written; the message is for the model."""
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from shared.debate import naming, tokens
 from shared.debate.models import Cluster, Debate, DebateAgent, DebateMode, Role
+from shared.errors import BadInput
 from shared.models import DocumentError
 from shared.stages import AnswerValidationError
 
@@ -130,7 +131,7 @@ def pack(entries: Sequence[Mapping[str, Any]], limit: int) -> list[list[int]]:
     return groups
 
 
-class Refused(ValueError):
+class Refused(BadInput, ValueError):
     """An entry no leaf agent can hold: ``field`` names it in the debate (``data[3].data``)."""
 
     def __init__(self, field: str, reason: str) -> None:

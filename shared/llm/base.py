@@ -6,6 +6,8 @@ import dataclasses
 import urllib.parse
 from typing import Any, Literal, Protocol
 
+from shared.errors import WorkError
+
 Role = Literal["user", "assistant", "tool"]
 
 
@@ -115,7 +117,7 @@ class ModelReply:
     """The model's tool calls (only when the request offered tools): run them, then ask again."""
 
 
-class ModelError(Exception):
+class ModelError(WorkError):
     """A failed call. ``status`` follows Deliberate Lab's ModelResponseStatus names:
     AUTHENTICATION_ERROR, QUOTA_ERROR (429), PROVIDER_UNAVAILABLE_ERROR (5xx, timeouts),
     CONFIG_ERROR, REFUSAL_ERROR, LENGTH_ERROR, INTERNAL_ERROR. ``retryable`` says whether trying

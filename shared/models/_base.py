@@ -8,6 +8,8 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from shared.errors import BadInput
+
 
 def _coerce_timestamp(value: Any) -> Any:
     """Accept Deliberate Lab's JSON form of a Timestamp ({seconds, nanoseconds}) as well."""
@@ -51,7 +53,7 @@ class DocModel(BaseModel):
         return {cls.model_fields[name].alias or name: value for name, value in values.items()}
 
 
-class DocumentError(Exception):
+class DocumentError(BadInput):
     """A document that cannot be used, with where and why, for the experiment's error records."""
 
     def __init__(

@@ -31,6 +31,8 @@ from jinja2 import Template, nodes
 from jinja2.compiler import CodeGenerator, Frame, optimizeconst
 from jinja2.sandbox import SandboxedEnvironment
 
+from shared.errors import BadInput
+
 MAX_RANGE = 10_000
 """Items in one ``range()``."""
 MAX_ITERATIONS = 100_000
@@ -50,7 +52,7 @@ _WIDE_FORMAT = re.compile(r"\d{6,}")
 """A width or precision of a million or more in a format string."""
 
 
-class TemplateBoundsError(Exception):
+class TemplateBoundsError(BadInput):
     """A template went over one of the bounds above; the message names it."""
 
 

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 from jinja2 import StrictUndefined, Template, TemplateSyntaxError, Undefined, UndefinedError
 from jinja2.exceptions import SecurityError
 
+from shared.errors import BadInput
 from shared.models import CohortConfig, Experiment, ParticipantProfile
 from shared.prompts.sandbox import BoundedEnvironment, TemplateBoundsError, render_bounded
 
@@ -30,7 +31,7 @@ _TEMPLATES_OWN_ERRORS = (
 )
 
 
-class PromptError(ValueError):
+class PromptError(BadInput, ValueError):
     """A prompt that cannot be built; the message says where and why."""
 
 

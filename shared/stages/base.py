@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, Protocol
 
+from shared.errors import WorkError
 from shared.models import ParticipantProfile, ProfileBase, StageAnswer
 
 
@@ -19,7 +20,7 @@ class AgentAction(StrEnum):
     """Stay: chat, private chat and transfer stages are left by other logic."""
 
 
-class AnswerValidationError(ValueError):
+class AnswerValidationError(WorkError, ValueError):
     """A model reply that is not a valid answer; the message says exactly what is wrong, so it
     can go back to the model as a corrective turn."""
 

@@ -204,3 +204,49 @@ def test_no_election_policy_is_chosen_outside_the_election_module() -> None:
         for line in _policy_choices(path.read_text(), names)
     ]
     assert not chosen, "ask election.policy_for(stage) instead:\n" + "\n".join(chosen)
+
+
+LOCAL_SIGNALS = {
+    "functions.agents.moves.Stale": "a move found the participant changed: retried in place",
+    "shared.society.rules.Rejected": "an action the rules refuse: written as an event",
+    "shared.prompts.templating._UndefinedVariable": "Jinja's own undefined-variable signal",
+}
+"""Exceptions that never leave the module that catches them, so need no retry meaning."""
+BUILTIN_BASES = {"Exception", "ValueError", "RuntimeError", "UndefinedError", "KeyError"}
+
+
+def _exception_classes(roots: tuple[Path, ...]) -> dict[str, list[str]]:
+    """Every class in ``roots`` whose bases are (transitively, by name) exceptions: its
+    dotted name and its bases' names."""
+    classes: dict[str, list[str]] = {}
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.ClassDef):
+                    bases = [ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases]
+                    classes[f"{_module_name(path)}.{node.name}"] = bases
+    exceptions = set(BUILTIN_BASES)
+    while True:
+        more = {n.rsplit(".", 1)[-1] for n, b in classes.items() if exceptions & set(b)}
+        if more <= exceptions:
+            break
+        exceptions |= more
+    return {n: b for n, b in classes.items() if exceptions & set(b)}
+
+
+def test_every_error_says_what_a_retry_would_do() -> None:
+    """One hierarchy: an error class derives from ``shared.errors.BackendError`` (through a
+    kind: platform, work, user code, bad input, pause), or is a signal its module catches."""
+    found = _exception_classes((FUNCTIONS, REPO_ROOT / "shared"))
+    kinds = {"BackendError", "PlatformError", "WorkError", "UserCodeError", "BadInput", "Pause"}
+    ours = set(kinds)
+    while True:
+        more = {n.rsplit(".", 1)[-1] for n, b in found.items() if ours & set(b)}
+        if more <= ours:
+            break
+        ours |= more
+    outside = sorted(
+        n for n in found if n.rsplit(".", 1)[-1] not in ours and n not in LOCAL_SIGNALS
+    )
+    assert "functions.agents.model_call.AnswerFailed" in found  # the scan sees exceptions
+    assert outside == [], f"exceptions without a kind (derive from shared.errors): {outside}"
