@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from google.cloud import firestore
 
@@ -76,7 +75,7 @@ def stored_profiles(
     return found
 
 
-def _profiles(query: Any, sender_type: UserType) -> dict[SenderKey, ProfileBase]:
+def _profiles(query: firestore.Query, sender_type: UserType) -> dict[SenderKey, ProfileBase]:
     """The senders' profiles a query finds."""
     found: dict[SenderKey, ProfileBase] = {}
     for snap in query.select(PROFILE_FIELDS).get():

@@ -17,6 +17,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from google.cloud import firestore
+
 from functions import spend, store
 from shared import paths, treatment
 
@@ -41,10 +43,12 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _documents(collection: str | Any, *, raw: bool = False) -> list[Json]:
+def _documents(
+    collection: str | firestore.Query | firestore.CollectionReference, *, raw: bool = False
+) -> list[Json]:
     """The documents of a collection (its path) or query, each with its ``_id``; ``raw``: as
     Firestore gives them (to write back), else as JSON."""
-    query: Any = store.db().collection(collection) if isinstance(collection, str) else collection
+    query = store.db().collection(collection) if isinstance(collection, str) else collection
     convert = (lambda d: d) if raw else plain
     return [convert(snap.to_dict() or {}) | {"_id": snap.id} for snap in query.stream()]
 

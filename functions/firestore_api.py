@@ -281,12 +281,14 @@ class Writes:
     def __init__(self) -> None:
         self.pbs: list[Any] = []
 
-    def create(self, reference: Any, data: dict[str, Any]) -> None:
+    def create(self, reference: firestore.DocumentReference, data: dict[str, Any]) -> None:
         raw, _ = _write(api().name(reference.path), data)
         raw.current_document.exists = False
         self.pbs.append(raw)
 
-    def set(self, reference: Any, data: dict[str, Any], merge: bool = False) -> None:
+    def set(
+        self, reference: firestore.DocumentReference, data: dict[str, Any], merge: bool = False
+    ) -> None:
         raw, plain = _write(api().name(reference.path), data)
         if merge:
             mask = [FieldPath(*path).to_api_repr() for path in _leaves(plain)]
@@ -294,7 +296,7 @@ class Writes:
             raw.update_mask.SetInParent()
         self.pbs.append(raw)
 
-    def update(self, reference: Any, updates: dict[str, Any]) -> None:
+    def update(self, reference: firestore.DocumentReference, updates: dict[str, Any]) -> None:
         raw, plain = _write(api().name(reference.path), _nest(updates))
         mask = [FieldPath(*path).to_api_repr() for path in _leaves(plain)]
         raw.update_mask.field_paths.extend(mask)

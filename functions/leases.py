@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from google.api_core import exceptions as gexc
+from google.cloud import firestore
 
 from functions import store
 from shared.models import DocModel, Timestamp, now
@@ -51,7 +52,7 @@ class LeaseDoc(Expiring):
     """The unit ended: no attempt follows until a fix re-arms it (``rearm``)."""
 
     @classmethod
-    def of(cls, snap: Any) -> LeaseDoc:
+    def of(cls, snap: firestore.DocumentSnapshot) -> LeaseDoc:
         """The lease a snapshot holds (an absent one: a lease nobody holds). Written only by
         this module, so it is read without the error path of a console-edited document."""
         return cls.model_validate(snap.to_dict() or {}) if snap.exists else cls()
@@ -61,7 +62,7 @@ LIVENESS_FIELDS = ["token", "expiresAt"]
 """What ``live`` reads: a watchdog asking only that reads only these (``field_paths``)."""
 
 
-def live(snap: Any, at: datetime | None = None) -> bool:
+def live(snap: firestore.DocumentSnapshot, at: datetime | None = None) -> bool:
     """Someone holds the lease in ``snap`` now."""
     return LeaseDoc.of(snap).live(at or now())
 
@@ -121,7 +122,9 @@ def acquire(path: str, token: str, ttl: timedelta) -> Held | Ended | None:
     return None  # the lease is changing hands fast: others are on it
 
 
-def _take_over(ref: Any, option: Any, lease: LeaseDoc, token: str, ttl: timedelta) -> Held:
+def _take_over(
+    ref: firestore.DocumentReference, option: Any, lease: LeaseDoc, token: str, ttl: timedelta
+) -> Held:
     """Take an expired lease. Let go after a failure of the work: its next attempt. Held by an
     invocation that died: the same attempt again, the interruption counted apart (the work
     did not fail; the platform stopped it)."""
@@ -188,7 +191,7 @@ holding: contextvars.ContextVar[Held | None] = contextvars.ContextVar("lease", d
 """The lease the running unit of work holds (set by ``functions.work``)."""
 
 
-def release_with(batch: Any, path: str) -> Callable[[], None] | None:
+def release_with(batch: firestore.WriteBatch, path: str) -> Callable[[], None] | None:
     """Add the deletion of the lease at ``path``, which this invocation holds, to ``batch`` (the
     work's last write): the lease then costs no round trip of its own to let go. The deletion
     is conditional on the lease being as we wrote it, so a request marked pending meanwhile

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from google.cloud import firestore
+
 from functions import documents, reads, store
 from functions.as_seen import as_seen
 from shared.models import ChatMessage, ChatPublicData, parse_document
@@ -96,7 +98,7 @@ def _parse_message(path: str, data: dict[str, Any]) -> ChatMessage:
     return parse_document(ChatMessage, path, data)
 
 
-def group_state(room: Room, transaction: object = None) -> ChatPublicData:
+def group_state(room: Room, transaction: firestore.Transaction | None = None) -> ChatPublicData:
     """The group chat's public data (its defaults before the first write)."""
     data = store.snapshot_data(room.public_path, transaction) or {}
     return parse_document(ChatPublicData, room.public_path, {"id": room.stage_id, **data})

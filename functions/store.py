@@ -41,7 +41,9 @@ def ref(path: str) -> firestore.DocumentReference:
     return db().document(path)
 
 
-def _get(path: str, transaction: Any = None, fields: list[str] | None = None) -> Any:
+def _get(
+    path: str, transaction: firestore.Transaction | None = None, fields: list[str] | None = None
+) -> Any:
     """The document's snapshot: the one read ahead for this read (``reads.ahead``), if any
     (never in a transaction, nor for a field mask), else read now."""
     if transaction is None and fields is None:
@@ -52,7 +54,7 @@ def _get(path: str, transaction: Any = None, fields: list[str] | None = None) ->
 
 
 def snapshot_data(
-    path: str, transaction: Any = None, *, fields: list[str] | None = None
+    path: str, transaction: firestore.Transaction | None = None, *, fields: list[str] | None = None
 ) -> dict[str, Any] | None:
     """The document's data (None if it does not exist); ``fields``: only these (a field mask,
     so the rest is neither sent nor decoded)."""
@@ -77,7 +79,7 @@ class _Later:
     data: dict[str, Any] = dataclasses.field(default_factory=dict)
     counts: dict[str, float] = dataclasses.field(default_factory=dict)
 
-    def write(self, batch: Any, path: str) -> None:
+    def write(self, batch: firestore.WriteBatch, path: str) -> None:
         if self.counts:
             fields = {name: firestore.Increment(value) for name, value in self.counts.items()}
             batch.set(ref(path), self.data | fields, merge=True)
@@ -145,7 +147,7 @@ def add_later(path: str, counts: dict[str, float], data: dict[str, Any] | None =
     pending[path] = _Later(was.data | (data or {}), summed)
 
 
-def with_later(batch: Any) -> Callable[[], None]:
+def with_later(batch: firestore.WriteBatch) -> Callable[[], None]:
     """Add the documents waiting to be written (``set_later``) to ``batch``; returns what to
     call once the batch committed (until then they are still waiting: a batch that fails,
     say for its precondition, leaves them to the next batch or the block's end)."""
@@ -174,14 +176,14 @@ _KEPT_PER_INVOCATION = (Experiment,)
 too, when ``DLAB_CONFIG_CACHE_SECONDS`` is set): nothing the functions do changes them."""
 
 
-def read(model: type[M], path: str, transaction: Any = None) -> M:
+def read(model: type[M], path: str, transaction: firestore.Transaction | None = None) -> M:
     """Read and validate a document; DocumentError names the path and field when it is unusable."""
     if transaction is None and model in _KEPT_PER_INVOCATION:
         return reads.current().config(path, lambda: _read(model, path, None))
     return _read(model, path, transaction)
 
 
-def _read(model: type[M], path: str, transaction: Any) -> M:
+def _read(model: type[M], path: str, transaction: firestore.Transaction | None) -> M:
     data = snapshot_data(path, transaction)
     return parse(model, path, data)
 
@@ -197,7 +199,9 @@ def parse(model: type[M], path: str, data: dict[str, Any] | None) -> M:
     return parse_document(model, path, _with_id(_ID_FIELDS.get(model, "id"), path, data))
 
 
-def read_stage(experiment_id: str, stage_id: str, transaction: Any = None) -> StageConfig:
+def read_stage(
+    experiment_id: str, stage_id: str, transaction: firestore.Transaction | None = None
+) -> StageConfig:
     """A stage config; outside a transaction read once per invocation (``reads``)."""
     path = stage_path(experiment_id, stage_id)
     if transaction is None:
@@ -205,7 +209,7 @@ def read_stage(experiment_id: str, stage_id: str, transaction: Any = None) -> St
     return _read_stage(path, transaction)
 
 
-def _read_stage(path: str, transaction: Any) -> StageConfig:
+def _read_stage(path: str, transaction: firestore.Transaction | None) -> StageConfig:
     return parse_stage(path, _with_id("id", path, snapshot_data(path, transaction)))
 
 

@@ -27,6 +27,8 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
+from google.cloud import firestore
+
 from functions import errors, journal, leases, store, transactions
 from functions.settings import BackboneSettings, backbone_settings
 from shared.errors import HANDLING, AlreadyRecorded, BackendError, Kind, UserCodeError
@@ -241,7 +243,7 @@ def bounded_delivery(function: str, event_id: str, settings: BackboneSettings | 
     key = hashlib.sha1(f"{function}\x1f{event_id}".encode()).hexdigest()[:24]
     path = f"{DELIVERIES}/{key}"
 
-    def body(transaction: Any) -> int:
+    def body(transaction: firestore.Transaction) -> int:
         data = store.snapshot_data(path, transaction) or {}
         count = int(data.get("failures") or 0) + 1
         fields = {"function": function, "eventId": event_id, "failures": count, "at": now()}

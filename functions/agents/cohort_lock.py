@@ -26,7 +26,7 @@ from shared.stages.unlock import arrived, stage_ready
 def cohort_members(
     experiment_id: str,
     cohort_id: str,
-    transaction: Any = None,
+    transaction: firestore.Transaction | None = None,
     fields: list[str] | None = None,
     limit: int | None = None,
 ) -> list[ParticipantProfile]:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from google.api_core import exceptions as gexc
+from google.cloud import firestore
 
 from functions import errors, leases, store, transactions
 from functions.agents import cohort_lock, roles
@@ -49,18 +50,20 @@ class _Batched:
     """Stands in for the transaction of a move written as one batch conditional on the
     participant's update time (``commit_move`` with ``read_at``)."""
 
-    def __init__(self, batch: Any) -> None:
+    def __init__(self, batch: firestore.WriteBatch) -> None:
         self.batch = batch
 
 
-def exists(ref: Any, transaction: Any) -> bool:
+def exists(ref: firestore.DocumentReference, transaction: firestore.Transaction) -> bool:
     """Whether the document exists, read in the move's transaction (or plainly, for a batch)."""
     if isinstance(transaction, _Batched):
         return bool(ref.get().exists)
     return bool(ref.get(transaction=transaction).exists)
 
 
-def create_if_absent(ref: Any, data: dict[str, Any], transaction: Any) -> None:
+def create_if_absent(
+    ref: firestore.DocumentReference, data: dict[str, Any], transaction: firestore.Transaction
+) -> None:
     """Write the document unless it exists (in a batch: a create, which fails the batch if it
     exists, and the move is then made in a transaction that sees it)."""
     if isinstance(transaction, _Batched):
@@ -99,7 +102,7 @@ def commit_move(
     doc = store.ref(participant_path)
     unblocked: list[dict[str, Any]] = []
 
-    def body(transaction: Any) -> ParticipantProfile | bool:
+    def body(transaction: firestore.Transaction) -> ParticipantProfile | bool:
         unblocked.clear()
         current = store.read(ParticipantProfile, participant_path, transaction)
         before = current.to_firestore()
@@ -242,7 +245,7 @@ def completion(
 ) -> Mutation:
     """Complete the stage the participant was decided at, with its answer if any."""
 
-    def mutate(p: ParticipantProfile, transaction: Any) -> None:
+    def mutate(p: ParticipantProfile, transaction: firestore.Transaction) -> None:
         if p.current_cohort_id != decided.current_cohort_id or not is_at(
             p, decided.current_stage_id
         ):

@@ -71,7 +71,7 @@ def create_claiming(
     cohort = agent.current_cohort_id
     query = collection(experiment_id).where(filter=firestore.FieldFilter("hash", "==", match))
 
-    def body(transaction: Any) -> bool:
+    def body(transaction: firestore.Transaction) -> bool:
         if agent_ref.get(transaction=transaction).exists:
             return False
         candidates = [

@@ -15,6 +15,8 @@ import logging
 from enum import StrEnum
 from typing import Any
 
+from google.cloud import firestore
+
 from functions import reads, store, transactions, work
 from functions.agents import cohort_lock, moves, roles, spawn
 from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
@@ -112,7 +114,7 @@ def _existing_answer(
     return data is not None and data.get("kind") == stage.kind
 
 
-def _resolve_attention_check(p: ParticipantProfile, transaction: Any) -> None:
+def _resolve_attention_check(p: ParticipantProfile, transaction: firestore.Transaction) -> None:
     """DL's acceptParticipantCheck; an agent that already finished goes back to SUCCESS (DL
     would leave the check unanswered forever)."""
     if p.current_status != ParticipantStatus.ATTENTION_CHECK:
@@ -126,7 +128,7 @@ def _resolve_attention_check(p: ParticipantProfile, transaction: Any) -> None:
 
 
 def _accept_transfer(experiment: Experiment, stage: StageConfig | None) -> moves.Mutation:
-    def mutate(p: ParticipantProfile, transaction: Any) -> None:
+    def mutate(p: ParticipantProfile, transaction: firestore.Transaction) -> None:
         if p.current_status != ParticipantStatus.TRANSFER_PENDING or not p.transfer_cohort_id:
             raise moves.Stale
         target = store.cohort_path(experiment.id, p.transfer_cohort_id)
@@ -292,7 +294,7 @@ def _fill_defaults(experiment_id: str, path: str) -> bool:
         .get()
     ]
 
-    def body(transaction: Any) -> bool:
+    def body(transaction: firestore.Transaction) -> bool:
         raw = store.snapshot_data(path, transaction) or {}
         defaults: dict[str, Any] = {
             "type": "participant",

@@ -58,7 +58,7 @@ def needs_entry(stage: ChatStage) -> bool:
     return bool(stage.time_limit_in_minutes)
 
 
-def add(batch: Any, room: Room) -> None:
+def add(batch: firestore.WriteBatch, room: Room) -> None:
     """Add the chat's entry to ``batch`` (the one that starts its timer)."""
     entry = ActiveChat.of(room)
     batch.set(store.ref(entry.path), {**entry.to_firestore(), "since": firestore.SERVER_TIMESTAMP})

@@ -134,7 +134,9 @@ def post(
         return Posted.ANSWERED  # most losers stop here, without a write
     thread = message.discussion_id
 
-    def write(batch: Any, marker: dict[str, Any] | None) -> Callable[[], None] | None:
+    def write(
+        batch: firestore.WriteBatch, marker: dict[str, Any] | None
+    ) -> Callable[[], None] | None:
         """The writes, and what to call once they are committed; None if the thread moved."""
         if thread and not _still_in(marker, thread):
             return None
@@ -177,7 +179,7 @@ def left_lock_id(private_id: str) -> str:
     return f"left-{private_id}"
 
 
-def _absent(batch: Any, ref: Any) -> None:
+def _absent(batch: firestore.WriteBatch, ref: firestore.DocumentReference) -> None:
     """The write fails unless ``ref`` does not exist: a delete of it on that condition (a no-op
     when it holds), as Firestore has no precondition on a document the write does not touch."""
     batch.delete(ref, option=store.db().write_option(exists=False))
@@ -223,7 +225,7 @@ def _still_in(marker: dict[str, Any] | None, thread: str) -> bool:
     return marker is None or marker.get("discussionId") == thread
 
 
-def mark_thread(room: Room, thread: str, transaction: Any) -> None:
+def mark_thread(room: Room, thread: str, transaction: firestore.Transaction) -> None:
     """Record a switch to ``thread`` in the switch's own transaction (``THREAD_MARKER``)."""
     transaction.set(
         store.ref(room.log_path(THREAD_MARKER)), {"discussionId": thread, "timestamp": now()}
@@ -308,7 +310,7 @@ class Lock:
             store.ref(self.room.log_path(self.log_id)).update(LockDoc.fields(done=True))
         self.kept = True
 
-    def keep_in(self, transaction: Any) -> None:
+    def keep_in(self, transaction: firestore.Transaction) -> None:
         """``keep(mark_done=True)`` with the mark written by ``transaction`` (the work's own
         write), so it costs no round trip: for a lock whose work leaves no trace the watchdog
         could tell from a dead holder's."""

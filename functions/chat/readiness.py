@@ -6,6 +6,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
+from google.cloud import firestore
 from google.cloud.firestore_v1.field_path import FieldPath
 
 from functions import rooms, store, transactions
@@ -180,7 +181,7 @@ def advance_thread(experiment_id: str, cohort_id: str, stage: ChatStage) -> str 
     ids = [d.id for d in stage.discussions]
     room = Room(experiment_id, cohort_id, stage.id)
 
-    def body(transaction: Any) -> str | None:
+    def body(transaction: firestore.Transaction) -> str | None:
         public = rooms.group_state(room, transaction)
         current = public.current_discussion_id
         if current not in ids or current == ids[-1]:

@@ -43,7 +43,7 @@ class Read:
     """A participant in progress a tick read, and its experiment."""
 
     experiment_id: str
-    snapshot: Any
+    snapshot: firestore.DocumentSnapshot
 
 
 def in_progress() -> list[Read]:
@@ -99,7 +99,7 @@ _LAST = "\U0010ffff"
 
 def _first_in_progress(after: str) -> Any | None:
     """The first participant in progress (of any experiment) whose path comes after ``after``."""
-    query: Any = (
+    query: firestore.Query = (
         store.db()
         .collection_group("participants")
         .where(
@@ -114,7 +114,7 @@ def _first_in_progress(after: str) -> Any | None:
 def _page(experiment_id: str, after: str, limit: int) -> list[Any]:
     """Up to ``limit`` participants in progress of the experiment, after ``after`` (by id)."""
     participants = store.participants(experiment_id)
-    query: Any = participants.where(
+    query: firestore.Query = participants.where(
         filter=firestore.FieldFilter("currentStatus", "==", ParticipantStatus.IN_PROGRESS.value)
     )
     if after:  # the id order a single-field index keeps: no composite index needed

@@ -13,6 +13,7 @@ import dataclasses
 from typing import Any, Literal
 
 from google.api_core import exceptions as gexc
+from google.cloud import firestore
 
 from functions import rooms, store, transactions
 from functions.agents import cohort_lock, roles
@@ -236,12 +237,12 @@ def _agent_seat(agent: agents.ChatAgent, history: list[ChatMessage]) -> Seat:
     )
 
 
-def _state(transaction: Any, room: Room) -> tuple[ChatPublicData, TurnState]:
+def _state(transaction: firestore.Transaction, room: Room) -> tuple[ChatPublicData, TurnState]:
     public = rooms.group_state(room, transaction)
     return public, TurnState.of(public)
 
 
-def _write(transaction: Any, room: Room, state: TurnState, **extra: Any) -> None:
+def _write(transaction: firestore.Transaction, room: Room, state: TurnState, **extra: Any) -> None:
     base = {"id": room.stage_id, "kind": "chat"}
     transaction.set(store.ref(room.public_path), {**base, **state.fields(), **extra}, merge=True)
 
@@ -264,7 +265,7 @@ def start(room: Room, stage: ChatStage) -> Seat | None:
         before = TurnState.of(rooms.group_state(room))
         return before.holder if before.holder and updated(before) == before else None
 
-    def body(transaction: Any) -> str | None:
+    def body(transaction: firestore.Transaction) -> str | None:
         _, before = _state(transaction, room)
         state = updated(before)
         if state != before:
@@ -313,7 +314,7 @@ def _on_message(
     holder's once it expired (``messages.release_unfinished``)."""
     everyone = seats(room, stage, rooms.history(room))
 
-    def body(transaction: Any) -> tuple[TurnState, TurnState, list[Seat]]:
+    def body(transaction: firestore.Transaction) -> tuple[TurnState, TurnState, list[Seat]]:
         public, before = _state(transaction, room)
         state = reconcile(before, everyone) if before.order else fresh(room, everyone)
         extra: dict[str, Any] = {}
@@ -369,7 +370,7 @@ def _post_in_turn(
     record = messages.answer_record(responder, message.id)
     quota = room.log_path(messages.quota_id(responder, slot)) if slot is not None else None
 
-    def body(transaction: Any) -> bool:
+    def body(transaction: firestore.Transaction) -> bool:
         _, state = _state(transaction, room)
         if state.holder != sender:
             return False
@@ -397,7 +398,7 @@ def skip(room: Room, stage: ChatStage, agent: agents.ChatAgent, discussion_id: s
         SKIPPED.format(name=name), discussion_id, **{messages.SKIPPED_FIELD: agent.public_id}
     )
 
-    def body(transaction: Any) -> bool:
+    def body(transaction: firestore.Transaction) -> bool:
         _, state = _state(transaction, room)
         if state.holder != agent.public_id:
             return False

@@ -124,7 +124,7 @@ def end_chat(experiment_id: str, cohort_id: str, stage: ChatStage) -> bool:
 
     room = Room(experiment_id, cohort_id, stage.id)
 
-    def body(transaction: Any) -> ChatPublicData | None:
+    def body(transaction: firestore.Transaction) -> ChatPublicData | None:
         public = rooms.group_state(room, transaction)
         if public.discussion_end_timestamp is not None:
             return None

@@ -17,7 +17,9 @@ from shared.conductor.documents import Conversation, Remembered, Status, Step, S
 from shared.models import now, parse_document
 
 
-def _pending(conversation_id: str, index: int, transaction: Any) -> Conversation | None:
+def _pending(
+    conversation_id: str, index: int, transaction: firestore.Transaction
+) -> Conversation | None:
     """The conversation, if it is running at step ``index`` and that step is still pending."""
     conv_path = conversation_path(conversation_id)
     conv = parse_document(Conversation, conv_path, store.snapshot_data(conv_path, transaction))
@@ -69,7 +71,7 @@ def commit(conversation_id: str, step: Step, done: Completion) -> bool:
     """Apply ``done`` to step ``step.index``; False if another delivery already did (or the
     conversation was cancelled meanwhile)."""
 
-    def body(transaction: Any) -> bool:
+    def body(transaction: firestore.Transaction) -> bool:
         conv = _pending(conversation_id, step.index, transaction)
         if conv is None:
             return False

@@ -20,6 +20,8 @@ from datetime import timedelta
 from types import ModuleType
 from typing import Any
 
+from google.cloud import firestore
+
 from functions import store, transactions, work
 from functions.conductor import workflow
 from functions.conductor.settings import conductor_settings
@@ -264,7 +266,7 @@ def _branch_once(message: ConductorBranch, turns: Mapping[str, BranchTurn]) -> N
         publish_branches(nxt)
 
 
-def _pending_branch(cid: str, branch: Branch, transaction: Any) -> bool:
+def _pending_branch(cid: str, branch: Branch, transaction: firestore.Transaction) -> bool:
     """The conversation still waits at the join, and the branch at this agent step."""
     conv_path = conversation_path(cid)
     conv = parse_document(Conversation, conv_path, store.snapshot_data(conv_path, transaction))
@@ -280,7 +282,7 @@ def _commit_branch(cid: str, branch: Branch, reply: BranchReply, done: bool) -> 
     step follows), None (another delivery committed it, or the conversation moved on)."""
     path = branch_path(cid, step_id(branch.join), branch.index)
 
-    def body(transaction: Any) -> StepStatus | None:
+    def body(transaction: firestore.Transaction) -> StepStatus | None:
         if not _pending_branch(cid, branch, transaction):
             return None
         stamp = now()
@@ -304,7 +306,7 @@ def _fail_branch(cid: str, branch: Branch, problem: Problem) -> None:
     """A branch that cannot go on ends the conversation FAILED, naming the document and field
     (an error record too); the join step never runs."""
 
-    def body(transaction: Any) -> bool:
+    def body(transaction: firestore.Transaction) -> bool:
         if not _pending_branch(cid, branch, transaction):
             return False
         path = branch_path(cid, step_id(branch.join), branch.index)

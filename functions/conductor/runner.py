@@ -69,7 +69,7 @@ def start(conversation_id: str) -> bool:
 def _start_once(conversation_id: str) -> bool:
     path = conversation_path(conversation_id)
 
-    def body(transaction: Any) -> bool:
+    def body(transaction: firestore.Transaction) -> bool:
         conv = parse_document(Conversation, path, store.snapshot_data(path, transaction))
         if conv.status != Status.PENDING or conv.current_step >= 0:
             return False
@@ -179,7 +179,7 @@ def _fail(conversation_id: str, failure: work.Failure) -> None:
         "updatedAt": now(),
     }
 
-    def body(transaction: Any) -> None:
+    def body(transaction: firestore.Transaction) -> None:
         data = store.snapshot_data(path, transaction)
         if data is not None and data.get("status") in _ACTIVE:
             transaction.update(store.ref(path), update)
@@ -252,7 +252,7 @@ def _rearm(cid: str, unit: str) -> None:
         return
     path = conversation_path(cid)
 
-    def body(transaction: Any) -> None:
+    def body(transaction: firestore.Transaction) -> None:
         data = store.snapshot_data(path, transaction)
         if data is not None and data.get("status") in _ACTIVE:
             transaction.update(store.ref(path), {"failure": None, "error": None})

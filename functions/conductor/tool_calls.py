@@ -16,6 +16,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from google.cloud import firestore
+
 from functions import store, transactions
 from shared.conductor.tool_calls import (
     FINISHED,
@@ -102,7 +104,7 @@ class StepTools:
         first: then its calls are the round's (the model's turn as the record has it)."""
         docs = [ToolCallDoc.of(round_, i, c, text, self.agent) for i, c in enumerate(calls)]
 
-        def body(transaction: Any) -> list[ToolCallDoc]:
+        def body(transaction: firestore.Transaction) -> list[ToolCallDoc]:
             first = store.snapshot_data(self.path(round_, 0), transaction)
             if first is not None:
                 return []
@@ -188,7 +190,7 @@ class StepTools:
         this run); the call as it then is."""
         stamp = now()
 
-        def body(transaction: Any) -> ToolCallDoc:
+        def body(transaction: firestore.Transaction) -> ToolCallDoc:
             doc = store.parse(ToolCallDoc, path, store.snapshot_data(path, transaction))
             if doc.status != expected or (mine and doc.holder != self.holder):
                 return doc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from google.cloud import firestore
 from pydantic import BaseModel
 
 from functions import store
@@ -50,27 +51,31 @@ def collection(d: str, pattern: str) -> Any:
     return store.db().collection(paths.collection_of(pattern, debateId=d))
 
 
-def read_debate(d: str, transaction: Any = None) -> Debate:
+def read_debate(d: str, transaction: firestore.Transaction | None = None) -> Debate:
     return store.read(Debate, debate(d), transaction)
 
 
-def read_agent(d: str, name: str, transaction: Any = None) -> DebateAgent:
+def read_agent(d: str, name: str, transaction: firestore.Transaction | None = None) -> DebateAgent:
     return store.read(DebateAgent, agent(d, name), transaction)
 
 
-def read_cluster(d: str, cluster_id: str, transaction: Any = None) -> Cluster:
+def read_cluster(
+    d: str, cluster_id: str, transaction: firestore.Transaction | None = None
+) -> Cluster:
     return store.read(Cluster, cluster(d, cluster_id), transaction)
 
 
-def read_round(d: str, round_id: str, transaction: Any = None) -> Round:
+def read_round(d: str, round_id: str, transaction: firestore.Transaction | None = None) -> Round:
     return store.read(Round, round_(d, round_id), transaction)
 
 
-def read_layer(d: str, layer_id: str, transaction: Any = None) -> Layer:
+def read_layer(d: str, layer_id: str, transaction: firestore.Transaction | None = None) -> Layer:
     return store.read(Layer, layer(d, layer_id), transaction)
 
 
-def read_many(model: type[M], refs: list[str], transaction: Any = None) -> dict[str, M | None]:
+def read_many(
+    model: type[M], refs: list[str], transaction: firestore.Transaction | None = None
+) -> dict[str, M | None]:
     """Documents by path in one round trip (``None`` for a missing one)."""
     if not refs:
         return {}
@@ -95,7 +100,9 @@ def fetch(*wanted: tuple[type[BaseModel] | None, str]) -> list[Any]:
     return out
 
 
-def statements(d: str, ids: list[str], transaction: Any = None) -> dict[str, Statement | None]:
+def statements(
+    d: str, ids: list[str], transaction: firestore.Transaction | None = None
+) -> dict[str, Statement | None]:
     """Statements by id (``None`` for one not made yet)."""
     by_path = read_many(Statement, [statement(d, i) for i in ids], transaction)
     return {i: by_path[statement(d, i)] for i in ids}

@@ -11,7 +11,7 @@ ended units and sets it running again, so fixing the input wakes it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from google.cloud import firestore
 
@@ -51,7 +51,7 @@ def fail(d: str, failure: work.Failure) -> None:
         at=now(),
     )
 
-    def body(transaction: Any) -> None:
+    def body(transaction: firestore.Transaction) -> None:
         data = store.snapshot_data(docs.debate(d), transaction, fields=["status"])
         if data is None or data.get("status") in (DebateStatus.DONE, DebateStatus.FAILED):
             return
@@ -78,7 +78,7 @@ def clear(d: str) -> bool:
         work.rearm(snap.reference.path)
     started = store.ref(docs.layer(d, naming.layer_id(1))).get().exists
 
-    def body(transaction: Any) -> bool:
+    def body(transaction: firestore.Transaction) -> bool:
         data = store.snapshot_data(docs.debate(d), transaction, fields=["status"])
         if data is None or data.get("status") != DebateStatus.FAILED:
             return False

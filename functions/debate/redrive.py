@@ -9,7 +9,6 @@ re-drives everything, blocked rounds included."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from google.cloud import firestore
 
@@ -95,7 +94,7 @@ def _redrive_round(d: str, rnd: Round, touched: bool, settings: DebateSettings) 
 
 def unfinished_debates() -> list[str]:
     """Debates neither done nor failed: running ones, and ones that never started."""
-    col: Any = store.db().collection(paths.DEBATE.rsplit("/", 1)[0])
+    col: firestore.CollectionReference = store.db().collection(paths.DEBATE.rsplit("/", 1)[0])
     return [
         s.id
         for s in col.select(["status"]).stream()

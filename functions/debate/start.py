@@ -82,7 +82,7 @@ def _start(debate_id: str) -> None:
     layer = Layer(id=naming.layer_id(1), index=1, clusters=[c.id for c in first.clusters])
     kind = StatementKind.OPENING
 
-    def body(transaction: Any) -> None:
+    def body(transaction: firestore.Transaction) -> None:
         layer_ref = store.ref(docs.layer(debate_id, layer.id))
         if layer_ref.get(transaction=transaction).exists:
             return

@@ -266,7 +266,7 @@ def _closed(s: str, day: int, final: shards.Final) -> bool:
             return None
         return {"status": "closed", "closedAt": closed_at}
 
-    def also(batch: Any) -> None:
+    def also(batch: firestore.WriteBatch) -> None:
         summary = store.ref(sp.sub(s, sp.SUMMARY, day=sp.day_id(day)))
         batch.update(summary, {"closedAt": closed_at})
         batch.set(store.ref(docs.day_path(s, day + 1)), docs.model_doc(Day(day=day + 1)))

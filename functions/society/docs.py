@@ -51,11 +51,11 @@ def actions_collection(s: str, day: int) -> firestore.CollectionReference:
     return store.db().collection(sp.collection(s, sp.ACTION, day=sp.day_id(day)))
 
 
-def read_society(s: str, transaction: Any = None) -> Society:
+def read_society(s: str, transaction: firestore.Transaction | None = None) -> Society:
     return store.read(Society, society_path(s), transaction)
 
 
-def read_day(s: str, day: int, transaction: Any = None) -> Day | None:
+def read_day(s: str, day: int, transaction: firestore.Transaction | None = None) -> Day | None:
     path = day_path(s, day)
     data = store.snapshot_data(path, transaction)
     return None if data is None else parse_document(Day, path, data)
