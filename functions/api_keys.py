@@ -90,7 +90,7 @@ def verify(api_key: str) -> ApiKeyRecord | None:
             return None
         if not hmac.compare_digest(_hash(api_key, record.salt), bytes.fromhex(record.hash)):
             return None
-        snap.reference.update({"lastUsed": now_ms})
+        snap.reference.update(ApiKeyRecord.fields(last_used=now_ms))
         return record
     return None
 

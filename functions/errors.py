@@ -115,15 +115,14 @@ def record_error(
     try:
         doc.create(record.to_firestore())
     except gexc.AlreadyExists:
-        doc.update(
-            {
-                "lastSeen": stamp,
-                "eventId": event_id,
-                "function": function,
-                "occurrences": firestore.Increment(1),
-                "resolvedAt": None,
-            }
+        again = ErrorRecord.fields(
+            last_seen=stamp,
+            event_id=event_id,
+            function=function,
+            occurrences=firestore.Increment(1),
+            resolved_at=None,
         )
+        doc.update(again)
     return path
 
 
@@ -131,4 +130,4 @@ def mark_resolved(experiment_id: str, record_id: str) -> None:
     """The cause of the record was fixed: say when (the experimenter sees it in the console)."""
     path = paths.build(paths.ERROR_RECORD, experimentId=experiment_id, errorId=record_id)
     with contextlib.suppress(gexc.NotFound):  # deleted by the experimenter meanwhile
-        store.ref(path).update({"resolvedAt": now()})
+        store.ref(path).update(ErrorRecord.fields(resolved_at=now()))

@@ -33,7 +33,7 @@ from functions import errors, journal, leases, store, transactions
 from functions.settings import BackboneSettings, backbone_settings
 from shared.errors import HANDLING, AlreadyRecorded, BackendError, Kind, UserCodeError
 from shared.errors import user_code as user_code  # where the units' user code calls it
-from shared.models import DocumentError, now
+from shared.models import DocumentError, ErrorRecord, now
 
 T = TypeVar("T")
 
@@ -219,7 +219,7 @@ def _end(unit: Unit[T], held: leases.Held, failure: Failure) -> Outcome[T]:
     between them makes the next delivery end the unit again (both writes are idempotent)."""
     path = errors.record_error(errors.current_function(), failure.recorded)
     if path is not None:
-        store.ref(path).update({"endedAfterAttempts": failure.attempts})
+        store.ref(path).update(ErrorRecord.fields(ended_after_attempts=failure.attempts))
     if unit.ended is not None:
         unit.ended(failure)
     leases.let_go_failed(held, failure.reason, ended=True)

@@ -227,7 +227,9 @@ def _mark_ended(path: str, failure: work.Failure) -> None:
     error = DocumentError(failure.document, failure.field, failure.reason, blocked_on=blocked_on)
     marked = {**_blocked_on(error), "errorId": error_id(failure.recorded)}  # the unit's record
     if (data.get(BLOCKED_FIELD) or {}).get("errorId") != marked["errorId"]:
-        store.ref(path).update({BLOCKED_FIELD: {**marked, "since": now()}})
+        store.ref(path).update(
+            ParticipantProfile.fields(agent_blocked_on={**marked, "since": now()})
+        )
 
 
 def _advance_once(experiment_id: str, participant_id: str, seen: Seen | None) -> Advance:
@@ -338,7 +340,8 @@ def _mark_blocked(path: str, participant: ParticipantProfile, error: DocumentErr
     """Say on the agent what stops it; writing that document wakes it, and its next move
     marks the error record resolved."""
     if not _already_blocked_on(participant, error):
-        store.ref(path).update({BLOCKED_FIELD: {**_blocked_on(error), "since": now()}})
+        blocked = {**_blocked_on(error), "since": now()}
+        store.ref(path).update(ParticipantProfile.fields(agent_blocked_on=blocked))
 
 
 def _move(

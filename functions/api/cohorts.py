@@ -13,7 +13,7 @@ from functions import experiment_writes, store
 from functions.api import access, limits
 from functions.api.http import ApiError, Call, answer
 from shared import paths
-from shared.models import CohortParticipantConfig, ParticipantStatus, now
+from shared.models import CohortConfig, CohortParticipantConfig, ParticipantStatus, now
 
 Json = dict[str, Any]
 
@@ -133,7 +133,7 @@ def update_cohort(call: Call) -> flask.Response:
     if not isinstance(given, dict):
         raise ApiError(400, "Invalid request body: /participantConfig: Expected object")
     config = _participant_config({**(cohort.get("participantConfig") or {}), **given})
-    store.ref(path).update({"metadata": metadata, "participantConfig": config})
+    store.ref(path).update(CohortConfig.fields(metadata=metadata, participant_config=config))
     return answer({"updated": True, "id": call.params["cohortId"]})
 
 

@@ -78,6 +78,13 @@ def answer_record(responder: dict[str, Any], message_id: str) -> dict[str, Any]:
     return AnswerRecord.model_validate(fields).to_firestore()
 
 
+class ThreadMarker(DocModel):
+    """``triggerLogs/{THREAD_MARKER}``: the thread a multi-thread chat switched to, and when."""
+
+    discussion_id: str
+    timestamp: datetime
+
+
 class ReplyRecord(DocModel):
     """``triggerLogs/answered-{message}``: the first agent reply to a group chat message, of any
     type (``post``). Its reply is ``replyId``, not ``messageId``: it elects nobody."""
@@ -143,7 +150,7 @@ def post(
         if election is not None:
             batch.create(logs(election), record)
         if named_in is not None:
-            batch.update(logs(named_in), {"messageId": message.id})
+            batch.update(logs(named_in), AnswerRecord.fields(message_id=message.id))
         if slot is not None:
             batch.create(logs(quota_id(responder, slot)), record)
         if answers:
@@ -227,9 +234,8 @@ def _still_in(marker: dict[str, Any] | None, thread: str) -> bool:
 
 def mark_thread(room: Room, thread: str, transaction: firestore.Transaction) -> None:
     """Record a switch to ``thread`` in the switch's own transaction (``THREAD_MARKER``)."""
-    transaction.set(
-        store.ref(room.log_path(THREAD_MARKER)), {"discussionId": thread, "timestamp": now()}
-    )
+    marker = ThreadMarker(discussion_id=thread, timestamp=now())
+    transaction.set(store.ref(room.log_path(THREAD_MARKER)), marker.to_firestore())
 
 
 def answered(room: Room, election: str) -> bool:

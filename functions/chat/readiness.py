@@ -161,7 +161,7 @@ def mirror_thread_readiness(
     }
 
     def mark() -> None:
-        store.ref(public_path).set({"id": stage.id, "kind": "chat"}, merge=True)
+        store.ref(public_path).set(ChatPublicData.fields(id=stage.id, kind="chat"), merge=True)
         store.ref(public_path).update(fields)
 
     transactions.retry_contended(mark)
@@ -190,7 +190,8 @@ def advance_thread(experiment_id: str, cohort_id: str, stage: ChatStage) -> str 
         if not members or not members <= ready:
             return None
         following = ids[ids.index(current) + 1]
-        transaction.update(store.ref(room.public_path), {"currentDiscussionId": following})
+        moved = ChatPublicData.fields(current_discussion_id=following)
+        transaction.update(store.ref(room.public_path), moved)
         messages.mark_thread(room, following, transaction)
         return following
 

@@ -128,7 +128,7 @@ def end_chat(experiment_id: str, cohort_id: str, stage: ChatStage) -> bool:
         public = rooms.group_state(room, transaction)
         if public.discussion_end_timestamp is not None:
             return None
-        transaction.set(ref, {"discussionEndTimestamp": now()}, merge=True)
+        transaction.set(ref, ChatPublicData.fields(discussion_end_timestamp=now()), merge=True)
         return public
 
     public = transactions.run(body)

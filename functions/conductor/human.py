@@ -203,7 +203,7 @@ def _wait(human: _Human, deadline: datetime) -> None:
     def body(transaction: firestore.Transaction) -> None:
         data = store.snapshot_data(path, transaction) or {}
         if data.get("status") == StepStatus.PENDING.value and not data.get("waiting"):
-            transaction.update(store.ref(path), {"waiting": wait.to_firestore()})
+            transaction.update(store.ref(path), Step.fields(waiting=wait.to_firestore()))
 
     transactions.run(body)
 

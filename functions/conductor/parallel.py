@@ -313,11 +313,13 @@ def _fail_branch(cid: str, branch: Branch, problem: Problem) -> None:
         stamp = now()
         transaction.update(
             store.ref(path),
-            {"status": StepStatus.FAILED.value, "error": problem.reason, "completedAt": stamp},
+            Branch.fields(status=StepStatus.FAILED.value, error=problem.reason, completed_at=stamp),
         )
         transaction.update(
             store.ref(conversation_path(cid)),
-            {"status": Status.FAILED.value, "error": problem.to_firestore(), "updatedAt": stamp},
+            Conversation.fields(
+                status=Status.FAILED.value, error=problem.to_firestore(), updated_at=stamp
+            ),
         )
         return True
 

@@ -174,7 +174,7 @@ def _claim(cid: str, branch: Branch) -> bool:
         now = parse_document(Branch, path, store.snapshot_data(path, transaction))
         if now.status != StepStatus.PENDING or now.claimed:
             return False
-        transaction.update(store.ref(path), {"claimed": True})
+        transaction.update(store.ref(path), Branch.fields(claimed=True))
         return True
 
     return transactions.run(body)

@@ -255,7 +255,7 @@ def _rearm(cid: str, unit: str) -> None:
     def body(transaction: firestore.Transaction) -> None:
         data = store.snapshot_data(path, transaction)
         if data is not None and data.get("status") in _ACTIVE:
-            transaction.update(store.ref(path), {"failure": None, "error": None})
+            transaction.update(store.ref(path), Conversation.fields(failure=None, error=None))
 
     transactions.run(body)
     log.info("conductor watchdog: %s of %s re-armed", unit, path)

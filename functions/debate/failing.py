@@ -19,7 +19,7 @@ from functions import errors, leases, store, transactions, work
 from functions.debate import docs
 from shared import paths
 from shared.debate import naming
-from shared.debate.models import DebateFailure, DebateStatus
+from shared.debate.models import Debate, DebateFailure, DebateStatus
 from shared.models import DocumentError, now
 
 T = TypeVar("T")
@@ -84,7 +84,7 @@ def clear(d: str) -> bool:
             return False
         status = DebateStatus.RUNNING.value if started else firestore.DELETE_FIELD
         transaction.update(
-            store.ref(docs.debate(d)), {"status": status, "failure": firestore.DELETE_FIELD}
+            store.ref(docs.debate(d)), Debate.fields(status=status, failure=firestore.DELETE_FIELD)
         )
         return True
 

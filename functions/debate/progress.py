@@ -69,7 +69,9 @@ def complete_round(d: str, round_id: str) -> Next | None:
         batch = store.db().batch()
         option = store.db().write_option(last_update_time=snap.update_time)
         batch.update(
-            store.ref(docs.round_(d, rnd.id)), {"complete": True, "blocked": {}}, option=option
+            store.ref(docs.round_(d, rnd.id)),
+            Round.fields(complete=True, blocked={}),
+            option=option,
         )
         if step.round is not None:
             batch.create(store.ref(docs.round_(d, step.round.id)), step.round.to_firestore())

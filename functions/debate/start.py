@@ -105,7 +105,7 @@ def _start(debate_id: str) -> None:
         transaction.create(layer_ref, layer.to_firestore())
         transaction.update(
             store.ref(docs.debate(debate_id)),
-            {"status": DebateStatus.RUNNING.value, "startedAt": firestore.SERVER_TIMESTAMP},
+            Debate.fields(status=DebateStatus.RUNNING.value, started_at=firestore.SERVER_TIMESTAMP),
         )
 
     transactions.run(body)

@@ -32,7 +32,7 @@ from shared.debate.models import (
 from shared.debate.prompts import Memory
 from shared.errors import AlreadyRecorded
 from shared.llm import ModelError
-from shared.models import DocumentError, now
+from shared.models import DocumentError, ErrorRecord, now
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def take_turn(turn: DebateTurn) -> None:
 
 def _ended(turn: DebateTurn, failure: work.Failure) -> None:
     rnd = store.ref(docs.round_(turn.debate_id, turn.round_id))
-    rnd.set({"blocked": {turn.agent: failure.reason[:500]}}, merge=True)
+    rnd.set(Round.fields(blocked={turn.agent: failure.reason[:500]}), merge=True)
     failing.fail(turn.debate_id, failure)
 
 
@@ -185,7 +185,8 @@ def _blocked(d: str, rnd: Round, agent: DebateAgent, error: Exception) -> None:
     reason = f"round {rnd.id}: no statement from {agent.name}: {error}"
     where = DocumentError(docs.agent(d, agent.name), f"rounds.{rnd.id}", reason)
     errors.record_error(errors.current_function(), where)
-    store.ref(docs.round_(d, rnd.id)).set({"blocked": {agent.name: str(error)[:500]}}, merge=True)
+    blocked = Round.fields(blocked={agent.name: str(error)[:500]})
+    store.ref(docs.round_(d, rnd.id)).set(blocked, merge=True)
     failing.fail(d, work.Failure(where.document, where.field, failing.attempt(), reason))
     log.warning("%s", reason)
 
@@ -198,4 +199,4 @@ def _resolved(d: str, rnd: Round, agent: str) -> None:
     for snap in records.stream():
         data = snap.to_dict() or {}
         if data.get("field") == f"rounds.{rnd.id}" or f"round {rnd.id}:" in data.get("reason", ""):
-            snap.reference.update({"resolvedAt": now()})
+            snap.reference.update(ErrorRecord.fields(resolved_at=now()))

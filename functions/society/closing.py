@@ -36,7 +36,7 @@ from functions.society.wire import CloseShard, publish_shards
 from shared.models import now
 from shared.society import paths as sp
 from shared.society import shards
-from shared.society.models import Day, SocietySettings
+from shared.society.models import Day, DaySummary, Society, SocietySettings
 
 log = logging.getLogger(__name__)
 
@@ -268,7 +268,7 @@ def _closed(s: str, day: int, final: shards.Final) -> bool:
 
     def also(batch: firestore.WriteBatch) -> None:
         summary = store.ref(sp.sub(s, sp.SUMMARY, day=sp.day_id(day)))
-        batch.update(summary, {"closedAt": closed_at})
+        batch.update(summary, DaySummary.fields(closed_at=closed_at))
         batch.set(store.ref(docs.day_path(s, day + 1)), docs.model_doc(Day(day=day + 1)))
 
     closed_at = now()
@@ -289,7 +289,7 @@ def fail_society(s: str, day: int, failure: work.Failure) -> None:
         "day": day,
         "at": now(),
     }
-    store.ref(docs.society_path(s)).update({"status": "failed", "failure": fields})
+    store.ref(docs.society_path(s)).update(Society.fields(status="failed", failure=fields))
     log.error("society %s failed closing day %d: %s", s, day, failure.reason)
 
 

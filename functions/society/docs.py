@@ -89,7 +89,7 @@ def read_interventions(s: str, ids: list[str]) -> list[tuple[str, Intervention]]
 def mark_applied(s: str, day: int, applied: dict[str, float]) -> None:
     for iid, amount in sorted(applied.items()):
         store.ref(sp.sub(s, sp.INTERVENTION, interventionId=iid)).update(
-            {"appliedDay": day, "appliedAmount": amount}
+            Intervention.fields(applied_day=day, applied_amount=amount)
         )
 
 

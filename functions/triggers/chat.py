@@ -13,6 +13,7 @@ from functions.rooms import Room
 from functions.wire import AgentTurn
 from shared.models import (
     ChatMessage,
+    ChatPublicData,
     ChatStage,
     DocumentError,
     ParticipantProfile,
@@ -77,12 +78,12 @@ def _start_timer(room: Room, stage: ChatStage) -> None:
         batch = store.db().batch()
         batch.set(
             ref,
-            {
-                "id": room.stage_id,
-                "kind": "chat",
-                "discussionStartTimestamp": stamp,
-                "discussionCheckpointTimestamp": stamp,
-            },
+            ChatPublicData.fields(
+                id=room.stage_id,
+                kind="chat",
+                discussion_start_timestamp=stamp,
+                discussion_checkpoint_timestamp=stamp,
+            ),
             merge=True,
         )
         if active.needs_entry(stage):

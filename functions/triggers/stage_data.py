@@ -103,5 +103,6 @@ def _mirror_ranking(path: str, stage: Any, public_id: str, ranking: list[str]) -
     with contextlib.suppress(gexc.FailedPrecondition):
         # changed since our read: that later write's own recompute sees our answer too
         doc.update(
-            {"winnerId": best}, option=store.db().write_option(last_update_time=snap.update_time)
+            RankingPublicData.fields(winner_id=best),
+            option=store.db().write_option(last_update_time=snap.update_time),
         )

@@ -101,6 +101,8 @@ class ErrorRecord(DocModel):
     occurrences: int = 1
     first_seen: Timestamp | None = None
     last_seen: Timestamp | None = None
+    ended_after_attempts: int | None = None
+    """Set when the error ended a unit of work: the attempts it had."""
     resolved_at: Timestamp | None = None
     """Set when the backend saw the cause fixed (the agent it stopped moved on); cleared when
     the error happens again."""

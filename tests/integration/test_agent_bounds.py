@@ -55,7 +55,7 @@ def test_a_move_that_keeps_failing_ends_blocked_and_fixing_its_stage_wakes_it(ru
     assert blocked.get("document") == f"experiments/{e}/stages/survey"
     (record,) = [r for r in errors(db, e) if r.id == blocked.get("errorId")]
     assert record.document == f"experiments/{e}/participants/{pid}"
-    assert "503" in record.reason and record.model_extra["endedAfterAttempts"] == 3
+    assert "503" in record.reason and record.ended_after_attempts == 3
     assert "gave up after 3 attempt(s)" in blocked["reason"]
     runtime.tick()  # the watchdog does not re-drive an ended move either
     runtime.wait_until_idle(timeout=60)

@@ -122,7 +122,7 @@ def test_a_provider_answering_503_for_20_s_costs_at_most_the_attempt_budget(
     if p.current_status != ParticipantStatus.SUCCESS:  # the budget ran out within the outage
         blocked = p.agent_blocked_on or {}
         (record,) = [r for r in errors(db, e) if r.id == blocked.get("errorId")]
-        assert "503" in record.reason and record.model_extra["endedAfterAttempts"] == 3
+        assert "503" in record.reason and record.ended_after_attempts == 3
         assert "gave up after 3 attempt(s)" in blocked["reason"]
         while time.monotonic() < back_at[0]:
             time.sleep(0.5)

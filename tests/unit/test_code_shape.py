@@ -250,3 +250,45 @@ def test_every_error_says_what_a_retry_would_do() -> None:
     )
     assert "functions.agents.model_call.AnswerFailed" in found  # the scan sees exceptions
     assert outside == [], f"exceptions without a kind (derive from shared.errors): {outside}"
+
+
+def _partial_writes(roots: tuple[Path, ...]) -> Iterator[tuple[str, str, list[str]]]:
+    """Every ``Model.fields(name=...)`` call: where, the model's name, the field names."""
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                func = node.func if isinstance(node, ast.Call) else None
+                if isinstance(func, ast.Attribute) and func.attr == "fields":
+                    names = [k.arg for k in node.keywords if k.arg is not None]  # type: ignore[union-attr]
+                    where = f"{path.relative_to(REPO_ROOT)}:{node.lineno}"
+                    yield where, ast.unparse(func.value), names
+
+
+def test_every_partial_write_names_fields_its_model_has() -> None:
+    """A typed partial update (``DocModel.fields``) names its model's own fields: checked here,
+    for every call in the code, rather than by a KeyError on the path that first runs it."""
+    import importlib
+
+    from shared.models import DocModel
+
+    models: dict[str, type[DocModel]] = {}
+    for module in (
+        "shared.models",
+        "shared.society.models",
+        "shared.debate.models",
+        "shared.conductor.documents",
+        "functions.leases",
+        "functions.chat.messages",
+    ):
+        for name, value in vars(importlib.import_module(module)).items():
+            if isinstance(value, type) and issubclass(value, DocModel):
+                models[name] = value
+    checked, wrong = 0, []
+    for where, model, names in _partial_writes((FUNCTIONS, REPO_ROOT / "shared")):
+        cls = models.get(model.rsplit(".", 1)[-1])
+        if cls is None:
+            continue
+        checked += 1
+        wrong += [f"{where}: {model} has no field {n}" for n in names if n not in cls.model_fields]
+    assert checked >= 5  # the scan finds the calls
+    assert wrong == []
