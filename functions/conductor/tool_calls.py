@@ -90,7 +90,12 @@ class StepTools:
     ) -> list[RecordedToolCall]:
         """Create the round's call entries, unless a racing delivery (or the run a replay
         replays) recorded the round first: then its calls are the round's (the model's turn as
-        the record has it)."""
+        the record has it). Where the round may have been recorded before (a re-execution, a
+        replay: ``journal.lookups_on``), it is read first, without a transaction."""
+        if journal.lookups_on():
+            found = self._recorded(round_key)
+            if found:
+                return found
         docs = [
             RecordedToolCall.of(round_key, self.step, round_, i, c, text, self.agent)
             for i, c in enumerate(calls)
