@@ -50,7 +50,7 @@ from shared.models import DocModel, Timestamp, now
 from shared.models._base import Count
 
 JOURNAL = "journal"
-"""The run's collection of recorded replies."""
+"""The run's collection of recorded replies and tool calls."""
 
 taken: collections.Counter[str] = collections.Counter()
 """Replies this process took from the journal, by run (what ``tools.replay`` reports)."""
