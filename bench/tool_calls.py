@@ -1,6 +1,7 @@
-"""What the durable tool-call record costs (issue 30 item 2): one call recorded, claimed, run
-(a tool that returns at once) and its result stored, three transactions on the Firestore
-emulator; and a redelivered step's replay of its recorded rounds (one collection read).
+"""What the durable tool-call record costs (issue 30 item 2; in the run's journal since issue
+37): one call recorded, claimed, run (a tool that returns at once) and its result stored, three
+transactions on the Firestore emulator; and a re-executed step's rounds taken from the journal
+(``journal.revisiting``: one query a round, no tool run).
 
     python -m bench.tool_calls [--calls 40] [--rounds 10]
 """
@@ -13,9 +14,12 @@ import time
 from typing import Any
 
 from bench.stack import Stack, dist, machine, say
+from functions import journal
 from functions.conductor.tool_calls import StepTools
 from shared.llm.base import ToolCall
 from shared.llm.tools import tool_from_function
+
+RUN = "conversations/bench-tools"
 
 
 def echo(text: str) -> str:
@@ -29,7 +33,7 @@ def echo(text: str) -> str:
 
 def _tools(step: str) -> StepTools:
     tools = {"echo": tool_from_function(echo)}
-    return StepTools(f"conversations/bench-tools/steps/{step}", "agent", tools)
+    return StepTools(f"{RUN}/steps/{step}", "agent", tools)
 
 
 def measure(calls: int, rounds: int) -> dict[str, Any]:
@@ -37,17 +41,21 @@ def measure(calls: int, rounds: int) -> dict[str, Any]:
     for i in range(calls):
         tools = _tools(f"{i:04d}")
         t0 = time.perf_counter()
-        tools.answer((ToolCall(f"c{i}", "echo", {"text": "x"}),), "")
+        tools.answer((ToolCall(f"c{i}", "echo", {"text": "x"}),), "", f"call-{i}")
         per_call.append((time.perf_counter() - t0) * 1000)
     recorded = _tools("replayed")
     for r in range(rounds):
-        recorded.answer((ToolCall(f"r{r}", "echo", {"text": str(r)}),), "")
+        recorded.answer((ToolCall(f"r{r}", "echo", {"text": str(r)}),), "", f"round-{r}")
+    ran = journal.tools_ran[RUN]
     replays: list[float] = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        turns = _tools("replayed").replay()
-        replays.append((time.perf_counter() - t0) * 1000)
-        assert len(turns) == 2 * rounds
+    with journal.revisiting(True):
+        for _ in range(calls):
+            again = _tools("replayed")
+            t0 = time.perf_counter()
+            for r in range(rounds):
+                again.answer((ToolCall(f"r{r}", "echo", {"text": str(r)}),), "", f"round-{r}")
+            replays.append((time.perf_counter() - t0) * 1000)
+    assert journal.tools_ran[RUN] == ran  # taken from the journal, not run
     return {
         "callMs": dist(per_call),
         "replayMs": dist(replays),
@@ -62,7 +70,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args()
     with Stack() as stack, stack.runtime("tool-calls"):
-        say(f"tool calls: {args.calls} recorded calls, replays of {args.rounds} rounds")
+        say(f"tool calls: {args.calls} recorded calls, re-executions of {args.rounds} rounds")
         result = {"machine": machine(), **measure(args.calls, args.rounds)}
     print(json.dumps(result, indent=2))
 

@@ -10,7 +10,9 @@ from typing import Any
 from google.cloud import firestore
 from pydantic import BaseModel
 
+from functions.journal import JOURNAL, TOOL_CALL
 from shared.conductor.documents import ACTIVE, Conversation, Status, Step
+from tools import journal_data
 
 
 class ConversationRow(BaseModel):
@@ -155,21 +157,26 @@ def _attempts(ref: Any) -> list[AttemptView]:
     return sorted(out, key=lambda a: a.attempt)
 
 
-def _tool_calls(ref: Any) -> list[ToolCallView]:
-    out = []
-    for snap in sorted(ref.collection("toolCalls").get(), key=lambda s: s.id):
-        d = snap.to_dict() or {}
-        out.append(
+def _tool_calls(conversation: Any) -> dict[str, list[ToolCallView]]:
+    """The conversation's tool calls (entries of its journal) by the step that made them."""
+    made = conversation.collection(JOURNAL).where(
+        filter=firestore.FieldFilter("kind", "==", TOOL_CALL)
+    )
+    entries = [{**(snap.to_dict() or {}), "key": snap.id} for snap in made.get()]
+    return {
+        step: [
             ToolCallView(
-                id=snap.id,
+                id=d["key"],
                 name=str(d.get("name", "")),
                 arguments=str(d.get("arguments", ""))[:400],
                 status=str(d.get("status", "")),
                 result=str(d.get("result", ""))[:400],
                 is_error=bool(d.get("isError")),
             )
-        )
-    return out
+            for d in calls
+        ]
+        for step, calls in journal_data.tool_calls_by_step(entries).items()
+    }
 
 
 def _json(value: Any) -> str:
@@ -227,6 +234,7 @@ def read_conversation(db: firestore.Client, conversation_id: str) -> Conversatio
         return None
     conv = Conversation.model_validate(snap.to_dict())
     steps, models = [], []
+    tool_calls = _tool_calls(snap.reference)
     for step_snap in snap.reference.collection("steps").get():
         step = Step.model_validate(step_snap.to_dict())
         models.append(step)
@@ -243,7 +251,7 @@ def read_conversation(db: firestore.Client, conversation_id: str) -> Conversatio
                 error=step.error,
                 note=step.note,
                 attempts=_attempts(step_snap.reference),
-                tool_calls=_tool_calls(step_snap.reference),
+                tool_calls=tool_calls.get(step_snap.reference.path, []),
             )
         )
     workflow = db.document(f"workflows/{conv.workflow_id}").get().to_dict() or {}

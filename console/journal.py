@@ -1,7 +1,8 @@
 """The journal of a run (functions/journal.py): every model reply recorded for an experiment,
 a society, a debate or a conversation, with who asked (description, agent, stage), its tokens,
-when it was recorded, its size and its text. Read-only: the journal is the model's record, and
-a replay hands its replies back as they are (the document editor refuses to write it too)."""
+when it was recorded, its size and its text; and every tool call of a reply, with its result.
+Read-only: the journal is the model's record, and a replay hands its replies back as they are
+(the document editor refuses to write it too)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from google.cloud import firestore
 from pydantic import BaseModel
 
 from console.context import db
+from functions.journal import TOOL_CALL
 from tools import journal_data
 
 blueprint = Blueprint("journal", __name__)
@@ -17,6 +19,8 @@ blueprint = Blueprint("journal", __name__)
 
 class JournalRow(BaseModel):
     key: str
+    kind: str
+    """``reply``, or ``toolCall`` (the tool in ``description``, its result in ``text``)."""
     recorded_at: str
     description: str
     agent: str
@@ -35,6 +39,9 @@ class RunJournal(BaseModel):
     run: str
     """``{kind}/{id}``: ``experiments/e1``, ``societies/s1``, ..."""
     calls: int
+    """Recorded replies."""
+    tool_calls: int
+    """Recorded tool calls."""
     prompt_tokens: int
     completion_tokens: int
     stored_bytes: int
@@ -48,7 +55,8 @@ def read_journal(client: firestore.Client, kind: str, run_id: str) -> RunJournal
     rows = [JournalRow(**row) for row in table]
     return RunJournal(
         run=run,
-        calls=len(rows),
+        calls=sum(1 for r in rows if r.kind != TOOL_CALL),
+        tool_calls=sum(1 for r in rows if r.kind == TOOL_CALL),
         prompt_tokens=sum(r.prompt_tokens for r in rows),
         completion_tokens=sum(r.completion_tokens for r in rows),
         stored_bytes=sum(r.stored_bytes for r in rows),

@@ -1,5 +1,6 @@
 """A run's journal of model calls (functions/journal.py) as data: every recorded reply of an
-experiment, society, debate or conversation, for the export and the console.
+experiment, society, debate or conversation, and every tool call of a reply (``kind``
+``toolCall``), for the export and the console.
 
 Read as stored (a malformed entry still shows, with what it has), in the order the replies
 were recorded. Read-only: nothing here writes a journal.
@@ -14,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 from google.cloud import firestore
 
-from functions.journal import JOURNAL
+from functions.journal import JOURNAL, TOOL_CALL
 
 Json = dict[str, Any]
 
@@ -24,6 +25,7 @@ RUN_KINDS = ("experiments", "societies", "debates", "conversations")
 COLUMNS = {
     "run": pa.string(),
     "key": pa.string(),
+    "kind": pa.string(),
     "recorded_at": pa.string(),
     "expire_at": pa.string(),
     "model_name": pa.string(),
@@ -37,7 +39,9 @@ COLUMNS = {
     "tool_calls": pa.string(),
     "text": pa.string(),
 }
-"""The journal table's columns (CSV and Parquet): one row per recorded call."""
+"""The journal table's columns (CSV and Parquet): one row per recorded call. A tool call's row
+(kind ``toolCall``): the tool as its description, the step that made it as its stage, its
+call (name, arguments, status) as its tool calls and its result as its text."""
 
 
 def _plain(value: Any) -> Any:
@@ -77,8 +81,27 @@ def _size(value: Any) -> int:
 
 
 def _when(entry: Json) -> str:
-    stamp = entry.get("recordedAt")
+    stamp = entry.get("recordedAt") or entry.get("createdAt")
     return stamp if isinstance(stamp, str) else ""
+
+
+def is_tool_call(entry: Json) -> bool:
+    return entry.get("kind") == TOOL_CALL
+
+
+def tool_calls_by_step(journal: list[Json]) -> dict[str, list[Json]]:
+    """The journal's tool calls by the step that made them (a parallel branch's under its
+    step: ``conversations/c/steps/0003``), each step's in the order made."""
+    found: dict[str, list[Json]] = {}
+    for entry in journal:
+        if is_tool_call(entry):
+            step = "/".join(_str(entry.get("step")).split("/")[:4])
+            found.setdefault(step, []).append(entry)
+    return {step: sorted(calls, key=_made_order) for step, calls in found.items()}
+
+
+def _made_order(entry: Json) -> tuple[str, int, int]:
+    return str(entry.get("createdAt") or ""), _int(entry.get("round")), _int(entry.get("position"))
 
 
 def entries(db: firestore.Client, run: str) -> list[Json]:
@@ -104,12 +127,27 @@ def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _as_reply(entry: Json) -> Json:
+    """A tool call's entry in a reply's fields (``COLUMNS``)."""
+    if not is_tool_call(entry):
+        return entry
+    call = {k: entry.get(k) for k in ("name", "arguments", "status", "isError")}
+    return {
+        **entry,
+        "description": f"tool {_str(entry.get('name'))}",
+        "stageId": _str(entry.get("step")),
+        "toolCalls": [call],
+        "text": _str(entry.get("result")),
+    }
+
+
 def rows(run: str, journal: list[Json]) -> list[Json]:
     """One row per recorded call, in ``COLUMNS``' shape."""
     return [
         {
             "run": run,
             "key": entry["key"],
+            "kind": TOOL_CALL if is_tool_call(entry) else "reply",
             "recorded_at": _when(entry),
             "expire_at": _str(entry.get("expireAt")),
             "model_name": _str(entry.get("modelName")),
@@ -123,5 +161,5 @@ def rows(run: str, journal: list[Json]) -> list[Json]:
             "tool_calls": json.dumps(entry.get("toolCalls") or [], sort_keys=True),
             "text": _str(entry.get("text")),
         }
-        for entry in journal
+        for entry in map(_as_reply, journal)
     ]

@@ -301,17 +301,16 @@ def ask_counted(
     (a conductor workflow may send it verbatim, as Diskurs does).
 
     With ``tools``, a reply of tool calls is a turn too (as in Diskurs): ``tools`` records and
-    runs them, their results go back to the model; turns recorded by an earlier delivery are
-    continued from, not asked again."""
+    runs them, their results go back to the model. A re-execution takes the replies from the
+    journal and the tools' results from their record: neither is asked nor run again."""
     check_prompt_size(f"{system}\n\n{prompt}" if system else prompt)
     call = _Call(site, api_keys)
     if stats is not None:
         call.stats = stats
-    history: tuple[Message, ...] = tools.replay() if tools is not None else ()
+    history: tuple[Message, ...] = ()
     last_error = ""
     turns = (retries if retries is not None else DEFAULT_RETRIES) + 1
-    done = sum(1 for m in history if m.role == "tool")
-    for _ in range(done + 1, turns + 1):
+    for _ in range(turns):
         request = ModelRequest(
             prompt=prompt,
             response_schema=schema,
@@ -327,7 +326,7 @@ def ask_counted(
         reply, started = arrived.reply, arrived.started
         if reply.tool_calls and tools is not None:
             call.log(request, started, arrived=arrived, status="TOOL_CALLS")
-            history = (*history, *tools.answer(reply.tool_calls, reply.text))
+            history = (*history, *tools.answer(reply.tool_calls, reply.text, arrived.key))
             last_error = "the model was still calling tools when its turns ran out"
             continue
         try:

@@ -1,11 +1,13 @@
-"""A step's tool calls, recorded in Firestore so that a redelivered step never runs a tool twice.
+"""A step's tool calls, recorded in the run's journal so that a redelivered step never runs a
+tool twice (``functions.journal.RecordedToolCall``: ``{run}/journal/{round key}.{pp}``).
 
 ``StepTools`` is the ``ToolUse`` a step's model call runs its tools through (``model_call.ask``):
-each round of calls is recorded before any runs (the first delivery to record a round wins; a
-racing one continues from what was recorded), each call claimed in a transaction before its
-tool runs and its result stored before the model is asked again. A delivery that finds rounds
-recorded continues from them; a call it finds claimed but unfinished was cut off by a crash and
-is marked interrupted, not run again (shared/conductor/tool_calls.py).
+each round of calls (one reply's, keyed by the request that got the reply) is recorded before
+any runs (the first delivery to record a round wins; a racing one continues from what was
+recorded), each call claimed in a transaction before its tool runs and its result stored before
+the model is asked again. A delivery that asks the same request again (a re-execution takes the
+reply from the journal, a replay too) finds the round recorded and takes its results; a call it
+finds claimed but unfinished was cut off by a crash and is marked interrupted, not run again.
 """
 
 from __future__ import annotations
@@ -18,15 +20,9 @@ from typing import Any
 
 from google.cloud import firestore
 
-from functions import store, transactions
-from shared.conductor.tool_calls import (
-    FINISHED,
-    TOOL_CALLS,
-    ToolCallDoc,
-    ToolCallStatus,
-    call_id,
-    round_turns,
-)
+from functions import journal, store, transactions
+from functions.clients import db
+from functions.journal import FINISHED, RecordedToolCall, ToolCallStatus, round_turns
 from shared.errors import WorkError
 from shared.llm.base import Message, ToolCall, ToolSpec
 from shared.llm.tools import MAX_RESULT_CHARS, Tool, failure_text, invoke, result_text
@@ -47,19 +43,20 @@ def stored_value(value: Any) -> str:
 
 
 class StepTools:
-    """The tools of one step and their durable calls, under ``owner`` (the step's document,
+    """The tools of one step and their durable calls, made by ``step`` (the step's document,
     ``conversations/{c}/steps/{n}``, or a parallel branch's, whose agent steps share it: their
-    calls' ids start with ``prefix``)."""
+    code calls' keys include ``prefix``), recorded in the run's journal."""
 
     def __init__(
         self,
-        owner: str,
+        step: str,
         agent: str,
         tools: Mapping[str, Tool],
         context: Mapping[str, Any] | None = None,
         prefix: str = "",
     ) -> None:
-        self.collection, self.prefix, self.agent = f"{owner}/{TOOL_CALLS}", prefix, agent
+        self.step, self.prefix, self.agent = step, prefix, agent
+        self.run = journal.run_of(step)
         self.tools = dict(tools)
         self.context = dict(context or {})
         """Values for the tools' invisible arguments (the conversation's memory)."""
@@ -70,62 +67,67 @@ class StepTools:
     def specs(self) -> tuple[ToolSpec, ...]:
         return tuple(t.spec for t in self.tools.values())
 
-    def path(self, round_: int, position: int) -> str:
-        return f"{self.collection}/{self.prefix}{call_id(round_, position)}"
+    def path(self, key: str) -> str:
+        return journal.path(self.run, key)
 
-    def recorded(self) -> dict[int, list[ToolCallDoc]]:
-        """The recorded calls by round."""
-        rounds: dict[int, list[ToolCallDoc]] = {}
-        for snap in store.every_document(self.collection):
-            if not snap.id.startswith(self.prefix):
-                continue
-            path = f"{self.collection}/{snap.id}"
-            doc = store.parse(ToolCallDoc, path, store.data_of(snap))
-            rounds.setdefault(doc.round, []).append(doc)
-        return rounds
-
-    def replay(self) -> tuple[Message, ...]:
-        turns: list[Message] = []
-        rounds = self.recorded()
-        for round_ in sorted(rounds):
-            turns += self._finish(rounds[round_])
-        self.rounds = len(rounds)
-        return tuple(turns)
-
-    def answer(self, calls: tuple[ToolCall, ...], text: str) -> tuple[Message, ...]:
-        docs = self._record(self.rounds, calls, text)
+    def answer(self, calls: tuple[ToolCall, ...], text: str, asked: str) -> tuple[Message, ...]:
+        docs = self._record(asked, self.rounds, calls, text)
         self.rounds += 1
         return self._finish(docs)
 
     # --- the record ---------------------------------------------------------------------------
 
-    def _record(self, round_: int, calls: tuple[ToolCall, ...], text: str) -> list[ToolCallDoc]:
-        """Create the round's call documents, unless a racing delivery recorded the round
-        first: then its calls are the round's (the model's turn as the record has it)."""
-        docs = [ToolCallDoc.of(round_, i, c, text, self.agent) for i, c in enumerate(calls)]
+    def _recorded(self, round_key: str) -> list[RecordedToolCall]:
+        """The round's calls as recorded."""
+        query = db().collection(f"{self.run}/{journal.JOURNAL}")
+        found = query.where(filter=firestore.FieldFilter("roundKey", "==", round_key)).get()
+        return [
+            store.parse(RecordedToolCall, snap.reference.path, store.data_of(snap))
+            for snap in found
+        ]
 
-        def body(transaction: firestore.Transaction) -> list[ToolCallDoc]:
-            first = store.snapshot_data(self.path(round_, 0), transaction)
+    def _record(
+        self, round_key: str, round_: int, calls: tuple[ToolCall, ...], text: str
+    ) -> list[RecordedToolCall]:
+        """Create the round's call entries, unless a racing delivery (or the run a replay
+        replays) recorded the round first: then its calls are the round's (the model's turn as
+        the record has it). Where the round may have been recorded before (a re-execution, a
+        replay: ``journal.lookups_on``), it is read first, without a transaction."""
+        if journal.lookups_on():
+            found = self._recorded(round_key)
+            if found:
+                return found
+        docs = [
+            RecordedToolCall.of(round_key, self.step, round_, i, c, text, self.agent)
+            for i, c in enumerate(calls)
+        ]
+
+        def body(transaction: firestore.Transaction) -> list[RecordedToolCall]:
+            first = store.snapshot_data(self.path(docs[0].key), transaction)
             if first is not None:
                 return []
             stamp = now()
             for doc in docs:
                 data = doc.model_copy(update={"created_at": stamp}).to_firestore()
-                transaction.create(store.ref(self.path(round_, doc.position)), data)
+                transaction.create(store.ref(self.path(doc.key)), data)
             return docs
 
-        return transactions.run(body) or self.recorded()[round_]
+        return transactions.run(body) or self._recorded(round_key)
 
-    def _finish(self, docs: list[ToolCallDoc]) -> tuple[Message, Message]:
+    def _finish(self, docs: list[RecordedToolCall]) -> tuple[Message, Message]:
         return round_turns(self._settle(docs))
 
-    def _settle(self, docs: list[ToolCallDoc]) -> list[ToolCallDoc]:
+    def _settle(self, docs: list[RecordedToolCall]) -> list[RecordedToolCall]:
         """Every call of the round finished: run the requested ones (each once), mark the
-        ones cut off by a crash interrupted."""
-        return [
-            doc if doc.status in FINISHED else self._run_once(doc)
-            for doc in sorted(docs, key=lambda d: d.position)
-        ]
+        ones cut off by a crash interrupted; the ones finished before are taken as recorded."""
+        settled = []
+        for doc in sorted(docs, key=lambda d: d.position):
+            if doc.status in FINISHED:
+                journal.tools_reused[self.run] += 1
+                settled.append(doc)
+            else:
+                settled.append(self._run_once(doc))
+        return settled
 
     # --- a heuristic sequence's call_tool ---------------------------------------------------
 
@@ -133,9 +135,10 @@ class StepTools:
         self, function_name: str, arguments: dict[str, Any], metadata: dict[str, Any] | None = None
     ) -> Any:
         """Diskurs' ``ToolExecutor.call_tool``, for a heuristic sequence: the step's k-th call
-        is recorded as round k, so a redelivered step gets the recorded value back instead of
-        running the tool again. A tool that raised (or was interrupted) raises ToolCallFailed,
-        as the tool's own exception reaches the sequence in Diskurs."""
+        is recorded as round k (keyed by the step, k, the tool and its arguments), so a
+        redelivered step gets the recorded value back instead of running the tool again. A
+        tool that raised (or was interrupted) raises ToolCallFailed, as the tool's own
+        exception reaches the sequence in Diskurs."""
         return await asyncio.to_thread(self._code_call, function_name, dict(arguments), metadata)
 
     def _code_call(
@@ -146,13 +149,14 @@ class StepTools:
         round_ = self.rounds
         self.rounds += 1
         call = ToolCall(f"code-{round_}", name, arguments)
-        [doc] = self._settle(self._record(round_, (call,), ""))
+        key = journal.code_call_key(f"{self.step}/{self.prefix}", round_, name, arguments)
+        [doc] = self._settle(self._record(key, round_, (call,), ""))
         if doc.is_error:
             raise ToolCallFailed(doc.result)
         return json.loads(doc.value) if doc.value else doc.result
 
-    def _run_once(self, doc: ToolCallDoc) -> ToolCallDoc:
-        path = self.path(doc.round, doc.position)
+    def _run_once(self, doc: RecordedToolCall) -> RecordedToolCall:
+        path = self.path(doc.key)
         claimed = self._move(
             path, ToolCallStatus.REQUESTED, {"status": ToolCallStatus.RUNNING.value}
         )
@@ -166,8 +170,9 @@ class StepTools:
             return self._move(path, ToolCallStatus.RUNNING, interrupted)
         return self._move(path, ToolCallStatus.RUNNING, self._outcome(doc), mine=True)
 
-    def _outcome(self, doc: ToolCallDoc) -> dict[str, Any]:
+    def _outcome(self, doc: RecordedToolCall) -> dict[str, Any]:
         """Run the call: its result as the model reads it, and its value for code."""
+        journal.tools_ran[self.run] += 1
         try:
             value = invoke(self.tools, doc.call(), self.context)
         except Exception as error:  # the tool's failure is the caller's to read
@@ -185,13 +190,13 @@ class StepTools:
 
     def _move(
         self, path: str, expected: ToolCallStatus, fields: dict[str, Any], mine: bool = False
-    ) -> ToolCallDoc:
+    ) -> RecordedToolCall:
         """Apply ``fields`` if the call is still ``expected`` (and, ``mine``, still claimed by
         this run); the call as it then is."""
         stamp = now()
 
-        def body(transaction: firestore.Transaction) -> ToolCallDoc:
-            doc = store.parse(ToolCallDoc, path, store.snapshot_data(path, transaction))
+        def body(transaction: firestore.Transaction) -> RecordedToolCall:
+            doc = store.parse(RecordedToolCall, path, store.snapshot_data(path, transaction))
             if doc.status != expected or (mine and doc.holder != self.holder):
                 return doc
             changes: dict[str, Any] = {**fields}

@@ -171,16 +171,14 @@ async def _awaited(value: Any) -> Any:
 
 class ToolUse(Protocol):
     """How a model call runs the tools it offers (``model_call.ask``): the durable record is
-    the implementer's (e.g. a conductor step's tool calls in Firestore)."""
+    the implementer's (a conductor step's tool calls, in the run's journal)."""
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]: ...
 
-    def replay(self) -> tuple[Message, ...]:
-        """The tool turns recorded by earlier deliveries of this call (to continue from)."""
-        ...
-
-    def answer(self, calls: tuple[ToolCall, ...], text: str) -> tuple[Message, ...]:
-        """Record the model's turn of ``calls``, run each once, and return that assistant
-        turn and the tool turn with their results."""
+    def answer(self, calls: tuple[ToolCall, ...], text: str, asked: str) -> tuple[Message, ...]:
+        """Record the model's turn of ``calls`` (the reply to the request whose journal key is
+        ``asked``), run each once, and return that assistant turn and the tool turn with their
+        results (a turn recorded before, by an earlier delivery or the run a replay replays,
+        with its recorded results)."""
         ...

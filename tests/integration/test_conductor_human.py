@@ -331,8 +331,9 @@ def test_the_export_and_the_console_show_a_steps_tool_calls(runtime, db, tmp_pat
     )
     lines = [json.loads(line) for line in (tmp_path / "h6.jsonl").read_text().splitlines()]
     [call] = [r for r in lines if r["type"] == "tool_call"]
-    assert (call["step"], call["id"]) == (3, "00-00")
+    assert (call["step"], call["id"]) == (3, stored["key"])  # an entry of the journal
     assert call["data"] == _plain(stored)
+    assert stored["key"] not in [r["id"] for r in lines if r["type"] == "journal"]
     assert call["data"]["name"] == "lookup" and call["data"]["result"].startswith("sunny in ")
     order = [(r["type"], r["step"]) for r in lines if r["step"] == 3]
     assert order[:4] == [("step", 3), ("attempt", 3), ("attempt", 3), ("tool_call", 3)]

@@ -22,6 +22,7 @@ from experiment_state import settle
 from tool_state import QUERY, TOOLING, WF, logging_tools, runs, tool_calls, with_tools
 
 from emulator.chaos import ChaosSettings
+from functions import journal
 from shared.conductor.documents import Status
 from shared.llm.base import ModelClient, ModelReply, ModelRequest
 from shared.llm.scripted import generate_value
@@ -116,6 +117,9 @@ def test_a_redelivered_step_does_not_call_its_tool_twice(runtime, db, tool_log):
     assert len(asking) == 1 and len(answering) == 2
     assert answering[0].history == answering[1].history
     assert answering[1].history[1].tool_results[0].content == call["result"]
+    # the redelivery took the reply asking for the tool, and the tool's result, from the journal
+    assert journal.taken["conversations/t3"] >= 1
+    assert journal.tools_reused["conversations/t3"] == 1
 
 
 HEURISTIC_CONFIG = """

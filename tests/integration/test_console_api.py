@@ -13,6 +13,8 @@ from google.cloud import firestore
 
 from console.app import create_app
 from console.live import read_state
+from functions.journal import RecordedToolCall
+from shared.llm.base import ToolCall
 
 E = "experiments/console-api"
 
@@ -150,3 +152,25 @@ def test_a_runs_journal_is_shown_read_only(api, db):
     stored = db.document(f"{J}/journal/k1").get().to_dict()
     assert stored["text"] == "first"
     assert len(db.collection(f"{J}/journal").get()) == 2
+
+
+def test_a_tool_call_is_a_row_of_the_journal_page(api, db):
+    """A reply's tool call is an entry of the run's journal: one row, the tool as its
+    description, the step as its stage, its result as its text; counted apart from replies."""
+    run, step = "conversations/console-tools", "conversations/console-tools/steps/0003"
+    call = RecordedToolCall.of("k" * 40, step, 0, 0, ToolCall("c1", "lookup", {"city": "Oslo"}),
+                               "", "answerer")  # fmt: skip
+    done = call.model_copy(update={"status": "done", "result": "sunny in Oslo"})
+    db.document(f"{run}/journal/{call.key}").set(done.to_firestore())
+    db.document(f"{run}/journal/{'k' * 40}").set(_recorded("k", 1, "calls lookup"))
+    state = api.get("/api/journal/conversations/console-tools").json
+    assert (state["calls"], state["tool_calls"]) == (1, 1)
+    [row] = [r for r in state["rows"] if r["kind"] == "toolCall"]
+    assert (row["key"], row["description"], row["stage_id"], row["text"]) == (
+        f"{'k' * 40}.00",
+        "tool lookup",
+        step,
+        "sunny in Oslo",
+    )
+    assert json.loads(row["tool_calls"])[0]["arguments"] == '{"city": "Oslo"}'
+    assert "tool lookup" in api.get(f"/journal/{run}").get_data(True)

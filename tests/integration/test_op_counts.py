@@ -12,11 +12,15 @@ between runs (44-46 RPCs), so its bounds are the highest seen."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
+from conductor_state import conversation, finished, start
 from experiment_state import errors, model_logs, participants, settle
+from tool_state import QUERY, WF, logging_tools, tool_calls, with_tools
 
 from bench import transitions
 from bench.cost import DeliveryUsage
+from shared.conductor.documents import Status
 from tools.load_template import load
 
 
@@ -54,8 +58,24 @@ def test_ten_stage_moves_cost_no_more_than_their_budget(runtime, db, monkeypatch
     assert errors(db, e) == []
     assert len(model_logs(db, e)) == MODEL_CALLS
     assert set(counted.by_function) == set(BUDGET)
+    over = _over(counted, BUDGET)
+    assert not over, "\n".join(f"{f}: spent {s}, budget {b}, {m}" for f, (s, b, m) in over.items())
+
+
+TOOL_BUDGET = {
+    "onConductorStep": Budget(5, rpcs=64, reads=35, writes=31, transactions=8),
+    "onConversationCreated": Budget(1, rpcs=6, reads=2, writes=3, transactions=1),
+}
+"""A conversation of the example (conductor, extractor, conductor, answerer with one tool,
+conductor). Issue 37 moved the tool calls into the journal: the round is recorded, claimed and
+its result stored in the same three transactions as before, and the step no longer lists its
+tool-call collection before asking the model (before the fold: 65 RPCs and 36 reads, one
+``ListDocuments`` more; writes and transactions the same)."""
+
+
+def _over(counted: DeliveryUsage, budgets: dict[str, Budget]) -> dict[str, Any]:
     over = {}
-    for function, budget in BUDGET.items():
+    for function, budget in budgets.items():
         used = counted.by_function[function]
         spent = Budget(
             counted.deliveries[function], used.rpcs, used.reads, used.writes, used.transactions
@@ -65,4 +85,20 @@ def test_ten_stage_moves_cost_no_more_than_their_budget(runtime, db, monkeypatch
             for f in ("rpcs", "reads", "writes", "transactions")
         ):
             over[function] = (spent, budget, dict(used.by_method))
+    return over
+
+
+def test_a_conductor_step_with_a_tool_costs_no_more_than_its_budget(
+    runtime, db, tmp_path, monkeypatch
+):
+    logging_tools(tmp_path, monkeypatch)
+    with_tools(db, "lookup")
+    with DeliveryUsage() as counted:
+        start(db, "ops", QUERY, WF)
+        settle(runtime, finished(db, "ops"), rounds=5)
+    assert conversation(db, "ops").status == Status.DONE
+    [call] = tool_calls(db, "ops", "0003")
+    assert call["status"] == "done"
+    assert set(counted.by_function) == set(TOOL_BUDGET)
+    over = _over(counted, TOOL_BUDGET)
     assert not over, "\n".join(f"{f}: spent {s}, budget {b}, {m}" for f, (s, b, m) in over.items())

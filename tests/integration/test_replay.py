@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from conductor_state import conversation, finished, load_example, start
 from experiment_state import all_succeeded, demo_without_chats, settle
+from tool_state import WF, logging_tools, tool_calls, with_tools
+from tool_state import runs as tool_runs
 
 from functions import journal
 from shared.conductor.documents import Status
@@ -54,6 +56,44 @@ def test_a_changed_query_asks_the_model_from_the_first_request_that_differs(runt
     assert "made 0 model calls" not in out
     assert "changed: conversations/r2" in out and "place(s) differ from the run's" in out
     assert journal.taken["conversations/r2"] == 0 and recorded >= 2
+
+
+def test_a_conversation_with_tools_replays_without_running_them(
+    runtime, db, capsys, tmp_path, monkeypatch
+):
+    """The answerer's tool call is an entry of the journal: the replay takes the reply that
+    asked for it and the call's recorded result, so the tool does not run again and the model
+    is asked nothing."""
+    log = logging_tools(tmp_path, monkeypatch)
+    with_tools(db, "lookup")
+    start(db, "r4", QUERY, WF)
+    settle(runtime, finished(db, "r4"), rounds=5)
+    assert conversation(db, "r4").status == Status.DONE
+    [call] = tool_calls(db, "r4", "0003")
+    assert tool_runs(log) == [f"lookup {call['result'].removeprefix('sunny in ')}"]
+    replies = _journaled(db, "conversations/r4") - 1
+    assert replay.replay(db, "conversations/r4", [], timeout=120) == 0
+    out = capsys.readouterr().out
+    assert f"{replies} recorded replies, 1 tool calls" in out
+    assert f"reused {replies} recorded replies, made 0 model calls" in out
+    assert "tools: reused 1 recorded tool calls, ran 0" in out
+    assert "documents: the same as the run's" in out
+    assert len(tool_runs(log)) == 1  # not run again
+
+
+def test_a_changed_conversation_runs_its_tools_anew(runtime, db, capsys, tmp_path, monkeypatch):
+    """A changed query changes every request: the reply asking for the tool is new, so its
+    call is too, and the tool runs."""
+    log = logging_tools(tmp_path, monkeypatch)
+    with_tools(db, "lookup")
+    start(db, "r5", QUERY, WF)
+    settle(runtime, finished(db, "r5"), rounds=5)
+    status = replay.replay(db, "conversations/r5", ['conversations/r5:query="Hello?"'], 120)
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "reused 0 recorded replies" in out
+    assert "tools: reused 0 recorded tool calls, ran 1" in out
+    assert len(tool_runs(log)) == 2
 
 
 def test_bad_runs_and_changes_are_refused_before_anything_starts(runtime, db):

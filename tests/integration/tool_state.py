@@ -38,7 +38,9 @@ def with_tools(db: firestore.Client, *names: str) -> None:
 
 
 def tool_calls(db: firestore.Client, cid: str, step: str) -> list[dict[str, Any]]:
-    docs = db.collection(f"conversations/{cid}/steps/{step}/toolCalls").get()
+    """The step's tool calls, as recorded in the conversation's journal."""
+    made_by = firestore.FieldFilter("step", "==", f"conversations/{cid}/steps/{step}")
+    docs = db.collection(f"conversations/{cid}/journal").where(filter=made_by).get()
     return sorted((d.to_dict() for d in docs), key=lambda d: (d["round"], d["position"]))
 
 

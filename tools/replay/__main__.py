@@ -8,8 +8,10 @@ Reads the run where it is (the emulators of ``make up``, or the project GOOGLE_C
 names), starts fresh emulators and the functions in this process, writes the run's start
 (``tools.replay.runs``) and its journal there, and lets the run go again with every model call
 looking in the journal first (``DLAB_JOURNAL_REPLAY``): a request the run made takes its
-recorded reply; one it did not make (after a ``--change``) asks the model. Prints how many
-replies it reused and how many calls it made, and where the two runs' documents differ
+recorded reply; one it did not make (after a ``--change``) asks the model. A tool call of a
+reply taken from the journal takes its recorded result (the tool does not run again); a new
+reply's tools run. Prints how many replies it reused and how many calls it made, how many tool
+calls it reused and how many tools it ran, and where the two runs' documents differ
 (``tools.replay.compare``). Exits 1 when the replay fails or, without ``--change``, differs;
 2 on a bad argument.
 """
@@ -86,6 +88,7 @@ def _wait(kind: runs.RunKind, db: firestore.Client, run: str, timeout: float) ->
         if ended is not None:
             return ended
         line = f"  reused {journal.taken[run]} recorded replies, made {_made(db, run)} calls"
+        line += f"; reused {journal.tools_reused[run]} tool calls, ran {journal.tools_ran[run]}"
         if line != last:
             print(line, flush=True)
             last = line
@@ -119,8 +122,13 @@ def replay(source: firestore.Client, run: str, changes: list[str], timeout: floa
     recorded = {d.reference.path: d.to_dict() or {} for d in journaled}
     original = compare.dump(source, run)
     kept = {part for path in starts for part in path.split("/")}
-    print(f"{run}: {len(starts)} start documents, {len(recorded)} recorded replies", flush=True)
-    journal.taken[run] = 0
+    calls = sum(1 for data in recorded.values() if data.get("kind") == journal.TOOL_CALL)
+    replies = len(recorded) - calls
+    print(
+        f"{run}: {len(starts)} start documents, {replies} recorded replies, {calls} tool calls",
+        flush=True,
+    )
+    journal.taken[run] = journal.tools_reused[run] = journal.tools_ran[run] = 0
     project = f"replay-{uuid.uuid4().hex[:8]}"  # a database of its own, on any emulator
     with _replaying(), LocalRuntime(project=project, mode="concurrent", tick_s=1.0) as runtime:
         db = firestore.Client(project=runtime.project)
@@ -131,6 +139,8 @@ def replay(source: firestore.Client, run: str, changes: list[str], timeout: floa
         made, reused = _made(db, run), journal.taken[run]
         outcome = compare.compare(original, compare.dump(db, run), kept)
     print(f"replay: {ended.how}; reused {reused} recorded replies, made {made} model calls")
+    tools_reused, tools_ran = journal.tools_reused[run], journal.tools_ran[run]
+    print(f"tools: reused {tools_reused} recorded tool calls, ran {tools_ran}")
     if changed:
         print(f"changed: {', '.join(changed)}")
     if outcome.same:
