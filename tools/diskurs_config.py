@@ -522,12 +522,6 @@ class _Reader:
         doc["maxReasoningSteps"] = int(entry.get("max_reasoning_steps") or DEFAULT_REASONING_STEPS)
         if entry.get("type") != "conductor":
             doc["topics"] = list(entry.get("topics") or [])
-            if len(doc["topics"]) > 1:
-                self.warn(
-                    f"{where}.topics",
-                    f"Diskurs publishes to each of {doc['topics']}; this backend goes on with "
-                    f"the first, {doc['topics'][0]!r}",
-                )
         doc["initFromMemory"] = entry.get("init_prompt_arguments_with_longterm_memory", True)
         doc["lockedFields"] = entry.get("locked_fields") or {}
         doc["tools"] = list(entry.get("tools") or [])

@@ -13,7 +13,15 @@ from functions import store, transactions
 from functions.conductor.completion import Completion, conversation_path, step_path
 from shared.conductor import memory
 from shared.conductor.branches import branch_path
-from shared.conductor.documents import Conversation, Remembered, Status, Step, StepStatus, step_id
+from shared.conductor.documents import (
+    Conversation,
+    Queued,
+    Remembered,
+    Status,
+    Step,
+    StepStatus,
+    step_id,
+)
 from shared.models import now, parse_document
 
 
@@ -53,16 +61,37 @@ def _conversation_update(
         update["activeAgent"] = done.next_step.agent
         if done.next_step.agent_step == 1:
             update["dispatches"] = firestore.Increment(1)
-    if done.answer:
-        update["answer"] = done.answer
     if done.problem is not None:
         update["error"] = done.problem.to_firestore()
-    if done.outcome:
-        update["outcome"] = done.outcome
+    if done.outcome and (done.result is not None or conv.result is None):
+        update["outcome"] = done.outcome  # an earlier topic's result stands (Diskurs' holder)
         update["result"] = done.result
+        if done.answer:
+            update["answer"] = done.answer
+    elif done.answer and not done.outcome:
+        update["answer"] = done.answer
     if done.warnings:
         update["warnings"] = firestore.ArrayUnion(list(done.warnings))
-    return update
+    return {**update, **_queue_update(conv, done, merged)}
+
+
+def _queue_update(
+    conv: Conversation, done: Completion, merged: dict[str, Remembered] | None
+) -> dict[str, Any]:
+    """An agent's later ``topics`` queued with the memory it leaves; a queued topic taken up
+    (the conversation would have ended) gives back its memory."""
+    if done.resume is not None:
+        rest = conv.queued[:-1]
+        memory = done.resume.memory
+        return {
+            "queued": [q.to_firestore() for q in rest],
+            "memory": {k: v.to_firestore() for k, v in memory.items()},
+        }
+    if not done.queue:
+        return {}
+    left = merged if merged is not None else conv.memory
+    added = [Queued(agent=topic, memory=left) for topic in reversed(done.queue)]
+    return {"queued": [q.to_firestore() for q in [*conv.queued, *added]]}
 
 
 def commit(conversation_id: str, step: Step, done: Completion) -> bool:

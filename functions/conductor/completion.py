@@ -9,7 +9,16 @@ from typing import Any
 
 from shared import paths
 from shared.conductor.branches import Branch
-from shared.conductor.documents import CONVERSATION, STEP, Decision, Problem, Status, Step, step_id
+from shared.conductor.documents import (
+    CONVERSATION,
+    STEP,
+    Decision,
+    Problem,
+    Queued,
+    Status,
+    Step,
+    step_id,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +44,12 @@ class Completion:
     """Added to the conversation's ``warnings``."""
     branches: tuple[Branch, ...] = ()
     """A parallel agent's fan-out: created with ``next_step`` (its join step) at commit."""
+    queue: tuple[str, ...] = ()
+    """Topics the conversation goes to after ``next_step``'s chain ends, in order (an agent's
+    second and later ``topics``): queued at commit with the memory as this step leaves it."""
+    resume: Queued | None = None
+    """The queued topic ``next_step`` goes to (the conversation would have ended): taken off the
+    queue at commit, its memory the conversation's again."""
 
 
 def conversation_path(conversation_id: str) -> str:

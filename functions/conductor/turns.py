@@ -1,7 +1,8 @@
 """An agent's turn: its first step (its arguments from the memory), and what follows a step of
 it: another step of the same turn, or the turn's end, which hands the final arguments to the
-memory and goes where the agent's type and ``topics`` say (the conductor; the next agent; the
-conversation's end for a finalizer, or for an agent with no topic, as in Diskurs)."""
+memory and goes where the agent's type and ``topics`` say (the conductor; the next agent, and
+after its chain each further topic; the conversation's end for a finalizer, or for an agent
+with no topic, as in Diskurs)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from shared.conductor.documents import (
     AgentDoc,
     Conversation,
     Semantics,
+    Status,
     Step,
     StepKind,
     WorkflowDoc,
@@ -162,4 +164,19 @@ def after_step(
         return Completion(next_step=conductor_step(ctx, index), **done)
     if not agent.topics:  # Diskurs publishes to no one: the conversation ends, with no result
         return ended("no topic", None, **done)
-    return Completion(next_step=step_to(ctx, agent.topics[0], index, hand_back), **done)
+    first, *later = agent.topics
+    return Completion(next_step=step_to(ctx, first, index, hand_back), queue=tuple(later), **done)
+
+
+def go_on(ctx: Context, done: Completion) -> Completion:
+    """Diskurs publishes a turn to each of its agent's topics in turn, each topic's chain of
+    turns to its end before the next: a conversation that would end while topics are queued
+    goes on with the last one queued, from the memory it was queued with. What the ended chain
+    gave stays: its result (Diskurs' one result holder; a later result replaces it), its
+    outcome, its step's record."""
+    if done.status != Status.DONE or not ctx.conv.queued:
+        return done
+    queued = ctx.conv.queued[-1]
+    there = dataclasses.replace(ctx, conv=ctx.conv.model_copy(update={"memory": queued.memory}))
+    nxt = step_to(there, queued.agent, ctx.step.index + 1)
+    return dataclasses.replace(done, status=Status.RUNNING, next_step=nxt, resume=queued)

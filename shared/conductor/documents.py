@@ -267,7 +267,8 @@ class AgentDoc(Strict):
     """Steps of one turn before it hands back (Diskurs' ``maxReasoningSteps``); None: the
     workflow's ``maxAgentSteps``."""
     topics: list[str] | None = None
-    """Where its turn goes when it ends (Diskurs' ``topics``, the first); None: the conductor."""
+    """Where its turn goes when it ends (Diskurs' ``topics``: to each in turn, each topic's
+    chain of turns to its end before the next, ``Conversation.queued``); None: the conductor."""
     init_from_memory: bool = True
     """Its first arguments of a turn take the memory's values (Diskurs'
     ``initPromptArgumentsWithLongtermMemory``)."""
@@ -352,6 +353,15 @@ class UnitFailure(DocModel):
     attempts: Count = 0
 
 
+class Queued(DocModel):
+    """A topic still to be published to: Diskurs' agent publishes its turn to each of its
+    ``topics`` in turn, and the next topic gets the conversation as the agent left it."""
+
+    agent: str
+    memory: dict[str, Remembered] = {}
+    """The memory when the agent's turn ended (what a later chain changed does not reach it)."""
+
+
 class Conversation(DocModel):
     query: str
     workflow_id: str = "example"
@@ -370,6 +380,9 @@ class Conversation(DocModel):
     outcome: str = ""
     """How it ended: ``answer``, ``finalize``, ``finalizer``, ``fail``, ``no topic``..."""
     warnings: list[str] = []
+    queued: list[Queued] = []
+    """Topics still to publish to, a stack (the last is next): when the conversation would end,
+    it goes on with the last, from its memory."""
     created_at: Timestamp | None = None
     updated_at: Timestamp | None = None
 

@@ -741,3 +741,109 @@ def test_a_conductors_is_valid_refusing_its_arguments_is_sent_instead_of_its_tem
     first = model.prompts[0].prompt
     assert "Name the agent to ask next" in first
     assert next(s.decision.by for s in steps(db, "c2") if s.decision) == "model"
+
+
+TOPICS = """
+first_contact: reader
+longtermMemory: {type: TopicMemory, location: memory.py}
+llms: [{name: fake, type: scripted}]
+agents:
+  - name: reader
+    type: multistep
+    llm: fake
+    prompt: {type: multistep_prompt, location: reader, promptArgumentClass: ReaderPrompt}
+    topics: [%s]
+  - name: tagger
+    type: heuristic
+    renderPrompt: false
+    prompt: {type: heuristic_prompt, location: tagger, promptArgumentClass: TagPrompt}
+    topics: []
+  - name: collector
+    type: heuristic_finalizer
+    renderPrompt: false
+    prompt: {type: heuristic_prompt, location: collector, promptArgumentClass: CollectPrompt}
+    finalProperties: [items, tag]
+"""
+
+TOPIC_FILES = {
+    "memory.py": """\
+        from dataclasses import dataclass, field
+        from diskurs import LongtermMemory
+
+
+        @dataclass
+        class TopicMemory(LongtermMemory):
+            items: list[str] = field(default_factory=list)
+            tag: str = ""
+        """,
+    "reader/prompt.py": """\
+        from dataclasses import dataclass, field
+        from diskurs import OutputField, PromptArgument
+
+
+        @dataclass
+        class ReaderPrompt(PromptArgument):
+            items: OutputField[list[str]] = field(default_factory=list)
+        """,
+    "reader/system_template.jinja2": "Read.",
+    "reader/user_template.jinja2": "Items to read: {{ items }}",
+    "reader/agent_description.txt": "reads",
+    "tagger/prompt.py": """\
+        from dataclasses import dataclass, field
+        from diskurs import InputField, OutputField, PromptArgument
+
+
+        @dataclass
+        class TagPrompt(PromptArgument):
+            items: InputField[list[str]] = field(default_factory=list)
+            tag: OutputField[str] = ""
+
+
+        def heuristic_sequence(conversation, call_tool, llm_client):
+            arg = conversation.prompt_argument
+            arg.tag = "tagged " + ",".join(arg.items)
+            return conversation.update(prompt_argument=arg)
+        """,
+    "tagger/agent_description.txt": "tags",
+    "collector/prompt.py": """\
+        from dataclasses import dataclass, field
+        from diskurs import InputField, PromptArgument
+
+
+        @dataclass
+        class CollectPrompt(PromptArgument):
+            items: InputField[list[str]] = field(default_factory=list)
+            tag: InputField[str] = ""
+
+
+        def heuristic_sequence(conversation, call_tool, llm_client):
+            return conversation
+        """,
+    "collector/agent_description.txt": "collects",
+}
+
+
+def test_an_agent_publishes_its_turn_to_each_of_its_topics_in_turn(runtime, db, allowed):
+    """Diskurs' agent publishes to each of its ``topics`` in turn, each topic's chain to its
+    end before the next, each from the conversation as the agent left it: the tagger's chain
+    (no topic: it ends) runs first and its memory change does not reach the collector; with the
+    topics the other way round the collector's result stands after the tagger's chain ends."""
+    for wid, topics in (("tag_first", "tagger, collector"), ("collect_first", "collector, tagger")):
+        files = {**TOPIC_FILES, "config.yml": TOPICS % topics}
+        load(db, _write(allowed / wid, files), wid)
+    model = Scripted()
+    model.reply("Items to read:", {"items": ["a", "b"]}, times=-1)
+    with runtime.model_wrapper(model.wrap):
+        start(db, "t1", QUERY, "tag_first")
+        start(db, "t2", QUERY, "collect_first")
+        settle(runtime, finished(db, "t1", "t2"))
+    first, second = conversation(db, "t1"), conversation(db, "t2")
+    assert first.status == second.status == Status.DONE, (first.error, second.error)
+    assert [s.agent for s in steps(db, "t1")] == ["reader", "tagger", "collector"]
+    assert [s.agent for s in steps(db, "t2")] == ["reader", "collector", "tagger"]
+    assert steps(db, "t1")[1].output["tag"] == "tagged a,b"  # the tagger ran, on the items
+    assert first.result == {"items": ["a", "b"], "tag": ""}  # from the memory the reader left
+    assert first.outcome == "finalizer" and first.queued == []
+    assert second.result == {"items": ["a", "b"], "tag": ""}  # the tagger's end kept it
+    assert second.outcome == "finalizer" and second.memory["tag"].value == "tagged a,b"
+
