@@ -847,3 +847,62 @@ def test_an_agent_publishes_its_turn_to_each_of_its_topics_in_turn(runtime, db, 
     assert second.result == {"items": ["a", "b"], "tag": ""}  # the tagger's end kept it
     assert second.outcome == "finalizer" and second.memory["tag"].value == "tagged a,b"
 
+
+GENERATOR = """\
+from dataclasses import dataclass
+from diskurs import PromptArgument
+from diskurs.entities import ChatMessage, Role
+
+
+@dataclass
+class SummaryPrompt(PromptArgument):
+    summary: str = ""
+    messages: int = 0
+
+
+async def heuristic_sequence(conversation, call_tool, llm_client):
+    conversation = conversation.update(
+        system_prompt=ChatMessage(role=Role.SYSTEM, content="Answer in one word."),
+        user_prompt=ChatMessage(role=Role.USER, content="Name its meaning:", name="summariser"),
+    )
+    conversation = await llm_client.generate(conversation)
+    arg = conversation.prompt_argument
+    arg.summary = conversation.last_message.content
+    arg.messages = len(conversation.chat)
+    return conversation.update(prompt_argument=arg)
+"""
+
+
+def test_a_heuristic_sequence_generates_with_its_llm_client(runtime, db, allowed):
+    """``llm_client.generate(conversation)`` asks the agent's model with the conversation's
+    system prompt, chat and user prompt, and returns it with the user prompt and the reply
+    appended (Diskurs' LLMClient.generate); the call is recorded among the step's tool calls."""
+    config = """
+    first_contact: summariser
+    llms: [{name: fake, type: scripted}]
+    agents:
+      - name: summariser
+        type: heuristic_finalizer
+        llm: fake
+        renderPrompt: false
+        prompt: {type: heuristic_prompt, location: summariser, promptArgumentClass: SummaryPrompt}
+        finalProperties: [summary, messages]
+    """
+    files = {
+        "config.yml": config,
+        "summariser/prompt.py": GENERATOR,
+        "summariser/agent_description.txt": "summarises",
+    }
+    load(db, _write(allowed / "generated", files), "generated")
+    model = Scripted()
+    model.reply("Name its meaning:", {"text": "Meaning"})
+    with runtime.model_wrapper(model.wrap):
+        start(db, "h2", QUERY, "generated")
+        settle(runtime, finished(db, "h2"))
+    conv = conversation(db, "h2")
+    assert conv.status == Status.DONE, conv.error
+    assert conv.result == {"summary": "Meaning", "messages": 3}  # query, user prompt, reply
+    asked = model.prompts[0].prompt
+    assert asked.index("Answer in one word.") < asked.index(QUERY) < asked.index("Name its")
+    [call] = tool_calls(db, "h2", "0000")
+    assert call["status"] == "done"
