@@ -17,7 +17,7 @@ from functions.conductor import calling, workflow
 from functions.conductor.asking import ask, invalid_message, validator
 from functions.conductor.completion import Completion, conversation_path, ended
 from functions.conductor.history import finished_steps
-from functions.conductor.turns import Context, conductor_step, first_step
+from functions.conductor.turns import Context, conductor_step, step_to
 from shared.conductor import arguments, diskurs_view, rendering
 from shared.conductor.documents import (
     CONDUCTOR,
@@ -57,7 +57,7 @@ def conduct(ctx: Context) -> Completion:
 
 
 def _route(ctx: Context, decision: Decision, output: dict[str, Any] | None = None) -> Completion:
-    nxt = first_step(ctx, decision.next_agent, ctx.step.index + 1)
+    nxt = step_to(ctx, decision.next_agent, ctx.step.index + 1)
     return Completion(decision=decision, output=output or decision.to_firestore(), next_step=nxt)
 
 
@@ -113,7 +113,7 @@ def _finalize(ctx: Context) -> Completion:
     target = cfg.supervisor or cfg.finalizer_name
     if target:
         decision = Decision(next_agent=target, by="finalize")
-        if target in ctx.wf.agents:
+        if target in ctx.wf.agents or target in ctx.wf.conductor_names():
             return _route(ctx, decision)
         warning = f"{target!r} is not an agent of this workflow: ended without a final result"
         return ended(
@@ -247,7 +247,7 @@ def _diskurs_model(ctx: Context) -> Completion:
     nxt = str(output.get("next_agent") or "")
     if final and nxt:
         decision = Decision(next_agent=nxt, by="model")
-        step = first_step(ctx, nxt, ctx.step.index + 1, hand_back)
+        step = step_to(ctx, nxt, ctx.step.index + 1, hand_back)
         return Completion(decision=decision, output=output, next_step=step, **memory)
     if ctx.step.agent_step + 1 < agent.max_attempts:
         again = conductor_step(ctx, ctx.step.index + 1).model_copy(

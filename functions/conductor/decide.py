@@ -52,8 +52,9 @@ def decide(conversation_id: str, conversation: Conversation, step: Step) -> Comp
         if step.index == 0:
             workflow.check_agents(conversation.workflow_id, wf)
         ctx = Context.of(conversation_id, conversation, step, wf)
-        if step.kind == StepKind.CONDUCTOR:
-            return go_on(ctx, conduct(ctx))
+        if step.kind == StepKind.CONDUCTOR:  # as its conductor runs the workflow (nested)
+            led = dataclasses.replace(ctx, wf=wf.led_by(step.agent))
+            return go_on(led, conduct(led))
         if step.kind == StepKind.JOIN:
             return go_on(ctx, parallel_steps.join(ctx))
         return go_on(ctx, agent_step(ctx))

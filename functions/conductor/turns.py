@@ -82,11 +82,14 @@ class Context:
         return arguments.memory_instance(self.memory_class, self.memory(more), self.conv.query)
 
 
-def conductor_step(ctx: Context, index: int, *, predicate: bool | None = None) -> Step:
+def conductor_step(
+    ctx: Context, index: int, *, predicate: bool | None = None, name: str = ""
+) -> Step:
+    """A step of the conductor (``name``: one of a Diskurs project's conductors)."""
     return Step(
         index=index,
         kind=StepKind.CONDUCTOR,
-        agent=CONDUCTOR if not ctx.diskurs else ctx.wf.conductor.name,
+        agent=CONDUCTOR if not ctx.diskurs else name or ctx.wf.conductor.name,
         turn=ctx.step.turn,
         predicate=predicate,
     )
@@ -117,9 +120,9 @@ def first_step(
 
 
 def step_to(ctx: Context, name: str, index: int, memory: Mapping[str, Any] | None = None) -> Step:
-    """The step that gives the conversation to ``name`` (the conductor, or an agent's turn)."""
-    if name in (CONDUCTOR, ctx.wf.conductor.name) and name not in ctx.wf.agents:
-        return conductor_step(ctx, index)
+    """The step that gives the conversation to ``name`` (a conductor, or an agent's turn)."""
+    if name in (CONDUCTOR, *ctx.wf.conductor_names()) and name not in ctx.wf.agents:
+        return conductor_step(ctx, index, name=name)
     return first_step(ctx, name, index, memory)
 
 
@@ -157,9 +160,11 @@ def after_step(
         wanted = agent.final_properties
         result = {k: output.get(k) for k in wanted} if wanted is not None else dict(output)
         return ended("finalizer", result, **done)
-    if ctx.diskurs and agent.name == ctx.wf.conductor.can_finalize_agent:
+    asking = ctx.wf.asking(agent.name) if ctx.diskurs else None
+    if asking is not None:
         predicate = bool(output.get("can_finalize"))
-        return Completion(next_step=conductor_step(ctx, index, predicate=predicate), **done)
+        step = conductor_step(ctx, index, predicate=predicate, name=asking.name)
+        return Completion(next_step=step, **done)
     if agent.topics is None:
         return Completion(next_step=conductor_step(ctx, index), **done)
     if not agent.topics:  # Diskurs publishes to no one: the conversation ends, with no result

@@ -195,6 +195,10 @@ class WorkflowDoc(Strict):
     warnings: list[str] = []
     """What the loader found that Diskurs tolerates in silence (a finalizer never defined...)."""
     conductor: ConductorConfig = Field(default_factory=ConductorConfig)
+    conductors: list[ConductorConfig] = []
+    """A Diskurs project's other conductors (nested: a conductor among another's topics, which
+    hands the conversation back through its ``supervisor``), each routing its own topics with
+    its own agent document, as ``conductor`` does."""
     model_settings: AgentModelSettings = Field(default_factory=_settings)
     max_agent_steps: Positive = 4
     """Steps of one agent's turn before it hands back even if not final."""
@@ -219,9 +223,34 @@ class WorkflowDoc(Strict):
         return self.first_contact or self.conductor.name
 
     def routable(self) -> list[str]:
-        """The agents the conductor may route to."""
+        """The agents (and other conductors) the conductor may route to."""
         topics = self.conductor.topics
-        return [a for a in self.agents if topics is None or a in topics]
+        every = [*self.agents, *(c.name for c in self.conductors)]
+        return [a for a in every if topics is None or a in topics]
+
+    def conductor_names(self) -> list[str]:
+        return [self.conductor.name, *(c.name for c in self.conductors)]
+
+    def led_by(self, name: str) -> WorkflowDoc:
+        """The workflow as its conductor ``name`` runs it: ``conductor`` that one's map (the
+        memory's class the project's), the others in ``conductors``."""
+        found = next((c for c in self.conductors if c.name == name), None)
+        if found is None:
+            return self
+        memory = {
+            "longterm_memory_class": self.conductor.longterm_memory_class,
+            "longterm_memory_location": self.conductor.longterm_memory_location,
+        }
+        others = [self.conductor, *(c for c in self.conductors if c.name != name)]
+        return self.model_copy(update={"conductor": found.model_copy(update=memory),
+                                       "conductors": others})  # fmt: skip
+
+    def asking(self, agent: str) -> ConductorConfig | None:
+        """The conductor whose ``multistep_predicate`` agent ``agent`` is."""
+        every = [self.conductor, *self.conductors]
+        return next(
+            (c for c in every if c.can_finalize_agent and c.can_finalize_agent == agent), None
+        )
 
 
 class AgentType(StrEnum):

@@ -906,3 +906,87 @@ def test_a_heuristic_sequence_generates_with_its_llm_client(runtime, db, allowed
     assert asked.index("Answer in one word.") < asked.index(QUERY) < asked.index("Name its")
     [call] = tool_calls(db, "h2", "0000")
     assert call["status"] == "done"
+
+
+NESTED = """
+first_contact: boss
+longtermMemory: {type: DeskMemory, location: memory.py}
+llms: [{name: fake, type: scripted}]
+agents:
+  - name: boss
+    type: conductor
+    llm: fake
+    prompt: {type: conductor_prompt, location: boss, canFinalizeName: ready, finalizeName: wrap_up}
+    topics: [team]
+    rules:
+      - {name: delegate, description: x, location: boss, conditionName: always, targetAgent: team}
+  - name: team
+    type: conductor
+    llm: fake
+    prompt: {type: conductor_prompt, location: team, canFinalizeName: ready}
+    topics: [classifier, answerer]
+    supervisor: boss
+    rules:
+      - {name: first, description: x, location: team, conditionName: unclassified,
+         targetAgent: classifier}
+      - {name: then, description: x, location: team, conditionName: classified,
+         targetAgent: answerer}
+  - name: classifier
+    type: multistep
+    llm: fake
+    prompt: {type: multistep_prompt, location: classifier, promptArgumentClass: ClassifierPrompt}
+    topics: [team]
+  - name: answerer
+    type: heuristic
+    prompt: {type: heuristic_prompt, location: answerer, promptArgumentClass: AnswererPrompt,
+             heuristicSequenceName: answer}
+    topics: [team]
+"""
+
+
+def test_a_conductor_runs_nested_in_another_and_hands_back_through_its_supervisor(
+    runtime, db, allowed
+):
+    """Diskurs' nested conductors: the boss's rule gives the conversation to the team (a
+    conductor among its topics), whose own rules route its agents; when the team can
+    finalize, it hands the conversation to its supervisor, the boss, which finalizes."""
+    files = {
+        "config.yml": NESTED,
+        "memory.py": MEMORY,
+        "boss/prompt.py": BOSS,
+        "boss/rules.py": "def always(conversation):\n    return True\n",
+        "team/prompt.py": BOSS,
+        "team/rules.py": RULES,
+        "team/agent_description.txt": "a team that classifies and answers",
+        "classifier/prompt.py": CLASSIFIER,
+        "classifier/system_template.jinja2": "You classify support requests.",
+        "classifier/user_template.jinja2": "Classify: {{ user_query }}",
+        "classifier/agent_description.txt": "rates urgency",
+        "answerer/prompt.py": ANSWERER,
+        "answerer/agent_description.txt": "answers",
+    }
+    load(db, _write(allowed / "nested", files), "nested")
+    start(db, "n1", QUERY, "nested")
+    settle(runtime, finished(db, "n1"))
+    conv = conversation(db, "n1")
+    assert conv.status == Status.DONE, conv.error
+    found = steps(db, "n1")
+    assert [(s.kind, s.agent) for s in found] == [
+        ("conductor", "boss"),
+        ("conductor", "team"),
+        ("agent", "classifier"),
+        ("conductor", "team"),
+        ("agent", "answerer"),
+        ("conductor", "team"),
+        ("conductor", "boss"),
+    ]
+    assert [(s.decision.by, s.decision.next_agent) for s in found if s.decision] == [
+        ("rule", "team"),
+        ("rule", "classifier"),
+        ("rule", "answerer"),
+        ("finalize", "boss"),  # the team's supervisor
+        ("model", "FINISH"),  # the boss's finalize(memory)
+    ]
+    urgency = conv.memory["urgency"].value
+    assert conv.outcome == "finalize"
+    assert conv.result == {"answer": f"urgency {urgency}: {QUERY}", "urgency": urgency}
