@@ -10,7 +10,12 @@ from typing import Any
 from google.cloud import firestore
 
 from functions import store, transactions
-from functions.conductor.completion import Completion, conversation_path, step_path
+from functions.conductor.completion import (
+    Completion,
+    conversation_path,
+    step_path,
+    stored_path,
+)
 from shared.conductor import memory
 from shared.conductor.branches import branch_path
 from shared.conductor.documents import (
@@ -20,6 +25,7 @@ from shared.conductor.documents import (
     Status,
     Step,
     StepStatus,
+    Stored,
     step_id,
 )
 from shared.models import now, parse_document
@@ -120,6 +126,10 @@ def commit(conversation_id: str, step: Step, done: Completion) -> bool:
         transaction.update(
             store.ref(conversation_path(conversation_id)), _conversation_update(conv, done, merged)
         )
+        if done.stored is not None and conv.store_id:  # Diskurs' store, as its finalizer persists
+            kept = Stored(memory=done.stored, conversation=conversation_id, updated_at=stamp)
+            path = stored_path(conv.workflow_id, conv.store_id)
+            transaction.set(store.ref(path), kept.to_firestore())
         if done.next_step is not None:
             nxt = done.next_step.model_copy(update={"created_at": stamp})
             transaction.create(store.ref(step_path(conversation_id, nxt.index)), nxt.to_firestore())

@@ -12,6 +12,7 @@ from shared.conductor.branches import Branch
 from shared.conductor.documents import (
     CONVERSATION,
     STEP,
+    STORED,
     Decision,
     Problem,
     Queued,
@@ -47,6 +48,9 @@ class Completion:
     queue: tuple[str, ...] = ()
     """Topics the conversation goes to after ``next_step``'s chain ends, in order (an agent's
     second and later ``topics``): queued at commit with the memory as this step leaves it."""
+    stored: dict[str, Any] | None = None
+    """A finalizer's end: the memory's values it leaves, written to the conversation's store
+    document (``Conversation.store_id``) at commit."""
     resume: Queued | None = None
     """The queued topic ``next_step`` goes to (the conversation would have ended): taken off the
     queue at commit, its memory the conversation's again."""
@@ -54,6 +58,10 @@ class Completion:
 
 def conversation_path(conversation_id: str) -> str:
     return paths.build(CONVERSATION, conversationId=conversation_id)
+
+
+def stored_path(workflow_id: str, store_id: str) -> str:
+    return paths.build(STORED, workflowId=workflow_id, storeId=store_id)
 
 
 def step_path(conversation_id: str, index: int) -> str:

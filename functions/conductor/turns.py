@@ -159,7 +159,8 @@ def after_step(
     if agent.type in FINALIZERS:
         wanted = agent.final_properties
         result = {k: output.get(k) for k in wanted} if wanted is not None else dict(output)
-        return ended("finalizer", result, **done)
+        stored = ctx.memory(hand_back) if ctx.conv.store_id else None
+        return ended("finalizer", result, stored=stored, **done)
     asking = ctx.wf.asking(agent.name) if ctx.diskurs else None
     if asking is not None:
         predicate = bool(output.get("can_finalize"))

@@ -41,6 +41,8 @@ CONVERSATION = paths.CONVERSATION
 STEP = paths.CONVERSATION_STEP
 ATTEMPTS = STEP + "/attempts"
 STEP_LEASE = CONVERSATION + "/leases/{stepId}"
+STORED = WORKFLOW + "/store/{storeId}"
+"""Diskurs' conversation store, as Firestore documents (``Stored``)."""
 START = "start"
 """The start's lease id (beside the steps' ``0000``, ``0001``...): the start is a unit too."""
 
@@ -391,6 +393,18 @@ class Queued(DocModel):
     """The memory when the agent's turn ended (what a later chain changed does not reach it)."""
 
 
+class Stored(DocModel):
+    """A Diskurs conversation in its project's conversation store: what its finalizer left, as
+    Diskurs' store persists a conversation when its finalizer finalizes it; the next
+    conversation with the same Diskurs ``conversation_id`` starts from it."""
+
+    memory: dict[str, Any] = {}
+    """The long-term memory's values (its ``LongtermMemory``'s fields, ``user_query`` included)."""
+    conversation: str = ""
+    """The conversation document that left it."""
+    updated_at: Timestamp | None = None
+
+
 class Conversation(DocModel):
     query: str
     workflow_id: str = "example"
@@ -409,6 +423,9 @@ class Conversation(DocModel):
     outcome: str = ""
     """How it ended: ``answer``, ``finalize``, ``finalizer``, ``fail``, ``no topic``..."""
     warnings: list[str] = []
+    store_id: str = ""
+    """Diskurs' ``conversation_id`` (``DiskursInput``): the conversation starts from its stored
+    memory (``STORED``), and a finalizer's end stores its memory there; '' : not stored."""
     queued: list[Queued] = []
     """Topics still to publish to, a stack (the last is next): when the conversation would end,
     it goes on with the last, from its memory."""

@@ -990,3 +990,31 @@ def test_a_conductor_runs_nested_in_another_and_hands_back_through_its_superviso
     urgency = conv.memory["urgency"].value
     assert conv.outcome == "finalize"
     assert conv.result == {"answer": f"urgency {urgency}: {QUERY}", "urgency": urgency}
+
+
+def test_a_conversation_id_given_again_goes_on_from_what_its_finalizer_stored(runtime, db, allowed):
+    """Diskurs' conversation store: a finalizer that finalizes stores the conversation under
+    its ``conversation_id`` (here a Firestore document), and ``ama`` with the same id goes on
+    from it: the stored memory (its first ``user_query`` included, as Diskurs keeps it) lets
+    the conductor finalize at once, to the finalizer."""
+    from tools.diskurs_forum import DiskursInput, create_forum_from_config
+
+    desk = _desk(allowed, finalizer=True)
+    forum = create_forum_from_config(config_path=Path("config.yml"), base_path=desk, client=db)
+    first = asyncio.run(forum.ama(DiskursInput(user_query=QUERY, conversation_id="s1")))
+    again = asyncio.run(forum.ama(DiskursInput(user_query="And now?", conversation_id="s1")))
+    fresh = asyncio.run(forum.ama(DiskursInput(user_query="Other", conversation_id="s2")))
+    one, two = conversation(db, "s1"), conversation(db, "s1-2")
+    assert one.status == two.status == Status.DONE, (one.error, two.error)
+    assert first == one.result and again == two.result and again["closing"]
+    assert [s.agent for s in steps(db, "s1")] == [
+        "boss", "classifier", "boss", "answerer", "boss", "closer",
+    ]  # fmt: skip
+    assert [s.agent for s in steps(db, "s1-2")] == ["boss", "closer"]  # finalizes at once
+    urgency = one.memory["urgency"].value
+    assert two.memory["urgency"].value == urgency and two.memory["urgency"].agent == "store"
+    assert two.memory["user_query"].value == QUERY and two.query == "And now?"
+    stored = db.document("workflows/desk_closer/store/s1").get().to_dict()
+    assert stored["conversation"] == "s1-2"  # the latest finalizer's
+    assert stored["memory"]["answer"] == one.memory["answer"].value
+    assert fresh["closing"] and steps(db, "s2")[1].agent == "classifier"  # another id: fresh
