@@ -82,6 +82,7 @@ _CONVERSATION_WRITTEN = (
     "result",
     "outcome",
     "warnings",
+    "queued",
     "createdAt",
     "updatedAt",
 )
