@@ -303,3 +303,90 @@ def test_diskurs_and_this_backend_agree_on_topics_and_nesting(
     ours = asyncio.run(ours_forum.ama(diskurs_forum.DiskursInput(user_query=QUERY)))
     assert theirs == expected
     assert ours == theirs
+
+
+STORED = {
+    "config.yml": """
+        firstContact: boss
+        dispatcherType: asynchronous
+        toolExecutorType: default
+        longtermMemory: {type: DeskMemory, location: memory.py}
+        conversationStore: {type: filesystem, isPersistent: true}
+        llms:
+          - {name: main, type: openai, modelName: gpt-4o, apiKey: k, modelMaxTokens: 2048}
+        agents:
+          - name: boss
+            type: conductor
+            llm: main
+            prompt: {type: conductor_prompt, location: boss, canFinalizeName: ready,
+                     failName: fail}
+            topics: [reader]
+            finalizerName: closer
+            rules:
+              - {name: r, description: x, location: boss, conditionName: route,
+                 targetAgent: reader}
+          - name: reader
+            type: heuristic
+            prompt: {type: heuristic_prompt, location: reader, promptArgumentClass: Arg,
+                     heuristicSequenceName: heuristic_sequence}
+            topics: [boss]
+          - name: closer
+            type: heuristic_finalizer
+            renderPrompt: false
+            prompt: {type: heuristic_prompt, location: closer, promptArgumentClass: Closing,
+                     heuristicSequenceName: heuristic_sequence}
+            finalProperties: [closing]
+    """,
+    "memory.py": MEMORY,
+    "boss/prompt.py": ENDS % "bool(memory.items)",
+    "boss/rules.py": RULES % "True",
+    "reader/prompt.py": READER,
+    "closer/prompt.py": """
+        from dataclasses import dataclass
+        from diskurs import PromptArgument
+
+
+        @dataclass
+        class Closing(PromptArgument):
+            closing: str = ""
+
+
+        async def heuristic_sequence(conversation, call_tool, llm_client):
+            memory = conversation.longterm_memory
+            arg = conversation.prompt_argument
+            arg.closing = memory.user_query + " / " + ",".join(memory.items)
+            return conversation.update(prompt_argument=arg)
+    """,
+}
+
+
+def test_diskurs_and_this_backend_agree_on_a_stored_conversation(
+    runtime, db, monkeypatch, tmp_path
+):
+    """Diskurs' conversation store: the finalizer persists the conversation of a
+    ``conversation_id``; ``ama`` with that id again starts from it (the memory, its first
+    query included), so the conductor finalizes at once. The same results from both."""
+    project = tmp_path / "stored"
+    for name, text in STORED.items():
+        path = project / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    for agent in ("boss", "reader", "closer"):
+        (project / agent / "agent_description.txt").write_text(f"{agent} does its part")
+    monkeypatch.setattr(diskurs.llm_client.tiktoken, "encoding_for_model", lambda model: _Words())
+    for name, value in {"OPENAI_API_KEY": "k", "DLAB_WORKFLOW_DIRS": str(tmp_path)}.items():
+        monkeypatch.setenv(name, value)
+    forum = diskurs.create_forum_from_config(config_path=Path("config.yml"), base_path=project)
+    ours_forum = diskurs_forum.create_forum_from_config(
+        config_path=Path("config.yml"), base_path=project, client=db
+    )
+    results = []
+    for run in (forum, ours_forum):
+        for query in (QUERY, "And now?"):
+            given = {"user_query": query, "conversation_id": "kept1"}
+            made = diskurs.DiskursInput if run is forum else diskurs_forum.DiskursInput
+            results.append(asyncio.run(run.ama(made(**given))))  # type: ignore[attr-defined]
+    stored = {"closing": f"{QUERY} / a,b"}  # the second: the first query, from the store
+    assert results == [stored] * 4
+    assert (project / "conversations" / "kept1.json").is_file()  # Diskurs' own store
+    assert conversation(db, "kept1-2").status == Status.DONE
