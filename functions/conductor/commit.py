@@ -24,6 +24,7 @@ from shared.conductor.documents import (
     Remembered,
     Status,
     Step,
+    StepKind,
     StepStatus,
     Stored,
     step_id,
@@ -67,6 +68,8 @@ def _conversation_update(
         update["activeAgent"] = done.next_step.agent
         if done.next_step.agent_step == 1:
             update["dispatches"] = firestore.Increment(1)
+        if is_visit(done.next_step):
+            update[f"visits.{done.next_step.agent}"] = firestore.Increment(1)
     if done.problem is not None:
         update["error"] = done.problem.to_firestore()
     if done.outcome and (done.result is not None or conv.result is None):
@@ -98,6 +101,11 @@ def _queue_update(
     left = merged if merged is not None else conv.memory
     added = [Queued(agent=topic, memory=left) for topic in reversed(done.queue)]
     return {"queued": [q.to_firestore() for q in [*conv.queued, *added]]}
+
+
+def is_visit(step: Step) -> bool:
+    """A conductor's new visit (not a further reasoning step, nor back from its predicate)."""
+    return step.kind == StepKind.CONDUCTOR and step.agent_step == 0 and step.predicate is None
 
 
 def commit(conversation_id: str, step: Step, done: Completion) -> bool:

@@ -123,10 +123,15 @@ def _finalize(ctx: Context) -> Completion:
 
 
 def _capped(ctx: Context) -> bool:
-    """Diskurs counts the conductor's visits (this one included) against ``maxDispatches``;
-    this project's format, the dispatches made."""
-    extra = 1 if ctx.diskurs else 0
-    return ctx.conv.dispatches + extra >= ctx.wf.conductor.max_dispatches
+    """Diskurs counts each conductor's visits (this one included) against its
+    ``maxDispatches``; this project's format, the dispatches made. (A conversation started
+    before visits were counted: its dispatches and this visit.)"""
+    cap = ctx.wf.conductor.max_dispatches
+    if not ctx.diskurs:
+        return ctx.conv.dispatches >= cap
+    if not ctx.conv.visits:
+        return ctx.conv.dispatches + 1 >= cap
+    return ctx.conv.visits.get(ctx.step.agent, 0) >= cap
 
 
 def _cap(ctx: Context) -> Completion:

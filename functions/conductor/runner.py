@@ -87,6 +87,7 @@ def _start_once(conversation_id: str) -> bool:
             "status": Status.RUNNING.value,
             "currentStep": 0,
             "activeAgent": first.agent,
+            "visits": {first.agent: 1} if commit.is_visit(first) else {},
             "createdAt": conv.created_at or stamp,
             "updatedAt": stamp,
         }

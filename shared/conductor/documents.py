@@ -412,6 +412,10 @@ class Conversation(DocModel):
     answer: str = ""
     memory: dict[str, Remembered] = {}
     dispatches: Count = 0
+    visits: dict[str, Count] = {}
+    """Each conductor's visits, this one included (Diskurs' ``n_dispatches``, against its
+    ``maxDispatches``): a step of a conductor that is not a further reasoning step of its
+    visit nor its return from a ``multistep_predicate`` agent."""
     current_step: int = -1
     active_agent: str = ""
     error: Problem | None = None

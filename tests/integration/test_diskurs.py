@@ -432,6 +432,30 @@ def test_a_predicate_agent_decides_can_finalize_and_the_supervisor_takes_over(ru
     assert found[-1].input["answer"] == ""  # the answerer never ran: the judge said finish
 
 
+def test_the_cap_counts_the_conductors_visits_not_its_predicates_turns(runtime, db, allowed):
+    """Diskurs' conductor counts its visits (``n_dispatches``) against ``maxDispatches``;
+    asking its multistep_predicate agent is part of a visit, not one: with a cap of 3 and a
+    judge that never lets it finalize, the third visit fails, after both agents ran."""
+    desk = _supervised(allowed)
+    config = (desk / "config.yml").read_text().replace("maxDispatches: 10", "maxDispatches: 3")
+    (desk / "config.yml").write_text(config)
+    (desk / "boss" / "prompt.py").write_text(BOSS.replace("bool(memory.answer)", "False"))
+    load(db, desk, "capped")
+    model = Scripted()
+    model.reply("Can we finish?", {"can_finalize": False}, times=-1)
+    with runtime.model_wrapper(model.wrap):
+        start(db, "v1", QUERY, "capped")
+        settle(runtime, finished(db, "v1"))
+    conv = conversation(db, "v1")
+    assert conv.status == Status.DONE and conv.outcome == "fail", conv.error
+    assert [s.agent for s in steps(db, "v1")] == [
+        "boss", "judge", "boss", "classifier",
+        "boss", "judge", "boss", "answerer",
+        "boss", "judge", "boss",
+    ]  # fmt: skip
+    assert conv.visits == {"boss": 3}
+
+
 DESK_TOOLS = '''\
 from diskurs import tool
 

@@ -83,6 +83,7 @@ _CONVERSATION_WRITTEN = (
     "outcome",
     "warnings",
     "queued",
+    "visits",
     "createdAt",
     "updatedAt",
 )
