@@ -68,8 +68,6 @@ def _conversation_update(
         update["activeAgent"] = done.next_step.agent
         if done.next_step.agent_step == 1:
             update["dispatches"] = firestore.Increment(1)
-        if is_visit(done.next_step):
-            update[f"visits.{done.next_step.agent}"] = firestore.Increment(1)
     if done.problem is not None:
         update["error"] = done.problem.to_firestore()
     if done.outcome and (done.result is not None or conv.result is None):
@@ -81,7 +79,25 @@ def _conversation_update(
         update["answer"] = done.answer
     if done.warnings:
         update["warnings"] = firestore.ArrayUnion(list(done.warnings))
-    return {**update, **_queue_update(conv, done, merged)}
+    return {**update, **_queue_update(conv, done, merged), **_visits_update(conv, done)}
+
+
+def _visits_update(conv: Conversation, done: Completion) -> dict[str, Any]:
+    """The next step's conductor's visit counted; a conductor that finalized or reached its cap
+    remembered (``settled``) until its chain ends, when a queued topic taken up lets it count
+    from 0 again."""
+    update: dict[str, Any] = {}
+    if done.resume is not None:
+        for name in {*conv.settled, *([done.settles] if done.settles else [])}:
+            update[f"visits.{name}"] = 0
+        update["settled"] = []
+    elif done.settles:
+        update["settled"] = firestore.ArrayUnion([done.settles])
+    nxt = done.next_step
+    if nxt is not None and is_visit(nxt):
+        key = f"visits.{nxt.agent}"
+        update[key] = 1 if key in update else firestore.Increment(1)
+    return update
 
 
 def _queue_update(

@@ -48,6 +48,8 @@ class Completion:
     queue: tuple[str, ...] = ()
     """Topics the conversation goes to after ``next_step``'s chain ends, in order (an agent's
     second and later ``topics``): queued at commit with the memory as this step leaves it."""
+    settles: str = ""
+    """A conductor that finalizes or reached its cap (``Conversation.settled``)."""
     stored: dict[str, Any] | None = None
     """A finalizer's end: the memory's values it leaves, written to the conversation's store
     document (``Conversation.store_id``) at commit."""

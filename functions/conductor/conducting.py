@@ -38,7 +38,7 @@ def conduct(ctx: Context) -> Completion:
         if cfg.can_finalize_agent in ctx.wf.agents and ctx.step.predicate is None:
             return _route(ctx, Decision(next_agent=cfg.can_finalize_agent, by="can_finalize"))
         if ctx.step.predicate or _can_finalize(ctx):
-            return _finalize(ctx)
+            return dataclasses.replace(_finalize(ctx), settles=cfg.name)
     if _capped(ctx):
         return _cap(ctx)
     decision = _rule(ctx) or _route_function(ctx)
@@ -142,7 +142,8 @@ def _cap(ctx: Context) -> Completion:
     )
     decision = Decision(next_agent=FINISH, by="cap", reason=reason)
     if ctx.diskurs:
-        return ended("fail", _ending(ctx, "fail"), decision=decision, note=reason)
+        fail = _ending(ctx, "fail")
+        return ended("fail", fail, decision=decision, note=reason, settles=cfg.name)
     problem = Problem(document=conversation_path(ctx.cid), field="dispatches", reason=reason)
     return Completion(decision=decision, status=Status.FAILED, problem=problem)
 

@@ -416,6 +416,10 @@ class Conversation(DocModel):
     """Each conductor's visits, this one included (Diskurs' ``n_dispatches``, against its
     ``maxDispatches``): a step of a conductor that is not a further reasoning step of its
     visit nor its return from a ``multistep_predicate`` agent."""
+    settled: list[str] = []
+    """Conductors that finalized or reached their cap in the current chain of turns: when the
+    chain ends and a queued topic is taken up, their visits count from 0 again (Diskurs sets
+    ``n_dispatches`` back once its ``finalize`` or ``fail`` has run)."""
     current_step: int = -1
     active_agent: str = ""
     error: Problem | None = None

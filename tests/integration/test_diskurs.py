@@ -1042,3 +1042,57 @@ def test_a_conversation_id_given_again_goes_on_from_what_its_finalizer_stored(ru
     assert stored["conversation"] == "s1-2"  # the latest finalizer's
     assert stored["memory"]["answer"] == one.memory["answer"].value
     assert fresh["closing"] and steps(db, "s2")[1].agent == "classifier"  # another id: fresh
+
+
+RESET = """
+first_contact: reader
+longtermMemory: {type: TopicMemory, location: memory.py}
+llms: [{name: fake, type: scripted}]
+agents:
+  - name: reader
+    type: heuristic
+    renderPrompt: false
+    prompt: {type: heuristic_prompt, location: reader, promptArgumentClass: ReaderPrompt}
+    topics: [boss, boss]
+  - name: boss
+    type: conductor
+    llm: fake
+    prompt: {type: conductor_prompt, location: boss}
+    topics: [tagger]
+    maxDispatches: 2
+    rules:
+      - {name: always, description: x, location: boss, conditionName: always, targetAgent: tagger}
+  - name: tagger
+    type: heuristic
+    renderPrompt: false
+    prompt: {type: heuristic_prompt, location: tagger, promptArgumentClass: TagPrompt}
+    topics: [boss]
+"""
+
+
+def test_a_conductor_that_failed_counts_its_visits_from_0_in_the_next_topics_chain(
+    runtime, db, allowed
+):
+    """Diskurs' conductor sets its count back once its fail (or finalize) has run: the reader
+    publishes to the boss twice, and each chain reaches the boss's cap of 2 visits (the
+    tagger's turn between them), so the second chain runs as the first."""
+    reader = TOPIC_FILES["reader/prompt.py"] + (
+        "\n\n        def heuristic_sequence(conversation, call_tool, llm_client):\n"
+        "            return conversation\n"
+    )
+    files = {
+        **TOPIC_FILES,
+        "config.yml": RESET,
+        "reader/prompt.py": reader,
+        "boss/prompt.py": "",
+        "boss/rules.py": "def always(conversation):\n    return True\n",
+    }
+    load(db, _write(allowed / "reset", files), "reset")
+    start(db, "z1", QUERY, "reset")
+    settle(runtime, finished(db, "z1"))
+    conv = conversation(db, "z1")
+    assert conv.status == Status.DONE and conv.outcome == "fail", conv.error
+    assert [s.agent for s in steps(db, "z1")] == [
+        "reader", "boss", "tagger", "boss", "boss", "tagger", "boss",
+    ]  # fmt: skip
+    assert conv.visits == {"boss": 2} and conv.settled == ["boss"]

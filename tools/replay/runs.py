@@ -84,6 +84,7 @@ _CONVERSATION_WRITTEN = (
     "warnings",
     "queued",
     "visits",
+    "settled",
     "createdAt",
     "updatedAt",
 )
