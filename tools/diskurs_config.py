@@ -522,12 +522,6 @@ class _Reader:
         doc["maxReasoningSteps"] = int(entry.get("max_reasoning_steps") or DEFAULT_REASONING_STEPS)
         if entry.get("type") != "conductor":
             doc["topics"] = list(entry.get("topics") or [])
-            if len(doc["topics"]) > 1:
-                self.warn(
-                    f"{where}.topics",
-                    f"Diskurs publishes to each of {doc['topics']}; this backend goes on with "
-                    f"the first, {doc['topics'][0]!r}",
-                )
         doc["initFromMemory"] = entry.get("init_prompt_arguments_with_longterm_memory", True)
         doc["lockedFields"] = entry.get("locked_fields") or {}
         doc["tools"] = list(entry.get("tools") or [])
@@ -799,23 +793,25 @@ class _Reader:
     def with_conductor(
         self, workflow: dict[str, Any], entries: list[Any], docs: list[dict[str, Any]], first: str
     ) -> None:
-        """The conductor's map (and model) from its entry, if the project has one; the first
-        contact when it is not the conductor."""
+        """The conductors' maps from their entries, if the project has any: the first contact
+        if it is one (else the first), whose model is the workflow's, is ``conductor``; the
+        others, nested, ``conductors``. The first contact when it is not that conductor."""
         pairs = [(e, d) for e, d in zip(entries, docs, strict=True) if d["type"] == "conductor"]
+        pairs.sort(key=lambda pair: pair[0]["name"] != first)  # stable: else the first listed
         conductor = pairs[0][0]["name"] if pairs else None
+        every = [*workflow["agents"], *(e["name"] for e, _ in pairs)]
+        maps = [self.conductor(e, d, [n for n in every if n != e["name"]]) for e, d in pairs]
         if pairs:
-            entry, doc = pairs[0]
-            workflow["conductor"] = self.conductor(entry, doc, workflow["agents"])
-            if doc.get("modelSettings"):
-                workflow["modelSettings"] = doc["modelSettings"]
+            workflow["conductor"] = maps[0]
+            if pairs[0][1].get("modelSettings"):
+                workflow["modelSettings"] = pairs[0][1]["modelSettings"]
+        if len(pairs) > 1:
+            workflow["conductors"] = maps[1:]
         if first != conductor:
             workflow["firstContact"] = first
 
     def check_names(self, docs: list[dict[str, Any]], first: str) -> None:
-        """One conductor at most; ``first_contact`` and every topic name an agent."""
-        conductors = [d["name"] for d in docs if d["type"] == "conductor"]
-        if len(conductors) > 1:
-            raise self.fail("agents", f"one conductor per project here; this one has {conductors}")
+        """``first_contact`` and every topic name an agent."""
         every = [d["name"] for d in docs]
         if first not in every:
             raise self.fail(

@@ -8,7 +8,9 @@ and runs unchanged otherwise::
     result = await forum.ama(DiskursInput(user_query="...", metadata={"user_id": "1234"}))
 
 ``ama`` loads the project (refused at once, as ``tools.load_workflow`` refuses it), writes the
-conversation document (its query, metadata and id) and waits for it to end; it returns what
+conversation document (its query, metadata and id) and waits for it to end (a
+``conversation_id`` given again goes on from what its conversation stored, as with Diskurs'
+conversation store: a new document ``{id}-2``, ... with the stored memory); it returns what
 Diskurs' ``ama`` returns, the conversation's ``final_result`` (None when it ended without one),
 and raises ``ConversationFailed`` with the error when the conversation FAILED (Diskurs raises
 the exception of the step). Where it runs:
@@ -79,16 +81,17 @@ class Forum:
     def run(self, diskurs_input: DiskursInput) -> Any:
         """``ama``, blocking."""
         allow(self.base_path)
-        cid = diskurs_input.conversation_id or uuid.uuid4().hex[:12]
         with self._db() as db:
             write(db, self.workflow, self.agents, self.workflow_id)
+            cid = _new_id(db, diskurs_input.conversation_id)
             document = {
                 "query": diskurs_input.user_query or "",
                 "workflowId": self.workflow_id,
                 "status": "PENDING",
                 "metadata": dict(diskurs_input.metadata or {}),
+                "storeId": diskurs_input.conversation_id or "",
             }
-            db.document(f"conversations/{cid}").set(owned(document))
+            db.document(f"conversations/{cid}").create(owned(document))
             conv = follow(db, cid, self.timeout, out=self.log)
             if conv.status != "DONE":
                 records = [f"{r.get('field')}: {r.get('reason')}" for r in error_records(db, cid)]
@@ -100,6 +103,22 @@ class Forum:
     async def ama(self, diskurs_input: DiskursInput) -> Any:
         """Diskurs' ``Forum.ama``: the conversation's ``final_result``."""
         return await asyncio.to_thread(self.run, diskurs_input)
+
+
+def _new_id(db: firestore.Client, conversation_id: str | None) -> str:
+    """The conversation document of this ``ama``: Diskurs' ``conversation_id`` the first time,
+    then ``{id}-2``, ``{id}-3``... (each goes on from what the one before stored); none given:
+    a new id, and nothing stored, as Diskurs' ephemeral conversation."""
+    if not conversation_id:
+        return uuid.uuid4().hex[:12]
+    n = 1
+    while db.document(f"conversations/{_nth(conversation_id, n)}").get().exists:
+        n += 1
+    return _nth(conversation_id, n)
+
+
+def _nth(conversation_id: str, n: int) -> str:
+    return conversation_id if n == 1 else f"{conversation_id}-{n}"
 
 
 def create_forum_from_config(

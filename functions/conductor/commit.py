@@ -10,10 +10,25 @@ from typing import Any
 from google.cloud import firestore
 
 from functions import store, transactions
-from functions.conductor.completion import Completion, conversation_path, step_path
+from functions.conductor.completion import (
+    Completion,
+    conversation_path,
+    step_path,
+    stored_path,
+)
 from shared.conductor import memory
 from shared.conductor.branches import branch_path
-from shared.conductor.documents import Conversation, Remembered, Status, Step, StepStatus, step_id
+from shared.conductor.documents import (
+    Conversation,
+    Queued,
+    Remembered,
+    Status,
+    Step,
+    StepKind,
+    StepStatus,
+    Stored,
+    step_id,
+)
 from shared.models import now, parse_document
 
 
@@ -55,16 +70,60 @@ def _conversation_update(
         update["activeAgent"] = done.next_step.agent
         if done.next_step.agent_step == 1:
             update["dispatches"] = firestore.Increment(1)
-    if done.answer:
-        update["answer"] = done.answer
     if done.problem is not None:
         update["error"] = done.problem.to_firestore()
-    if done.outcome:
-        update["outcome"] = done.outcome
+    if done.outcome and (done.result is not None or conv.result is None):
+        update["outcome"] = done.outcome  # an earlier topic's result stands (Diskurs' holder)
         update["result"] = done.result
+        if done.answer:
+            update["answer"] = done.answer
+    elif done.answer and not done.outcome:
+        update["answer"] = done.answer
     if done.warnings:
         update["warnings"] = firestore.ArrayUnion(list(done.warnings))
+    return {**update, **_queue_update(conv, done, merged), **_visits_update(conv, done)}
+
+
+def _visits_update(conv: Conversation, done: Completion) -> dict[str, Any]:
+    """The next step's conductor's visit counted; a conductor that finalized or reached its cap
+    remembered (``settled``) until its chain ends, when a queued topic taken up lets it count
+    from 0 again."""
+    update: dict[str, Any] = {}
+    if done.resume is not None:
+        for name in {*conv.settled, *([done.settles] if done.settles else [])}:
+            update[f"visits.{name}"] = 0
+        update["settled"] = []
+    elif done.settles:
+        update["settled"] = firestore.ArrayUnion([done.settles])
+    nxt = done.next_step
+    if nxt is not None and is_visit(nxt):
+        key = f"visits.{nxt.agent}"
+        update[key] = 1 if key in update else firestore.Increment(1)
     return update
+
+
+def _queue_update(
+    conv: Conversation, done: Completion, merged: dict[str, Remembered] | None
+) -> dict[str, Any]:
+    """An agent's later ``topics`` queued with the memory it leaves; a queued topic taken up
+    (the conversation would have ended) gives back its memory."""
+    if done.resume is not None:
+        rest = conv.queued[:-1]
+        memory = done.resume.memory
+        return {
+            "queued": [q.to_firestore() for q in rest],
+            "memory": {k: v.to_firestore() for k, v in memory.items()},
+        }
+    if not done.queue:
+        return {}
+    left = merged if merged is not None else conv.memory
+    added = [Queued(agent=topic, memory=left) for topic in reversed(done.queue)]
+    return {"queued": [q.to_firestore() for q in [*conv.queued, *added]]}
+
+
+def is_visit(step: Step) -> bool:
+    """A conductor's new visit (not a further reasoning step, nor back from its predicate)."""
+    return step.kind == StepKind.CONDUCTOR and step.agent_step == 0 and step.predicate is None
 
 
 def commit(conversation_id: str, step: Step, done: Completion) -> bool:
@@ -93,6 +152,10 @@ def commit(conversation_id: str, step: Step, done: Completion) -> bool:
         transaction.update(
             store.ref(conversation_path(conversation_id)), _conversation_update(conv, done, merged)
         )
+        if done.stored is not None and conv.store_id:  # Diskurs' store, as its finalizer persists
+            kept = Stored(memory=done.stored, conversation=conversation_id, updated_at=stamp)
+            path = stored_path(conv.workflow_id, conv.store_id)
+            transaction.set(store.ref(path), kept.to_firestore())
         if done.next_step is not None:
             nxt = done.next_step.model_copy(update={"created_at": stamp})
             transaction.create(store.ref(step_path(conversation_id, nxt.index)), nxt.to_firestore())

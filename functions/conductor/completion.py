@@ -9,7 +9,17 @@ from typing import Any
 
 from shared import paths
 from shared.conductor.branches import Branch
-from shared.conductor.documents import CONVERSATION, STEP, Decision, Problem, Status, Step, step_id
+from shared.conductor.documents import (
+    CONVERSATION,
+    STEP,
+    STORED,
+    Decision,
+    Problem,
+    Queued,
+    Status,
+    Step,
+    step_id,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,10 +45,25 @@ class Completion:
     """Added to the conversation's ``warnings``."""
     branches: tuple[Branch, ...] = ()
     """A parallel agent's fan-out: created with ``next_step`` (its join step) at commit."""
+    queue: tuple[str, ...] = ()
+    """Topics the conversation goes to after ``next_step``'s chain ends, in order (an agent's
+    second and later ``topics``): queued at commit with the memory as this step leaves it."""
+    settles: str = ""
+    """A conductor that finalizes or reached its cap (``Conversation.settled``)."""
+    stored: dict[str, Any] | None = None
+    """A finalizer's end: the memory's values it leaves, written to the conversation's store
+    document (``Conversation.store_id``) at commit."""
+    resume: Queued | None = None
+    """The queued topic ``next_step`` goes to (the conversation would have ended): taken off the
+    queue at commit, its memory the conversation's again."""
 
 
 def conversation_path(conversation_id: str) -> str:
     return paths.build(CONVERSATION, conversationId=conversation_id)
+
+
+def stored_path(workflow_id: str, store_id: str) -> str:
+    return paths.build(STORED, workflowId=workflow_id, storeId=store_id)
 
 
 def step_path(conversation_id: str, index: int) -> str:

@@ -17,7 +17,7 @@ from functions.conductor import calling, workflow
 from functions.conductor.asking import ask, invalid_message, validator
 from functions.conductor.completion import Completion, conversation_path, ended
 from functions.conductor.history import finished_steps
-from functions.conductor.turns import Context, conductor_step, first_step
+from functions.conductor.turns import Context, conductor_step, step_to
 from shared.conductor import arguments, diskurs_view, rendering
 from shared.conductor.documents import (
     CONDUCTOR,
@@ -38,7 +38,7 @@ def conduct(ctx: Context) -> Completion:
         if cfg.can_finalize_agent in ctx.wf.agents and ctx.step.predicate is None:
             return _route(ctx, Decision(next_agent=cfg.can_finalize_agent, by="can_finalize"))
         if ctx.step.predicate or _can_finalize(ctx):
-            return _finalize(ctx)
+            return dataclasses.replace(_finalize(ctx), settles=cfg.name)
     if _capped(ctx):
         return _cap(ctx)
     decision = _rule(ctx) or _route_function(ctx)
@@ -57,7 +57,7 @@ def conduct(ctx: Context) -> Completion:
 
 
 def _route(ctx: Context, decision: Decision, output: dict[str, Any] | None = None) -> Completion:
-    nxt = first_step(ctx, decision.next_agent, ctx.step.index + 1)
+    nxt = step_to(ctx, decision.next_agent, ctx.step.index + 1)
     return Completion(decision=decision, output=output or decision.to_firestore(), next_step=nxt)
 
 
@@ -113,7 +113,7 @@ def _finalize(ctx: Context) -> Completion:
     target = cfg.supervisor or cfg.finalizer_name
     if target:
         decision = Decision(next_agent=target, by="finalize")
-        if target in ctx.wf.agents:
+        if target in ctx.wf.agents or target in ctx.wf.conductor_names():
             return _route(ctx, decision)
         warning = f"{target!r} is not an agent of this workflow: ended without a final result"
         return ended(
@@ -123,10 +123,15 @@ def _finalize(ctx: Context) -> Completion:
 
 
 def _capped(ctx: Context) -> bool:
-    """Diskurs counts the conductor's visits (this one included) against ``maxDispatches``;
-    this project's format, the dispatches made."""
-    extra = 1 if ctx.diskurs else 0
-    return ctx.conv.dispatches + extra >= ctx.wf.conductor.max_dispatches
+    """Diskurs counts each conductor's visits (this one included) against its
+    ``maxDispatches``; this project's format, the dispatches made. (A conversation started
+    before visits were counted: its dispatches and this visit.)"""
+    cap = ctx.wf.conductor.max_dispatches
+    if not ctx.diskurs:
+        return ctx.conv.dispatches >= cap
+    if not ctx.conv.visits:
+        return ctx.conv.dispatches + 1 >= cap
+    return ctx.conv.visits.get(ctx.step.agent, 0) >= cap
 
 
 def _cap(ctx: Context) -> Completion:
@@ -137,7 +142,8 @@ def _cap(ctx: Context) -> Completion:
     )
     decision = Decision(next_agent=FINISH, by="cap", reason=reason)
     if ctx.diskurs:
-        return ended("fail", _ending(ctx, "fail"), decision=decision, note=reason)
+        fail = _ending(ctx, "fail")
+        return ended("fail", fail, decision=decision, note=reason, settles=cfg.name)
     problem = Problem(document=conversation_path(ctx.cid), field="dispatches", reason=reason)
     return Completion(decision=decision, status=Status.FAILED, problem=problem)
 
@@ -247,7 +253,7 @@ def _diskurs_model(ctx: Context) -> Completion:
     nxt = str(output.get("next_agent") or "")
     if final and nxt:
         decision = Decision(next_agent=nxt, by="model")
-        step = first_step(ctx, nxt, ctx.step.index + 1, hand_back)
+        step = step_to(ctx, nxt, ctx.step.index + 1, hand_back)
         return Completion(decision=decision, output=output, next_step=step, **memory)
     if ctx.step.agent_step + 1 < agent.max_attempts:
         again = conductor_step(ctx, ctx.step.index + 1).model_copy(

@@ -24,7 +24,7 @@ from functions.conductor.completion import (
 )
 from functions.conductor.conducting import conduct
 from functions.conductor.heuristic import heuristic
-from functions.conductor.turns import Context, after_step, first_step
+from functions.conductor.turns import Context, after_step, first_step, go_on
 from shared.conductor import arguments, rendering
 from shared.conductor.documents import (
     HEURISTICS,
@@ -52,11 +52,12 @@ def decide(conversation_id: str, conversation: Conversation, step: Step) -> Comp
         if step.index == 0:
             workflow.check_agents(conversation.workflow_id, wf)
         ctx = Context.of(conversation_id, conversation, step, wf)
-        if step.kind == StepKind.CONDUCTOR:
-            return conduct(ctx)
+        if step.kind == StepKind.CONDUCTOR:  # as its conductor runs the workflow (nested)
+            led = dataclasses.replace(ctx, wf=wf.led_by(step.agent))
+            return go_on(led, conduct(led))
         if step.kind == StepKind.JOIN:
-            return parallel_steps.join(ctx)
-        return agent_step(ctx)
+            return go_on(ctx, parallel_steps.join(ctx))
+        return go_on(ctx, agent_step(ctx))
     except ProviderFailing:
         raise
     except DocumentError as error:

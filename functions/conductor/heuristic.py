@@ -2,7 +2,8 @@
 llm_client)`` (a Diskurs project's, async or not) gets the step as Diskurs' own Conversation
 (its fresh arguments, the long-term memory) and returns the conversation whose prompt argument
 is the turn's result; then its turn ends (one step), as Diskurs' heuristic agent's does. Its
-``llm_client`` asks the agent's model, each call recorded as the step's tool calls are."""
+``llm_client`` (``use_as_tool``, ``generate``) asks the agent's model, each call recorded as the
+step's tool calls are."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import asyncio
 import inspect
 from collections.abc import Callable
 from typing import Any
+
+from diskurs.entities import ChatMessage, MessageType, Role
 
 from functions import work
 from functions.conductor import calling, toolbox, workflow
@@ -39,14 +42,41 @@ class StepModel:
     async def use_as_tool(self, prompt: str, content: str) -> str:
         return str(await self.tools.call_tool(MODEL_TOOL, {"prompt": prompt, "content": content}))
 
-    async def generate(self, conversation: Any, tools: Any = None, message_type: Any = None) -> Any:
-        raise NotImplementedError(
-            "llm_client.generate is not supported here: a heuristic sequence may call "
-            "llm_client.use_as_tool(prompt, content) (docs/DISKURS.md)"
-        )
+    async def generate(
+        self, conversation: Any, tools: Any = None, message_type: Any = MessageType.CONVERSATION
+    ) -> Any:
+        """Diskurs' ``generate``: the conversation's system prompt, chat (of ``message_type``)
+        and user prompt asked of the model; returned with the user prompt and the model's reply
+        appended to its chat, as Diskurs returns it. Asked through ``use_as_tool`` (the system
+        prompt its prompt, the messages its content), so recorded the same way."""
+        if tools:
+            raise NotImplementedError(
+                "llm_client.generate with tools is not supported here: call the tools with "
+                "call_tool (docs/DISKURS.md)"
+            )
+        system, messages = _transcript(conversation.render_chat(message_type=message_type))
+        text = await self.use_as_tool(system, messages)
+        asked = conversation.user_prompt
+        asked = [] if asked is None else asked if isinstance(asked, list) else [asked]
+        name = asked[0].name if asked else conversation.active_agent
+        reply = ChatMessage(role=Role.ASSISTANT, content=text, name=name, type=message_type)
+        return conversation.append([*asked, reply])
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
+
+
+def _transcript(rendered: list[Any]) -> tuple[str, str]:
+    """Diskurs' rendered chat as a prompt: the system messages, and the others one a paragraph
+    (``role (name): content``; a list, several tool responses, flattened as Diskurs does)."""
+    flat = [m for entry in rendered for m in (entry if isinstance(entry, list) else [entry])]
+    system = [str(m.content) for m in flat if m.role == Role.SYSTEM and m.content]
+    others = [
+        f"{m.role.value}{f' ({m.name})' if m.name else ''}: {m.content}"
+        for m in flat
+        if m.role != Role.SYSTEM and m.content
+    ]
+    return "\n\n".join(system), "\n\n".join(others)
 
 
 def model_tool(ctx: Context, agent: AgentDoc) -> Tool:

@@ -30,7 +30,7 @@ from functions.conductor.completion import (
     failed,
     step_path,
 )
-from functions.conductor.turns import Context, after_step
+from functions.conductor.turns import Context, after_step, go_on
 from functions.conductor.wire import ConductorStep, publish_steps
 from functions.errors import current_function, record_error
 from functions.work import UserCodeError
@@ -102,10 +102,11 @@ def _decide(human: _Human) -> Completion | None:
     if answer is not None:
         accepted = _accepted(human, answer)
         if accepted is not None:
-            return _handed_back(human, arguments.dump(accepted), set(answer.values))
+            done = _handed_back(human, arguments.dump(accepted), set(answer.values))
+            return go_on(human.ctx, done)
     deadline = deadline_of(step, human.config)
     if now() >= deadline:
-        return _deadline_passed(human, deadline)
+        return go_on(human.ctx, _deadline_passed(human, deadline))
     _wait(human, deadline)
     return None
 

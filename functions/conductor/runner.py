@@ -22,6 +22,7 @@ from google.cloud import firestore
 
 from functions import store, transactions, work
 from functions.conductor import commit, decide, human, parallel, parallel_steps, planner, workflow
+from functions.conductor.completion import stored_path
 from functions.conductor.decide import Completion, conversation_path, step_path
 from functions.conductor.settings import conductor_settings
 from functions.conductor.wire import ConductorBranch, ConductorStep, publish_branches, publish_steps
@@ -34,10 +35,12 @@ from shared.conductor.documents import (
     STEP_LEASE,
     Conversation,
     Problem,
+    Remembered,
     Status,
     Step,
     StepKind,
     StepStatus,
+    Stored,
     UnitFailure,
     WorkflowFormat,
     step_id,
@@ -47,6 +50,9 @@ from shared.models import DocumentError, now, parse_document
 log = logging.getLogger(__name__)
 
 _ACTIVE = [status.value for status in ACTIVE]
+_EMPTY: tuple[Any, ...] = (None, "", [], {})
+STORE = "store"
+"""Who set a memory value taken from Diskurs' conversation store."""
 
 
 def lease_path(conversation_id: str, unit: str) -> str:
@@ -73,6 +79,7 @@ def _start_once(conversation_id: str) -> bool:
         conv = parse_document(Conversation, path, store.snapshot_data(path, transaction))
         if conv.status != Status.PENDING or conv.current_step >= 0:
             return False
+        kept = _stored(conv, transaction)
         stamp = now()
         first = _first_step(conv).model_copy(update={"created_at": stamp})
         transaction.create(store.ref(step_path(conversation_id, 0)), first.to_firestore())
@@ -80,9 +87,12 @@ def _start_once(conversation_id: str) -> bool:
             "status": Status.RUNNING.value,
             "currentStep": 0,
             "activeAgent": first.agent,
+            "visits": {first.agent: 1} if commit.is_visit(first) else {},
             "createdAt": conv.created_at or stamp,
             "updatedAt": stamp,
         }
+        if kept is not None:  # Diskurs' store: the conversation goes on from its memory
+            update["memory"] = {k: v.to_firestore() for k, v in kept.items()}
         transaction.update(store.ref(path), update)
         return True
 
@@ -90,6 +100,19 @@ def _start_once(conversation_id: str) -> bool:
     if started:
         publish_steps(ConductorStep(conversation_id=conversation_id, index=0, reason="start"))
     return started
+
+
+def _stored(conv: Conversation, transaction: Any) -> dict[str, Remembered] | None:
+    """The memory a Diskurs conversation of this ``conversation_id`` left in its project's
+    store (None: none stored yet), each value marked as the store's."""
+    if not conv.store_id:
+        return None
+    path = stored_path(conv.workflow_id, conv.store_id)
+    data = store.snapshot_data(path, transaction)
+    if data is None:
+        return None
+    kept = parse_document(Stored, path, data)
+    return {k: Remembered(value=v, agent=STORE) for k, v in kept.memory.items() if v not in _EMPTY}
 
 
 def _first_step(conv: Conversation) -> Step:

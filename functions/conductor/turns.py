@@ -1,7 +1,8 @@
 """An agent's turn: its first step (its arguments from the memory), and what follows a step of
 it: another step of the same turn, or the turn's end, which hands the final arguments to the
-memory and goes where the agent's type and ``topics`` say (the conductor; the next agent; the
-conversation's end for a finalizer, or for an agent with no topic, as in Diskurs)."""
+memory and goes where the agent's type and ``topics`` say (the conductor; the next agent, and
+after its chain each further topic; the conversation's end for a finalizer, or for an agent
+with no topic, as in Diskurs)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from shared.conductor.documents import (
     AgentDoc,
     Conversation,
     Semantics,
+    Status,
     Step,
     StepKind,
     WorkflowDoc,
@@ -80,11 +82,14 @@ class Context:
         return arguments.memory_instance(self.memory_class, self.memory(more), self.conv.query)
 
 
-def conductor_step(ctx: Context, index: int, *, predicate: bool | None = None) -> Step:
+def conductor_step(
+    ctx: Context, index: int, *, predicate: bool | None = None, name: str = ""
+) -> Step:
+    """A step of the conductor (``name``: one of a Diskurs project's conductors)."""
     return Step(
         index=index,
         kind=StepKind.CONDUCTOR,
-        agent=CONDUCTOR if not ctx.diskurs else ctx.wf.conductor.name,
+        agent=CONDUCTOR if not ctx.diskurs else name or ctx.wf.conductor.name,
         turn=ctx.step.turn,
         predicate=predicate,
     )
@@ -115,9 +120,9 @@ def first_step(
 
 
 def step_to(ctx: Context, name: str, index: int, memory: Mapping[str, Any] | None = None) -> Step:
-    """The step that gives the conversation to ``name`` (the conductor, or an agent's turn)."""
-    if name in (CONDUCTOR, ctx.wf.conductor.name) and name not in ctx.wf.agents:
-        return conductor_step(ctx, index)
+    """The step that gives the conversation to ``name`` (a conductor, or an agent's turn)."""
+    if name in (CONDUCTOR, *ctx.wf.conductor_names()) and name not in ctx.wf.agents:
+        return conductor_step(ctx, index, name=name)
     return first_step(ctx, name, index, memory)
 
 
@@ -154,12 +159,30 @@ def after_step(
     if agent.type in FINALIZERS:
         wanted = agent.final_properties
         result = {k: output.get(k) for k in wanted} if wanted is not None else dict(output)
-        return ended("finalizer", result, **done)
-    if ctx.diskurs and agent.name == ctx.wf.conductor.can_finalize_agent:
+        stored = ctx.memory(hand_back) if ctx.conv.store_id else None
+        return ended("finalizer", result, stored=stored, **done)
+    asking = ctx.wf.asking(agent.name) if ctx.diskurs else None
+    if asking is not None:
         predicate = bool(output.get("can_finalize"))
-        return Completion(next_step=conductor_step(ctx, index, predicate=predicate), **done)
+        step = conductor_step(ctx, index, predicate=predicate, name=asking.name)
+        return Completion(next_step=step, **done)
     if agent.topics is None:
         return Completion(next_step=conductor_step(ctx, index), **done)
     if not agent.topics:  # Diskurs publishes to no one: the conversation ends, with no result
         return ended("no topic", None, **done)
-    return Completion(next_step=step_to(ctx, agent.topics[0], index, hand_back), **done)
+    first, *later = agent.topics
+    return Completion(next_step=step_to(ctx, first, index, hand_back), queue=tuple(later), **done)
+
+
+def go_on(ctx: Context, done: Completion) -> Completion:
+    """Diskurs publishes a turn to each of its agent's topics in turn, each topic's chain of
+    turns to its end before the next: a conversation that would end while topics are queued
+    goes on with the last one queued, from the memory it was queued with. What the ended chain
+    gave stays: its result (Diskurs' one result holder; a later result replaces it), its
+    outcome, its step's record."""
+    if done.status != Status.DONE or not ctx.conv.queued:
+        return done
+    queued = ctx.conv.queued[-1]
+    there = dataclasses.replace(ctx, conv=ctx.conv.model_copy(update={"memory": queued.memory}))
+    nxt = step_to(there, queued.agent, ctx.step.index + 1)
+    return dataclasses.replace(done, status=Status.RUNNING, next_step=nxt, resume=queued)

@@ -116,16 +116,19 @@ def _naming(field: str, name: str, targets: list[str]) -> Iterator[tuple[str, st
 def rule_faults(workflow: WorkflowDoc) -> Iterator[tuple[str, str]]:
     """(field, reason) of each routing rule, route function, conductor topic or first contact
     that names no agent of the workflow."""
+    every = [*workflow.agents, *workflow.conductor_names()]
     targets = [*workflow.agents, FINISH]
     for i, rule in enumerate(workflow.conductor.rules):
         yield from _naming(f"conductor.rules[{i}].then", rule.then, targets)
-    for i, route in enumerate(workflow.conductor.route_functions):
-        field = f"conductor.routeFunctions[{i}].targetAgent"
-        yield from _naming(field, route.target_agent, workflow.agents)
-    for i, topic in enumerate(workflow.conductor.topics or []):
-        yield from _naming(f"conductor.topics[{i}]", topic, workflow.agents)
+    keyed = [("conductor", workflow.conductor)]
+    keyed += [(f"conductors[{i}]", c) for i, c in enumerate(workflow.conductors)]
+    for key, conductor in keyed:
+        for i, route in enumerate(conductor.route_functions):
+            field = f"{key}.routeFunctions[{i}].targetAgent"
+            yield from _naming(field, route.target_agent, every)
+        for i, topic in enumerate(conductor.topics or []):
+            yield from _naming(f"{key}.topics[{i}]", topic, every)
     if workflow.first_contact:
-        every = [*workflow.agents, workflow.conductor.name]
         yield from _naming("firstContact", workflow.first_contact, every)
 
 

@@ -41,6 +41,8 @@ CONVERSATION = paths.CONVERSATION
 STEP = paths.CONVERSATION_STEP
 ATTEMPTS = STEP + "/attempts"
 STEP_LEASE = CONVERSATION + "/leases/{stepId}"
+STORED = WORKFLOW + "/store/{storeId}"
+"""Diskurs' conversation store, as Firestore documents (``Stored``)."""
 START = "start"
 """The start's lease id (beside the steps' ``0000``, ``0001``...): the start is a unit too."""
 
@@ -195,6 +197,10 @@ class WorkflowDoc(Strict):
     warnings: list[str] = []
     """What the loader found that Diskurs tolerates in silence (a finalizer never defined...)."""
     conductor: ConductorConfig = Field(default_factory=ConductorConfig)
+    conductors: list[ConductorConfig] = []
+    """A Diskurs project's other conductors (nested: a conductor among another's topics, which
+    hands the conversation back through its ``supervisor``), each routing its own topics with
+    its own agent document, as ``conductor`` does."""
     model_settings: AgentModelSettings = Field(default_factory=_settings)
     max_agent_steps: Positive = 4
     """Steps of one agent's turn before it hands back even if not final."""
@@ -219,9 +225,34 @@ class WorkflowDoc(Strict):
         return self.first_contact or self.conductor.name
 
     def routable(self) -> list[str]:
-        """The agents the conductor may route to."""
+        """The agents (and other conductors) the conductor may route to."""
         topics = self.conductor.topics
-        return [a for a in self.agents if topics is None or a in topics]
+        every = [*self.agents, *(c.name for c in self.conductors)]
+        return [a for a in every if topics is None or a in topics]
+
+    def conductor_names(self) -> list[str]:
+        return [self.conductor.name, *(c.name for c in self.conductors)]
+
+    def led_by(self, name: str) -> WorkflowDoc:
+        """The workflow as its conductor ``name`` runs it: ``conductor`` that one's map (the
+        memory's class the project's), the others in ``conductors``."""
+        found = next((c for c in self.conductors if c.name == name), None)
+        if found is None:
+            return self
+        memory = {
+            "longterm_memory_class": self.conductor.longterm_memory_class,
+            "longterm_memory_location": self.conductor.longterm_memory_location,
+        }
+        others = [self.conductor, *(c for c in self.conductors if c.name != name)]
+        return self.model_copy(update={"conductor": found.model_copy(update=memory),
+                                       "conductors": others})  # fmt: skip
+
+    def asking(self, agent: str) -> ConductorConfig | None:
+        """The conductor whose ``multistep_predicate`` agent ``agent`` is."""
+        every = [self.conductor, *self.conductors]
+        return next(
+            (c for c in every if c.can_finalize_agent and c.can_finalize_agent == agent), None
+        )
 
 
 class AgentType(StrEnum):
@@ -267,7 +298,8 @@ class AgentDoc(Strict):
     """Steps of one turn before it hands back (Diskurs' ``maxReasoningSteps``); None: the
     workflow's ``maxAgentSteps``."""
     topics: list[str] | None = None
-    """Where its turn goes when it ends (Diskurs' ``topics``, the first); None: the conductor."""
+    """Where its turn goes when it ends (Diskurs' ``topics``: to each in turn, each topic's
+    chain of turns to its end before the next, ``Conversation.queued``); None: the conductor."""
     init_from_memory: bool = True
     """Its first arguments of a turn take the memory's values (Diskurs'
     ``initPromptArgumentsWithLongtermMemory``)."""
@@ -352,6 +384,27 @@ class UnitFailure(DocModel):
     attempts: Count = 0
 
 
+class Queued(DocModel):
+    """A topic still to be published to: Diskurs' agent publishes its turn to each of its
+    ``topics`` in turn, and the next topic gets the conversation as the agent left it."""
+
+    agent: str
+    memory: dict[str, Remembered] = {}
+    """The memory when the agent's turn ended (what a later chain changed does not reach it)."""
+
+
+class Stored(DocModel):
+    """A Diskurs conversation in its project's conversation store: what its finalizer left, as
+    Diskurs' store persists a conversation when its finalizer finalizes it; the next
+    conversation with the same Diskurs ``conversation_id`` starts from it."""
+
+    memory: dict[str, Any] = {}
+    """The long-term memory's values (its ``LongtermMemory``'s fields, ``user_query`` included)."""
+    conversation: str = ""
+    """The conversation document that left it."""
+    updated_at: Timestamp | None = None
+
+
 class Conversation(DocModel):
     query: str
     workflow_id: str = "example"
@@ -359,6 +412,14 @@ class Conversation(DocModel):
     answer: str = ""
     memory: dict[str, Remembered] = {}
     dispatches: Count = 0
+    visits: dict[str, Count] = {}
+    """Each conductor's visits, this one included (Diskurs' ``n_dispatches``, against its
+    ``maxDispatches``): a step of a conductor that is not a further reasoning step of its
+    visit nor its return from a ``multistep_predicate`` agent."""
+    settled: list[str] = []
+    """Conductors that finalized or reached their cap in the current chain of turns: when the
+    chain ends and a queued topic is taken up, their visits count from 0 again (Diskurs sets
+    ``n_dispatches`` back once its ``finalize`` or ``fail`` has run)."""
     current_step: int = -1
     active_agent: str = ""
     error: Problem | None = None
@@ -370,6 +431,12 @@ class Conversation(DocModel):
     outcome: str = ""
     """How it ended: ``answer``, ``finalize``, ``finalizer``, ``fail``, ``no topic``..."""
     warnings: list[str] = []
+    store_id: str = ""
+    """Diskurs' ``conversation_id`` (``DiskursInput``): the conversation starts from its stored
+    memory (``STORED``), and a finalizer's end stores its memory there; '' : not stored."""
+    queued: list[Queued] = []
+    """Topics still to publish to, a stack (the last is next): when the conversation would end,
+    it goes on with the last, from its memory."""
     created_at: Timestamp | None = None
     updated_at: Timestamp | None = None
 

@@ -432,6 +432,30 @@ def test_a_predicate_agent_decides_can_finalize_and_the_supervisor_takes_over(ru
     assert found[-1].input["answer"] == ""  # the answerer never ran: the judge said finish
 
 
+def test_the_cap_counts_the_conductors_visits_not_its_predicates_turns(runtime, db, allowed):
+    """Diskurs' conductor counts its visits (``n_dispatches``) against ``maxDispatches``;
+    asking its multistep_predicate agent is part of a visit, not one: with a cap of 3 and a
+    judge that never lets it finalize, the third visit fails, after both agents ran."""
+    desk = _supervised(allowed)
+    config = (desk / "config.yml").read_text().replace("maxDispatches: 10", "maxDispatches: 3")
+    (desk / "config.yml").write_text(config)
+    (desk / "boss" / "prompt.py").write_text(BOSS.replace("bool(memory.answer)", "False"))
+    load(db, desk, "capped")
+    model = Scripted()
+    model.reply("Can we finish?", {"can_finalize": False}, times=-1)
+    with runtime.model_wrapper(model.wrap):
+        start(db, "v1", QUERY, "capped")
+        settle(runtime, finished(db, "v1"))
+    conv = conversation(db, "v1")
+    assert conv.status == Status.DONE and conv.outcome == "fail", conv.error
+    assert [s.agent for s in steps(db, "v1")] == [
+        "boss", "judge", "boss", "classifier",
+        "boss", "judge", "boss", "answerer",
+        "boss", "judge", "boss",
+    ]  # fmt: skip
+    assert conv.visits == {"boss": 3}
+
+
 DESK_TOOLS = '''\
 from diskurs import tool
 
@@ -741,3 +765,334 @@ def test_a_conductors_is_valid_refusing_its_arguments_is_sent_instead_of_its_tem
     first = model.prompts[0].prompt
     assert "Name the agent to ask next" in first
     assert next(s.decision.by for s in steps(db, "c2") if s.decision) == "model"
+
+
+TOPICS = """
+first_contact: reader
+longtermMemory: {type: TopicMemory, location: memory.py}
+llms: [{name: fake, type: scripted}]
+agents:
+  - name: reader
+    type: multistep
+    llm: fake
+    prompt: {type: multistep_prompt, location: reader, promptArgumentClass: ReaderPrompt}
+    topics: [%s]
+  - name: tagger
+    type: heuristic
+    renderPrompt: false
+    prompt: {type: heuristic_prompt, location: tagger, promptArgumentClass: TagPrompt}
+    topics: []
+  - name: collector
+    type: heuristic_finalizer
+    renderPrompt: false
+    prompt: {type: heuristic_prompt, location: collector, promptArgumentClass: CollectPrompt}
+    finalProperties: [items, tag]
+"""
+
+TOPIC_FILES = {
+    "memory.py": """\
+        from dataclasses import dataclass, field
+        from diskurs import LongtermMemory
+
+
+        @dataclass
+        class TopicMemory(LongtermMemory):
+            items: list[str] = field(default_factory=list)
+            tag: str = ""
+        """,
+    "reader/prompt.py": """\
+        from dataclasses import dataclass, field
+        from diskurs import OutputField, PromptArgument
+
+
+        @dataclass
+        class ReaderPrompt(PromptArgument):
+            items: OutputField[list[str]] = field(default_factory=list)
+        """,
+    "reader/system_template.jinja2": "Read.",
+    "reader/user_template.jinja2": "Items to read: {{ items }}",
+    "reader/agent_description.txt": "reads",
+    "tagger/prompt.py": """\
+        from dataclasses import dataclass, field
+        from diskurs import InputField, OutputField, PromptArgument
+
+
+        @dataclass
+        class TagPrompt(PromptArgument):
+            items: InputField[list[str]] = field(default_factory=list)
+            tag: OutputField[str] = ""
+
+
+        def heuristic_sequence(conversation, call_tool, llm_client):
+            arg = conversation.prompt_argument
+            arg.tag = "tagged " + ",".join(arg.items)
+            return conversation.update(prompt_argument=arg)
+        """,
+    "tagger/agent_description.txt": "tags",
+    "collector/prompt.py": """\
+        from dataclasses import dataclass, field
+        from diskurs import InputField, PromptArgument
+
+
+        @dataclass
+        class CollectPrompt(PromptArgument):
+            items: InputField[list[str]] = field(default_factory=list)
+            tag: InputField[str] = ""
+
+
+        def heuristic_sequence(conversation, call_tool, llm_client):
+            return conversation
+        """,
+    "collector/agent_description.txt": "collects",
+}
+
+
+def test_an_agent_publishes_its_turn_to_each_of_its_topics_in_turn(runtime, db, allowed):
+    """Diskurs' agent publishes to each of its ``topics`` in turn, each topic's chain to its
+    end before the next, each from the conversation as the agent left it: the tagger's chain
+    (no topic: it ends) runs first and its memory change does not reach the collector; with the
+    topics the other way round the collector's result stands after the tagger's chain ends."""
+    for wid, topics in (("tag_first", "tagger, collector"), ("collect_first", "collector, tagger")):
+        files = {**TOPIC_FILES, "config.yml": TOPICS % topics}
+        load(db, _write(allowed / wid, files), wid)
+    model = Scripted()
+    model.reply("Items to read:", {"items": ["a", "b"]}, times=-1)
+    with runtime.model_wrapper(model.wrap):
+        start(db, "t1", QUERY, "tag_first")
+        start(db, "t2", QUERY, "collect_first")
+        settle(runtime, finished(db, "t1", "t2"))
+    first, second = conversation(db, "t1"), conversation(db, "t2")
+    assert first.status == second.status == Status.DONE, (first.error, second.error)
+    assert [s.agent for s in steps(db, "t1")] == ["reader", "tagger", "collector"]
+    assert [s.agent for s in steps(db, "t2")] == ["reader", "collector", "tagger"]
+    assert steps(db, "t1")[1].output["tag"] == "tagged a,b"  # the tagger ran, on the items
+    assert first.result == {"items": ["a", "b"], "tag": ""}  # from the memory the reader left
+    assert first.outcome == "finalizer" and first.queued == []
+    assert second.result == {"items": ["a", "b"], "tag": ""}  # the tagger's end kept it
+    assert second.outcome == "finalizer" and second.memory["tag"].value == "tagged a,b"
+
+
+GENERATOR = """\
+from dataclasses import dataclass
+from diskurs import PromptArgument
+from diskurs.entities import ChatMessage, Role
+
+
+@dataclass
+class SummaryPrompt(PromptArgument):
+    summary: str = ""
+    messages: int = 0
+
+
+async def heuristic_sequence(conversation, call_tool, llm_client):
+    conversation = conversation.update(
+        system_prompt=ChatMessage(role=Role.SYSTEM, content="Answer in one word."),
+        user_prompt=ChatMessage(role=Role.USER, content="Name its meaning:", name="summariser"),
+    )
+    conversation = await llm_client.generate(conversation)
+    arg = conversation.prompt_argument
+    arg.summary = conversation.last_message.content
+    arg.messages = len(conversation.chat)
+    return conversation.update(prompt_argument=arg)
+"""
+
+
+def test_a_heuristic_sequence_generates_with_its_llm_client(runtime, db, allowed):
+    """``llm_client.generate(conversation)`` asks the agent's model with the conversation's
+    system prompt, chat and user prompt, and returns it with the user prompt and the reply
+    appended (Diskurs' LLMClient.generate); the call is recorded among the step's tool calls."""
+    config = """
+    first_contact: summariser
+    llms: [{name: fake, type: scripted}]
+    agents:
+      - name: summariser
+        type: heuristic_finalizer
+        llm: fake
+        renderPrompt: false
+        prompt: {type: heuristic_prompt, location: summariser, promptArgumentClass: SummaryPrompt}
+        finalProperties: [summary, messages]
+    """
+    files = {
+        "config.yml": config,
+        "summariser/prompt.py": GENERATOR,
+        "summariser/agent_description.txt": "summarises",
+    }
+    load(db, _write(allowed / "generated", files), "generated")
+    model = Scripted()
+    model.reply("Name its meaning:", {"text": "Meaning"})
+    with runtime.model_wrapper(model.wrap):
+        start(db, "h2", QUERY, "generated")
+        settle(runtime, finished(db, "h2"))
+    conv = conversation(db, "h2")
+    assert conv.status == Status.DONE, conv.error
+    assert conv.result == {"summary": "Meaning", "messages": 3}  # query, user prompt, reply
+    asked = model.prompts[0].prompt
+    assert asked.index("Answer in one word.") < asked.index(QUERY) < asked.index("Name its")
+    [call] = tool_calls(db, "h2", "0000")
+    assert call["status"] == "done"
+
+
+NESTED = """
+first_contact: boss
+longtermMemory: {type: DeskMemory, location: memory.py}
+llms: [{name: fake, type: scripted}]
+agents:
+  - name: boss
+    type: conductor
+    llm: fake
+    prompt: {type: conductor_prompt, location: boss, canFinalizeName: ready, finalizeName: wrap_up}
+    topics: [team]
+    rules:
+      - {name: delegate, description: x, location: boss, conditionName: always, targetAgent: team}
+  - name: team
+    type: conductor
+    llm: fake
+    prompt: {type: conductor_prompt, location: team, canFinalizeName: ready}
+    topics: [classifier, answerer]
+    supervisor: boss
+    rules:
+      - {name: first, description: x, location: team, conditionName: unclassified,
+         targetAgent: classifier}
+      - {name: then, description: x, location: team, conditionName: classified,
+         targetAgent: answerer}
+  - name: classifier
+    type: multistep
+    llm: fake
+    prompt: {type: multistep_prompt, location: classifier, promptArgumentClass: ClassifierPrompt}
+    topics: [team]
+  - name: answerer
+    type: heuristic
+    prompt: {type: heuristic_prompt, location: answerer, promptArgumentClass: AnswererPrompt,
+             heuristicSequenceName: answer}
+    topics: [team]
+"""
+
+
+def test_a_conductor_runs_nested_in_another_and_hands_back_through_its_supervisor(
+    runtime, db, allowed
+):
+    """Diskurs' nested conductors: the boss's rule gives the conversation to the team (a
+    conductor among its topics), whose own rules route its agents; when the team can
+    finalize, it hands the conversation to its supervisor, the boss, which finalizes."""
+    files = {
+        "config.yml": NESTED,
+        "memory.py": MEMORY,
+        "boss/prompt.py": BOSS,
+        "boss/rules.py": "def always(conversation):\n    return True\n",
+        "team/prompt.py": BOSS,
+        "team/rules.py": RULES,
+        "team/agent_description.txt": "a team that classifies and answers",
+        "classifier/prompt.py": CLASSIFIER,
+        "classifier/system_template.jinja2": "You classify support requests.",
+        "classifier/user_template.jinja2": "Classify: {{ user_query }}",
+        "classifier/agent_description.txt": "rates urgency",
+        "answerer/prompt.py": ANSWERER,
+        "answerer/agent_description.txt": "answers",
+    }
+    load(db, _write(allowed / "nested", files), "nested")
+    start(db, "n1", QUERY, "nested")
+    settle(runtime, finished(db, "n1"))
+    conv = conversation(db, "n1")
+    assert conv.status == Status.DONE, conv.error
+    found = steps(db, "n1")
+    assert [(s.kind, s.agent) for s in found] == [
+        ("conductor", "boss"),
+        ("conductor", "team"),
+        ("agent", "classifier"),
+        ("conductor", "team"),
+        ("agent", "answerer"),
+        ("conductor", "team"),
+        ("conductor", "boss"),
+    ]
+    assert [(s.decision.by, s.decision.next_agent) for s in found if s.decision] == [
+        ("rule", "team"),
+        ("rule", "classifier"),
+        ("rule", "answerer"),
+        ("finalize", "boss"),  # the team's supervisor
+        ("model", "FINISH"),  # the boss's finalize(memory)
+    ]
+    urgency = conv.memory["urgency"].value
+    assert conv.outcome == "finalize"
+    assert conv.result == {"answer": f"urgency {urgency}: {QUERY}", "urgency": urgency}
+
+
+def test_a_conversation_id_given_again_goes_on_from_what_its_finalizer_stored(runtime, db, allowed):
+    """Diskurs' conversation store: a finalizer that finalizes stores the conversation under
+    its ``conversation_id`` (here a Firestore document), and ``ama`` with the same id goes on
+    from it: the stored memory (its first ``user_query`` included, as Diskurs keeps it) lets
+    the conductor finalize at once, to the finalizer."""
+    from tools.diskurs_forum import DiskursInput, create_forum_from_config
+
+    desk = _desk(allowed, finalizer=True)
+    forum = create_forum_from_config(config_path=Path("config.yml"), base_path=desk, client=db)
+    first = asyncio.run(forum.ama(DiskursInput(user_query=QUERY, conversation_id="s1")))
+    again = asyncio.run(forum.ama(DiskursInput(user_query="And now?", conversation_id="s1")))
+    fresh = asyncio.run(forum.ama(DiskursInput(user_query="Other", conversation_id="s2")))
+    one, two = conversation(db, "s1"), conversation(db, "s1-2")
+    assert one.status == two.status == Status.DONE, (one.error, two.error)
+    assert first == one.result and again == two.result and again["closing"]
+    assert [s.agent for s in steps(db, "s1")] == [
+        "boss", "classifier", "boss", "answerer", "boss", "closer",
+    ]  # fmt: skip
+    assert [s.agent for s in steps(db, "s1-2")] == ["boss", "closer"]  # finalizes at once
+    urgency = one.memory["urgency"].value
+    assert two.memory["urgency"].value == urgency and two.memory["urgency"].agent == "store"
+    assert two.memory["user_query"].value == QUERY and two.query == "And now?"
+    stored = db.document("workflows/desk_closer/store/s1").get().to_dict()
+    assert stored["conversation"] == "s1-2"  # the latest finalizer's
+    assert stored["memory"]["answer"] == one.memory["answer"].value
+    assert fresh["closing"] and steps(db, "s2")[1].agent == "classifier"  # another id: fresh
+
+
+RESET = """
+first_contact: reader
+longtermMemory: {type: TopicMemory, location: memory.py}
+llms: [{name: fake, type: scripted}]
+agents:
+  - name: reader
+    type: heuristic
+    renderPrompt: false
+    prompt: {type: heuristic_prompt, location: reader, promptArgumentClass: ReaderPrompt}
+    topics: [boss, boss]
+  - name: boss
+    type: conductor
+    llm: fake
+    prompt: {type: conductor_prompt, location: boss}
+    topics: [tagger]
+    maxDispatches: 2
+    rules:
+      - {name: always, description: x, location: boss, conditionName: always, targetAgent: tagger}
+  - name: tagger
+    type: heuristic
+    renderPrompt: false
+    prompt: {type: heuristic_prompt, location: tagger, promptArgumentClass: TagPrompt}
+    topics: [boss]
+"""
+
+
+def test_a_conductor_that_failed_counts_its_visits_from_0_in_the_next_topics_chain(
+    runtime, db, allowed
+):
+    """Diskurs' conductor sets its count back once its fail (or finalize) has run: the reader
+    publishes to the boss twice, and each chain reaches the boss's cap of 2 visits (the
+    tagger's turn between them), so the second chain runs as the first."""
+    reader = TOPIC_FILES["reader/prompt.py"] + (
+        "\n\n        def heuristic_sequence(conversation, call_tool, llm_client):\n"
+        "            return conversation\n"
+    )
+    files = {
+        **TOPIC_FILES,
+        "config.yml": RESET,
+        "reader/prompt.py": reader,
+        "boss/prompt.py": "",
+        "boss/rules.py": "def always(conversation):\n    return True\n",
+    }
+    load(db, _write(allowed / "reset", files), "reset")
+    start(db, "z1", QUERY, "reset")
+    settle(runtime, finished(db, "z1"))
+    conv = conversation(db, "z1")
+    assert conv.status == Status.DONE and conv.outcome == "fail", conv.error
+    assert [s.agent for s in steps(db, "z1")] == [
+        "reader", "boss", "tagger", "boss", "boss", "tagger", "boss",
+    ]  # fmt: skip
+    assert conv.visits == {"boss": 2} and conv.settled == ["boss"]

@@ -82,6 +82,9 @@ _CONVERSATION_WRITTEN = (
     "result",
     "outcome",
     "warnings",
+    "queued",
+    "visits",
+    "settled",
     "createdAt",
     "updatedAt",
 )
