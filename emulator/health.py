@@ -1,15 +1,17 @@
 """Emulators restarted under a running runtime: noticed within a check, re-armed, said once.
 
 A restarted Firestore emulator has forgotten the runtime's trigger registrations, and a restarted
-Pub/Sub emulator its topics and subscriptions; neither says so, and the runtime went on deaf:
-agents moved only when the watchdog re-drove them, a chat froze for good. The emulator has no
-endpoint that lists triggers, so the runtime leaves a marker document of its own when it
-registers them: a marker gone means the emulator lost what it held (restarted, or this project's
-data cleared by someone else), and registering again is safe (an id re-registered replaces its
-trigger: nothing is delivered twice). Pub/Sub answers for itself: a subscription of ours missing.
+Pub/Sub emulator its topics and subscriptions; neither says so, and the runtime went on deaf: agents
+moved only when the watchdog re-drove them, a chat froze for good. The emulator has no endpoint that
+lists triggers, so the runtime leaves a marker document of its own when it registers them: a marker
+gone means the emulator lost what it held (restarted, or this project's data cleared by someone
+else), and registering again is safe (an id re-registered replaces its trigger: nothing is delivered
+twice). An emulator restarted with an import has the marker back (it was exported with the data) and
+no trigger: a check refused or cut off (not a slow answer) also arms again at the next answer (issue
+40 row 9: a chat stalled for good). Pub/Sub answers for itself: a subscription of ours missing.
 
-The checks run on a thread of the runtime every ``CHECK_EVERY_S``, over REST: a gRPC channel
-waits out its reconnect backoff after a restart (seconds), a new HTTP connection does not.
+The checks run on a thread of the runtime every ``CHECK_EVERY_S``, over REST: a gRPC channel waits
+out its reconnect backoff after a restart (seconds), a new HTTP connection does not.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import contextlib
 import logging
 import threading
 import time
+import urllib.error
 import uuid
 from collections.abc import Callable
 
-from emulator.firestore_admin import FirestoreAdmin
+from emulator.firestore_admin import AdminError, FirestoreAdmin
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,13 @@ MARKER_COLLECTION = "_runtimeHealth"
 
 Check = Callable[[], str | None]
 """One emulator's check: a sentence for the live log when something happened, else None."""
+
+
+def _timed_out(error: BaseException) -> bool:
+    """A check that got no answer in time (a loaded machine), as opposed to one refused or cut
+    off (an emulator that went away)."""
+    reason = error.reason if isinstance(error, urllib.error.URLError) else error
+    return isinstance(reason, TimeoutError)
 
 
 class Silence:
@@ -75,6 +85,10 @@ class TriggerMarker:
         self._path = f"{MARKER_COLLECTION}/{uuid.uuid4().hex}"
         self._silence = Silence("Firestore emulator", admin.host)
         self._lock = threading.Lock()
+        self._went_away = False
+        """A check was refused or cut off (not merely slow) since the last arming: the emulator
+        may have restarted, and one restarted with an import has the marker back (exported
+        with the data) but none of the triggers."""
 
     def arm(self) -> int:
         """Register the triggers and leave the marker; the number of triggers registered."""
@@ -102,12 +116,20 @@ class TriggerMarker:
         with self._lock:
             try:
                 present = self._admin.document_exists(self._path, CHECK_TIMEOUT_S)
-            except OSError as error:
+            except (OSError, AdminError) as error:
+                self._went_away = self._went_away or not _timed_out(error)
                 return self._silence.failed(error)
             back = self._silence.answered()
-            if present:
+            if present and not self._went_away:
                 return back
             registered = self._armed()
+            self._went_away = False
+        if present:
+            return (
+                f"the Firestore emulator at {self._admin.host} went away and came back with "
+                f"this runtime's marker (restarted with its data, --import): registered "
+                f"{registered} triggers again"
+            )
         return (
             f"the Firestore emulator at {self._admin.host} had forgotten this runtime's "
             f"triggers (restarted, or the project's data cleared): registered {registered} again"

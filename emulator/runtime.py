@@ -38,6 +38,12 @@ log = logging.getLogger(__name__)
 
 ENV_VARS = ("FIRESTORE_EMULATOR_HOST", "PUBSUB_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT")
 _POLL_S = 0.01
+TICK_TIMEOUT_S = 2.0
+"""How long the ticking thread waits for a tick's publish. The client's own minute
+(``PUBLISH_TIMEOUT_S``) held the ticking thread through a Pub/Sub emulator's restart: a publish
+begun on the old client waited out its retries, so no watchdog ran for 38-52 s after the restart
+(issue 40 row 8, the chat frozen meanwhile); a tick that times out is logged, and the next one
+goes through the client made again once the runtime re-armed the emulator."""
 
 
 def _refresh_function_clients() -> None:
@@ -316,16 +322,19 @@ class LocalRuntime:
 
     # --- scheduled functions -----------------------------------------------------------------
 
-    def tick(self) -> int:
+    def tick(self, timeout: float | None = None) -> int:
         """Publish one tick to every scheduled function's topic (what Cloud Scheduler does);
-        ``wait_until_idle()`` covers the work it causes. Returns the number of ticks sent."""
+        ``wait_until_idle()`` covers the work it causes. Returns the number of ticks sent.
+        ``timeout``: each publish's wait (default the functions' ``PUBLISH_TIMEOUT_S``)."""
         from functions import pubsub
+
+        timeout = pubsub.PUBLISH_TIMEOUT_S if timeout is None else timeout
 
         topics = sorted(
             {s.trigger.topic for s in self.registry if isinstance(s.trigger, ScheduleTrigger)}
         )
         for topic in topics:
-            pubsub.publish(topic, {"tick": time.time()})
+            pubsub.publish(topic, {"tick": time.time()}, timeout=timeout)
         return len(topics)
 
     def _tick_forever(self) -> None:
@@ -334,7 +343,7 @@ class LocalRuntime:
             if self._paused:
                 continue
             try:
-                self.tick()
+                self.tick(TICK_TIMEOUT_S)
             except Exception as error:  # logged once a failing run: the emulator's outage
                 log.log(logging.DEBUG if failing else logging.WARNING, "scheduled tick: %s", error)
                 failing = True

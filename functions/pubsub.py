@@ -27,15 +27,23 @@ def topic_path(topic: str) -> str:
     return f"projects/{clients.project_id()}/topics/{topic}"
 
 
-def publish(topic: str, payload: Any, **attributes: str) -> str:
+PUBLISH_TIMEOUT_S = 60.0
+"""How long a publish is waited for (its client retries meanwhile)."""
+
+
+def publish(
+    topic: str, payload: Any, *, timeout: float = PUBLISH_TIMEOUT_S, **attributes: str
+) -> str:
     """Publish ``payload`` as JSON and wait for the server's message id."""
-    return publish_all(topic, [payload], **attributes)[0]
+    return publish_all(topic, [payload], timeout=timeout, **attributes)[0]
 
 
-def publish_all(topic: str, payloads: list[Any], **attributes: str) -> list[str]:
+def publish_all(
+    topic: str, payloads: list[Any], *, timeout: float = PUBLISH_TIMEOUT_S, **attributes: str
+) -> list[str]:
     """Publish every payload at once, then wait for all their message ids (a fan-out to a
-    hundred agents waited for each publish in turn: 2 s per chat message). Nothing to publish
-    is a no-op."""
+    hundred agents waited for each publish in turn: 2 s per chat message), each at most
+    ``timeout`` seconds. Nothing to publish is a no-op."""
     if not payloads:
         return []
     path = topic_path(topic)
@@ -45,7 +53,7 @@ def publish_all(topic: str, payloads: list[Any], **attributes: str) -> list[str]
         )
         for p in payloads
     ]
-    message_ids = [future.result(timeout=60) for future in futures]
+    message_ids = [future.result(timeout=timeout) for future in futures]
     for message_id in message_ids:
         for observer in _observers:
             observer(topic, message_id)

@@ -29,6 +29,23 @@ def is_contention(error: BaseException) -> bool:
     )
 
 
+LOST = ("transaction is invalid or closed", "transaction has expired", "no longer valid")
+"""How the emulator and production say a transaction is gone (InvalidArgument)."""
+
+
+def is_lost(error: BaseException) -> bool:
+    """The transaction is gone from under its holder: the emulator restarted between its read
+    and its commit ("Transaction is invalid or closed"), or production expired it ("The
+    referenced transaction has expired or is no longer valid"). A new transaction can succeed."""
+    text = str(error).lower()
+    return isinstance(error, gexc.InvalidArgument) and any(words in text for words in LOST)
+
+
+def is_retryable(error: BaseException) -> bool:
+    """What ``run`` begins again: contention, or a transaction lost (``is_lost``)."""
+    return is_contention(error) or is_lost(error)
+
+
 def retry_contended(write: Callable[[], T], *, attempts: int = ATTEMPTS) -> T:
     """Run a plain write (or a few) again when it collides with a transaction holding the
     document ("409 Transaction lock timeout"): many agents mark themselves ready in one chat's
@@ -48,14 +65,14 @@ def run(
     settled: Callable[[], T | None] | None = None,
     attempts: int = ATTEMPTS,
 ) -> T:
-    """Run ``body(transaction)`` in a transaction, retrying contention with backoff. Before a
-    retry, ``settled()`` may return a result that makes the retry unnecessary (another delivery
-    already did the work)."""
+    """Run ``body(transaction)`` in a transaction, retrying contention (and a transaction
+    lost, ``is_lost``) with backoff. Before a retry, ``settled()`` may return a result that
+    makes the retry unnecessary (another delivery already did the work)."""
     transactional = firestore.transactional(body)
     retrying = tenacity.Retrying(
         stop=tenacity.stop_after_attempt(attempts),
         wait=tenacity.wait_random_exponential(multiplier=0.05, max=2),
-        retry=tenacity.retry_if_exception(is_contention),
+        retry=tenacity.retry_if_exception(is_retryable),
         reraise=True,
     )
     for attempt in retrying:

@@ -216,6 +216,9 @@ def _in_thread(room: Room, write: Writes, thread_read: transactions.Begun | None
                 return logged
             except gexc.Aborted:
                 pass  # a switch held the marker: read it again in a transaction of our own
+            except gexc.InvalidArgument as error:
+                if not transactions.is_lost(error):
+                    raise  # a lost transaction (an emulator restart): in one of our own
     return transactions.run(
         lambda transaction: write(transaction, store.snapshot_data(marker, transaction))
     )

@@ -1,8 +1,9 @@
-"""A local runtime attached to emulators that outlive it, run as its own process so the crash
-test can kill it with SIGKILL: ``python tests/integration/crash_runtime.py FS PUBSUB FUNCTIONS``.
-Prints ``ready`` once it delivers events. Its functions run in worker processes as ``make up``
-runs them when ``DLAB_WORKER_PROCESSES`` asks for them (``test_crash`` does), so a kill also tests
-that the workers die with the runtime instead of finishing its moves as orphans.
+"""A local runtime attached to emulators that outlive it, run as its own process so the crash test
+can kill it with SIGKILL: ``python tests/integration/crash_runtime.py FS PUBSUB FUNCTIONS``. Prints
+``ready`` once it delivers events, then ``notice TEXT`` for each live-log line about its emulators
+(``test_emulator_restart_systems`` restarts them). Its functions run in worker processes as ``make
+up`` runs them when ``DLAB_WORKER_PROCESSES`` asks for them (``test_crash`` does), so a kill also
+tests that the workers die with the runtime instead of finishing its moves as orphans.
 ``DLAB_CRASH_MODE=chaos``: chaos delivery (``emulator.chaos``, settings from the environment)."""
 
 from __future__ import annotations
@@ -26,10 +27,15 @@ def main(firestore: int, pubsub: int, functions: int) -> None:
     chaos = ChaosSettings.from_env() if mode == "chaos" else None
     with LocalRuntime(
         mode=mode, tick_s=1.0, emulators=options, processes=default_processes(), chaos=chaos
-    ):
+    ) as runtime:
         print("ready", flush=True)
+        said = 0
         while True:
-            time.sleep(60)
+            notices = runtime.notices
+            for notice in notices[said:]:
+                print(f"notice {notice}", flush=True)
+            said = len(notices)
+            time.sleep(0.2)
 
 
 if __name__ == "__main__":

@@ -14,9 +14,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from chat_docs import chat_messages
+from experiment_state import participants
+from google.cloud import firestore
 
 from emulator import config, processes
 from functions import clients
+from shared.models import ParticipantStatus
 
 RUNTIME = Path(__file__).with_name("crash_runtime.py")
 PROJECT = "demo-dlab"  # the runtime's default project
@@ -108,3 +112,21 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> float:
         assert time.monotonic() - t0 < timeout, f"{what}: not within {timeout} s"
         time.sleep(0.25)
     return time.monotonic() - t0
+
+
+def all_done(db: firestore.Client, e: str) -> bool:
+    return all(p.current_status == ParticipantStatus.SUCCESS for p in participants(db, e))
+
+
+def positions(db: firestore.Client, e: str, chats: list[tuple[str, str]]) -> dict[str, tuple]:
+    """Where each agent is; an agent in a chat also by how many messages the chat has."""
+    said = {stage: len(chat_messages(db, e, stage_id=stage, cohort=c)) for stage, c in chats}
+    return {
+        p.private_id: (
+            p.current_status,
+            p.current_stage_id,
+            len(p.timestamps.completed_stages),
+            said.get(p.current_stage_id, 0),
+        )
+        for p in participants(db, e)
+    }

@@ -26,14 +26,16 @@ import time
 from collections import Counter
 
 import pytest
-from chat_docs import chat_messages, check_no_message_twice
+from chat_docs import check_no_message_twice
 from crashing import (  # noqa: F401 (emulators: a fixture)
     MOVE_BOUND_S,
     PROJECT,
     QUICK,
+    all_done,
     emulators,
     environment,
     kill_runtime,
+    positions,
     start_runtime,
 )
 from experiment_state import errors, model_logs, participants, template
@@ -44,24 +46,6 @@ from shared.models import ParticipantStatus
 from tools.load_template import load
 
 AGENTS = 5
-
-
-def _all_done(db: firestore.Client, e: str) -> bool:
-    return all(p.current_status == ParticipantStatus.SUCCESS for p in participants(db, e))
-
-
-def _position(db: firestore.Client, e: str, chats: list[tuple[str, str]]) -> dict[str, tuple]:
-    """Where each agent is; an agent in a chat also by how many messages the chat has."""
-    said = {stage: len(chat_messages(db, e, stage_id=stage, cohort=c)) for stage, c in chats}
-    return {
-        p.private_id: (
-            p.current_status,
-            p.current_stage_id,
-            len(p.timestamps.completed_stages),
-            said.get(p.current_stage_id, 0),
-        )
-        for p in participants(db, e)
-    }
 
 
 SEEDS = [int(s) for s in os.environ.get("DLAB_CRASH_SEEDS", "7").split(",")]
@@ -89,13 +73,13 @@ def test_killed_runtimes_lose_no_agent_and_double_nothing(emulators, monkeypatch
             time.sleep(gap)
         runtime = start_runtime(emulators)
     restarted = time.monotonic()
-    at_restart = _position(db, e, chats)
+    at_restart = positions(db, e, chats)
     stranded = {p for p, where in at_restart.items() if where[0] != ParticipantStatus.SUCCESS}
     moved: dict[str, float] = {}
     deadline = restarted + float(os.environ.get("DLAB_CRASH_DEADLINE", "300"))
     try:
-        while not _all_done(db, e) and time.monotonic() < deadline:
-            now = _position(db, e, chats)
+        while not all_done(db, e) and time.monotonic() < deadline:
+            now = positions(db, e, chats)
             for p in stranded - moved.keys():
                 if now[p] != at_restart[p]:
                     moved[p] = round(time.monotonic() - restarted, 1)
@@ -110,8 +94,8 @@ def test_killed_runtimes_lose_no_agent_and_double_nothing(emulators, monkeypatch
     logs = db.collection(f"experiments/{e}/logs").get()
     nudges = sum("readiness" in str((s.to_dict() or {}).get("description")) for s in logs)
     print(f"crash: {len(logs)} model calls, {nudges} of them readiness questions")
-    stuck = {p.private_id: p.current_stage_id for p in participants(db, e) if not _all_done(db, e)}
-    assert _all_done(db, e), stuck
+    stuck = {p.private_id: p.current_stage_id for p in participants(db, e) if not all_done(db, e)}
+    assert all_done(db, e), stuck
     for p in stranded - moved.keys():  # finished between two polls: it moved
         moved[p] = done_after
     late = {p: s for p, s in moved.items() if s > MOVE_BOUND_S}
