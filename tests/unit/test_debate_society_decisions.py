@@ -1,0 +1,269 @@
+"""The debate's and the society's pure decisions: where their documents and leases are, their
+messages' ids, what a completed round leads to, who acts on a day, the members a society
+starts with, the day's spend fields."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+import pytest
+from google.cloud.firestore import Increment
+
+from functions.debate import docs as debate_docs
+from functions.debate import progress, redrive
+from functions.debate.messages import DebateTurn
+from functions.debate.settings import DebateSettings
+from functions.debate.user import GuardedPrompts
+from functions.society import closing, days, setup, shard, turn
+from functions.society import docs as society_docs
+from functions.society.wire import CloseShard, SocietyTurn
+from shared.debate.kits import Kit
+from shared.debate.models import (
+    Cluster,
+    Debate,
+    DebateMode,
+    Round,
+    Statement,
+    StatementKind,
+)
+from shared.errors import UserCodeError
+from shared.models import DocumentError
+from shared.society.models import PERSONALITIES, Member, Resources, Society, SocietySettings
+from shared.society.rules import Spend
+
+# --- the debate ---------------------------------------------------------------------------
+
+
+def test_debate_paths() -> None:
+    assert debate_docs.debate("d1") == "debates/d1"
+    assert debate_docs.agent("d1", "a") == "debates/d1/agents/a"
+    assert debate_docs.layer("d1", "L1") == "debates/d1/layers/L1"
+    assert debate_docs.cluster("d1", "L1-C0") == "debates/d1/clusters/L1-C0"
+    assert debate_docs.round_("d1", "L1-C0-R0") == "debates/d1/rounds/L1-C0-R0"
+    assert debate_docs.statement("d1", "x") == "debates/d1/statements/x"
+    assert debate_docs.lease("d1", "u") == "debates/d1/leases/u"
+    assert debate_docs.differences("d1", "L2") == "debates/d1/differences/L2"
+
+
+def test_debate_turn_names_its_statement_and_travels_in_camel_case() -> None:
+    message = DebateTurn(debate_id="d1", round_id="L1-C0-R2", agent="bull")
+    assert message.statement_id == "L1-C0-R2-bull"
+    assert message.to_json() == {"debateId": "d1", "roundId": "L1-C0-R2", "agent": "bull"}
+    assert DebateTurn.model_validate(message.to_json()) == message
+
+
+def test_stranded_age() -> None:
+    settings = DebateSettings.of({"DLAB_DEBATE_STALE_SECONDS": "60"})
+    now = datetime.now(UTC)
+    assert redrive._old(None, settings)  # never stamped: nothing to wait for
+    assert redrive._old(now - timedelta(seconds=61), settings)
+    assert not redrive._old(now - timedelta(seconds=30), settings)
+    assert not redrive._old(now + timedelta(seconds=5), settings)
+
+
+def test_guarded_prompts_call_user_code_and_pass_attributes() -> None:
+    class Prompts:
+        title = "stocks"
+
+        def opening(self, x: int) -> str:
+            return f"open {x}"
+
+        def broken(self) -> str:
+            raise KeyError("missing")
+
+    guarded: Any = GuardedPrompts("prompts 'stock'", Prompts())
+    assert guarded.title == "stocks"
+    assert guarded.opening(3) == "open 3"
+    with pytest.raises(UserCodeError) as raised:
+        guarded.broken()
+    assert raised.value.function == "prompts 'stock'.broken"
+
+
+DEBATE = Debate(id="d1", name="t", data=[{"x": 1}], num_rounds=2, mode=DebateMode.ALL_TO_ALL)
+"""A baseline debate: its cluster does not synthesize, so no head agent and no kit is read."""
+NO_KIT = cast(Kit, None)
+
+
+def _cluster(**more: Any) -> Cluster:
+    return Cluster(
+        id="L1-C0", layer=1, index=0, name="all", members=["a", "b"], synthesize=False, **more
+    )
+
+
+def _round(index: int, kind: StatementKind = StatementKind.ARGUMENT) -> Round:
+    return Round(
+        id=f"L1-C0-R{index}", cluster_id="L1-C0", layer=1, index=index, kind=kind, agents=["a", "b"]
+    )
+
+
+def _statements(rnd: Round) -> dict[str, Statement]:
+    return {
+        a: Statement(
+            id=f"{rnd.id}-{a}",
+            round_id=rnd.id,
+            cluster_id=rnd.cluster_id,
+            layer=1,
+            round=rnd.index,
+            agent=a,
+            kind=rnd.kind,
+            text="t",
+        )
+        for a in rnd.agents
+    }
+
+
+def _next(debate: Debate, rnd: Round) -> progress.Next:
+    return progress._next("d1", debate, NO_KIT, _cluster(), rnd, _statements(rnd))
+
+
+def test_baseline_openings_lead_to_the_first_argument_round() -> None:
+    step = _next(DEBATE, _round(0, StatementKind.OPENING))
+    assert step.round is not None and step.head is None
+    assert (step.round.id, step.round.index, step.round.kind) == (
+        "L1-C0-R1",
+        1,
+        StatementKind.ARGUMENT,
+    )
+    assert step.round.agents == ["a", "b"]
+    assert step.cluster_update == {"debates": True, "reason": "baseline: every agent debates"}
+    assert not step.cluster_complete
+
+
+def test_a_middle_round_leads_to_the_next() -> None:
+    step = _next(DEBATE, _round(1))
+    assert step.round is not None and step.round.id == "L1-C0-R2"
+    assert step.cluster_update == {}
+
+
+def test_the_last_baseline_round_completes_the_cluster_with_every_members_statement() -> None:
+    step = _next(DEBATE, _round(2))
+    assert step.round is None
+    assert step.cluster_complete
+    assert step.cluster_update["outputs"] == {"a": "L1-C0-R2-a", "b": "L1-C0-R2-b"}
+
+
+def test_no_rounds_openings_complete_the_cluster_at_once() -> None:
+    debate = DEBATE.model_copy(update={"num_rounds": 0})
+    step = _next(debate, _round(0, StatementKind.OPENING))
+    assert step.round is None and step.cluster_complete
+    assert step.cluster_update["debates"] is True
+    assert step.cluster_update["outputs"] == {"a": "L1-C0-R0-a", "b": "L1-C0-R0-b"}
+
+
+def test_self_consistency_samples_do_not_debate() -> None:
+    debate = DEBATE.model_copy(update={"mode": DebateMode.SELF_CONSISTENCY})
+    step = _next(debate, _round(0, StatementKind.OPENING))
+    assert step.round is None and step.cluster_complete
+    assert step.cluster_update["debates"] is False
+    assert step.cluster_update["reason"] == "self-consistency: samples only"
+
+
+def test_a_head_opening_is_the_clusters_output() -> None:
+    rnd = Round(
+        id="L1-C0-H",
+        cluster_id="L1-C0",
+        layer=1,
+        index=3,
+        kind=StatementKind.HEAD_OPENING,
+        agents=["head"],
+    )
+    step = _next(DEBATE, rnd)
+    assert step.round is None
+    assert step.cluster_update == {"complete": True, "outputs": {"head": "L1-C0-H-head"}}
+
+
+# --- the society --------------------------------------------------------------------------
+
+
+def test_society_paths_and_leases() -> None:
+    assert society_docs.society_path("s1") == "societies/s1"
+    assert society_docs.day_path("s1", 3) == "societies/s1/days/00003"
+    assert society_docs.snapshot_path("s1", 3, 7) == "societies/s1/days/00003/members/7"
+    assert society_docs.action_path("s1", 3, "7-1") == "societies/s1/days/00003/actions/7-1"
+    assert society_docs.state_path("s1", 3, "market") == "societies/s1/days/00003/state/market"
+    assert closing.lease("s1", 3) == "societies/s1/closeLeases/00003"
+    assert closing.shard_lease("s1", 3, "act", 2) == "societies/s1/closeLeases/00003-act-00002"
+    assert shard.result_id("need", 12) == "need-00012"
+    assert shard.part_path("s1", 3, "need-00012") == "societies/s1/days/00003/close/need-00012"
+    one = SocietyTurn(society_id="s1", day=3, agent_id=7, slot=2)
+    assert turn.lease(one) == "societies/s1/turnLeases/3-7-2"
+
+
+def test_day_ids_list_in_day_order() -> None:
+    paths = [society_docs.day_path("s", d) for d in (10, 9, 100, 1)]
+    assert sorted(paths) == [society_docs.day_path("s", d) for d in (1, 9, 10, 100)]
+
+
+def test_society_messages() -> None:
+    one = SocietyTurn(society_id="s1", day=2, agent_id=7)
+    assert one.action_id == "7-1"
+    assert SocietyTurn(society_id="s1", day=2, agent_id=7, slot=3).action_id == "7-3"
+    assert one.to_json() == {"societyId": "s1", "day": 2, "agentId": 7, "slot": 1}
+    message = CloseShard(society_id="s1", day=2, phase="settle", shard=4)
+    assert CloseShard.model_validate(message.to_json()) == message
+
+
+def _member(i: int, **more: Any) -> Member:
+    return Member(
+        agent_id=i,
+        day=1,
+        display_name=f"A{i}",
+        personality="neutral",
+        resources=Resources(),
+        **more,
+    )
+
+
+def test_roster_the_active_members_and_the_humans_among_them() -> None:
+    roster = days.Roster.of(
+        {
+            5: _member(5, human=True),
+            2: _member(2),
+            9: _member(9, status="dormant", human=True),
+            1: _member(1, human=True),
+        }
+    )
+    assert roster.acting == [1, 2, 5]
+    assert roster.humans == [1, 5]  # the dormant human does not act
+
+
+def test_personalities_follow_the_shares_by_largest_remainder() -> None:
+    even = SocietySettings(agents=7)  # 0.2 each: 1.4 each, the two left go to the first two
+    counts = Counter(setup.personalities(even))
+    assert counts == {"efficiency": 2, "equality": 2, "freedom": 1, "stability": 1, "neutral": 1}
+    shares = dict.fromkeys(PERSONALITIES, 0.0) | {"freedom": 3.0, "neutral": 1.0}
+    skewed = SocietySettings(agents=10, personality_shares=shares)
+    assert Counter(setup.personalities(skewed)) == {"freedom": 8, "neutral": 2}  # 7.5, 2.5
+
+
+def test_personalities_shuffled_by_the_seed() -> None:
+    one = setup.personalities(SocietySettings(agents=50, seed=1))
+    assert one == setup.personalities(SocietySettings(agents=50, seed=1))
+    other = setup.personalities(SocietySettings(agents=50, seed=2))
+    assert other != one and sorted(other) == sorted(one)
+
+
+def test_members_of_a_new_society() -> None:
+    settings = SocietySettings(agents=3, humans=[2], land_per_agent=2.5)
+    people = setup.members(Society(id="s1", settings=settings))
+    assert sorted(people) == [1, 2, 3]
+    assert [m.human for m in people.values()] == [False, True, False]
+    assert all(m.day == 1 and m.land == 2.5 for m in people.values())
+    assert people[3].display_name == "Agent #3"
+    assert [m.personality for m in people.values()] == setup.personalities(settings)
+
+
+def test_spend_fields_count_only_what_was_spent() -> None:
+    fields = society_docs.spend_fields(Spend(model_calls=2, prompt_tokens=0, completion_tokens=9))
+    assert fields == {"calls": Increment(2), "completionTokens": Increment(9)}
+    assert society_docs.spend_fields(Spend()) == {}
+
+
+def test_require_names_the_missing_document() -> None:
+    assert society_docs.require(5, "societies/s1") == 5
+    with pytest.raises(DocumentError) as raised:
+        society_docs.require(None, "societies/s1/days/00002")
+    assert raised.value.document == "societies/s1/days/00002"
+    assert raised.value.field == "(document)"
