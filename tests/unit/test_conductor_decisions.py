@@ -9,18 +9,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.cloud import firestore
 
 from functions.conductor import (
     asking,
+    commit,
     completion,
     conducting,
     decide,
+    heuristic,
     history,
     parallel_steps,
+    runner,
     tool_calls,
     turns,
     workflow,
 )
+from functions.conductor.wire import ConductorBranch, ConductorStep
 from shared.conductor.documents import (
     CONDUCTOR,
     FINISH,
@@ -300,3 +305,78 @@ def test_code_file_outside_the_allowed_roots_is_refused(
     assert found == (tmp_path / "prompt.py").resolve()
     with pytest.raises(DocumentError, match="is not under"):  # a way out of it is refused too
         workflow.code_file(str(tmp_path), "../outside.py", "workflows/w/agents/a", "x")
+
+
+# --- commit, runner, heuristic, wire ------------------------------------------------------
+
+
+def test_merged_memory_only_when_the_step_hands_back() -> None:
+    ctx = _ctx(memory={"topic": "proxy"})
+    step = _agent_step()
+    assert commit._merged(ctx.conv, step, completion.Completion()) is None
+    done = completion.Completion(hand_back={"topic": "firewall", "x": 1}, memory_fields=("topic",))
+    merged = commit._merged(ctx.conv, step, done)
+    assert merged is not None and set(merged) == {"topic"}
+    assert (merged["topic"].value, merged["topic"].agent) == ("firewall", "extractor")
+    assert (merged["topic"].turn, merged["topic"].step) == (2, 3)
+
+
+def test_conversation_update_of_a_turns_first_step() -> None:
+    nxt = _agent_step(index=5)
+    done = completion.Completion(next_step=nxt, warnings=("w",))
+    update = commit._conversation_update(_ctx().conv, done, None)
+    assert update["status"] == "RUNNING"
+    assert (update["currentStep"], update["activeAgent"]) == (5, "extractor")
+    assert update["dispatches"] == firestore.Increment(1)  # a new turn is a dispatch
+    assert update["warnings"] == firestore.ArrayUnion(["w"])
+    assert not {"memory", "answer", "error", "outcome", "result"} & set(update)
+    later = commit._conversation_update(
+        _ctx().conv, completion.Completion(next_step=_agent_step(agent_step=2)), None
+    )
+    assert "dispatches" not in later  # the same turn goes on
+
+
+def test_conversation_update_of_an_end() -> None:
+    done = completion.ended("answer", {"answer": "42"})
+    update = commit._conversation_update(_ctx().conv, done, None)
+    assert update["status"] == "DONE"
+    assert (update["answer"], update["outcome"], update["result"]) == (
+        "42",
+        "answer",
+        {"answer": "42"},
+    )
+    problem = Problem(document="conversations/c1", field="f", reason="r")
+    failed = commit._conversation_update(_ctx().conv, completion.failed(problem), None)
+    assert failed["status"] == "FAILED" and failed["error"] == problem.to_firestore()
+
+
+def test_lease_path_of_a_unit() -> None:
+    assert runner.lease_path("c1", runner.START) == f"conversations/c1/leases/{runner.START}"
+    assert runner.lease_path("c1", "0003") == "conversations/c1/leases/0003"
+
+
+def test_heuristic_model_reply_is_its_text() -> None:
+    assert heuristic._text({"text": "hi"}) == "hi"
+    for bad in ({"text": 3}, {}, "hi", None):
+        with pytest.raises(PromptValidationError):
+            heuristic._text(bad)
+    assert heuristic.StepModel(None).count_tokens("a b  c\nd") == 4
+
+
+def test_heuristic_sequences_plain_or_async() -> None:
+    def plain(conversation: Any, call_tool: Any, llm_client: Any) -> Any:
+        return (conversation, call_tool, llm_client)
+
+    async def awaited(conversation: Any, call_tool: Any, llm_client: Any) -> Any:
+        return conversation + 1
+
+    assert heuristic._run(plain, "c", "t", "m") == ("c", "t", "m")
+    assert heuristic._run(awaited, 1, None, None) == 2
+
+
+def test_conductor_messages_travel_in_camel_case() -> None:
+    step = ConductorStep(conversation_id="c1", index=3, reason="start")
+    assert step.to_json() == {"conversationId": "c1", "index": 3, "reason": "start"}
+    branch = ConductorBranch(conversation_id="c1", index=3, branch=2)
+    assert branch.to_json()["agentStep"] == 1
+    assert ConductorBranch.model_validate(branch.to_json()) == branch
