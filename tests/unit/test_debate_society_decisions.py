@@ -9,10 +9,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import pytest
+from google.cloud import firestore
 from google.cloud.firestore import Increment
 
+from functions import leases
+from functions.debate import asking, failing, layers, progress, redrive
 from functions.debate import docs as debate_docs
-from functions.debate import progress, redrive
 from functions.debate.messages import DebateTurn
 from functions.debate.settings import DebateSettings
 from functions.debate.user import GuardedPrompts
@@ -267,3 +269,56 @@ def test_require_names_the_missing_document() -> None:
         society_docs.require(None, "societies/s1/days/00002")
     assert raised.value.document == "societies/s1/days/00002"
     assert raised.value.field == "(document)"
+
+
+# --- a debate's layers, its units, its calls ----------------------------------------------
+
+
+def test_the_next_layer_carries_each_groups_outputs() -> None:
+    groups = [["a", "b"], ["c"]]
+    outputs = {"a": "L1-C0-H-a", "b": "L1-C1-H-b", "c": "L1-C2-H-c"}
+    writes = layers._next_layer("d1", DEBATE, 2, groups, outputs)
+    by_path = {path: (data, create) for path, data, create in writes}
+    assert all(create for _, create in by_path.values())  # created once: a rerun fails, not doubles
+    layer, _ = by_path["debates/d1/layers/L2"]
+    assert (layer["index"], layer["clusters"]) == (2, ["L2-C0", "L2-C1"])
+    cluster, _ = by_path["debates/d1/clusters/L2-C0"]
+    assert cluster["members"] == ["a", "b"] and cluster["dynamic"] == ["a", "b"]
+    assert cluster["carried"] == {"a": "L1-C0-H-a", "b": "L1-C1-H-b"}
+    opening, _ = by_path["debates/d1/rounds/L2-C1-R0"]
+    assert (opening["kind"], opening["agents"], opening["layer"]) == ("carried", ["c"], 2)
+    assert len(writes) == 1 + 2 * len(groups)
+
+
+def test_differences_record_and_the_final_write() -> None:
+    path, data, create = layers._differences("d1", 2, ["a", "b"], 2, {("a", "b"): 0.25})
+    assert (path, create) == ("debates/d1/differences/L2", True)
+    assert data["pairs"] == [{"a": "a", "b": "b", "difference": 0.25}]
+    ((final_path, update, created),) = layers._final("d1", {"answer": "buy"})
+    assert (final_path, created) == ("debates/d1", False)
+    assert (update["status"], update["decision"]) == ("done", {"answer": "buy"})
+    assert update["finishedAt"] is firestore.SERVER_TIMESTAMP
+
+
+def test_attempt_of_the_running_unit() -> None:
+    assert failing.attempt() == 1  # outside a unit
+    token = leases.holding.set(leases.Held("debates/d1/leases/u", "t", attempt=3))
+    try:
+        assert failing.attempt() == 3
+    finally:
+        leases.holding.reset(token)
+
+
+def test_a_debate_agents_calls_are_filed_under_its_name_and_the_debates_model() -> None:
+    debate = Debate.model_validate(
+        {"id": "d1", "name": "t", "data": [{}], "model": {"apiType": "OPENAI", "modelName": "m1"}}
+    )
+    caller = asking._caller(debate, "bull", "L1-C0")
+    assert (caller.private_id, caller.public_id, caller.current_cohort_id) == (
+        "bull",
+        "bull",
+        "L1-C0",
+    )
+    assert caller.agent_config is not None and caller.agent_config.agent_id == "debate"
+    assert caller.agent_config.model_settings.model_name == "m1"
+    assert caller.agent_config.model_settings.api_type == "OPENAI"
