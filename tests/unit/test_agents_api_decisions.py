@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from functions.agents import cohort_lock, persona_bank, prompting, roles, spawn
-from functions.api import cohorts, experiments, routes
+from functions.api import access, cohorts, experiments, routes
 from functions.api.http import ApiError
 from shared.models import Experiment, ParticipantProfile, StageConfig
 from shared.models.participant import ProfileAgentConfig
@@ -298,3 +298,9 @@ def test_simple_template_puts_the_body_over_the_experiment() -> None:
         experiments._simple_template({"stages": {}}, experiment)
     with pytest.raises(ApiError, match="/name: Expected string"):
         experiments._simple_template({"name": 1}, experiment)
+
+
+def test_the_creator_of_an_experiment() -> None:
+    assert access._creator({"metadata": {"creator": "me@x"}}) == "me@x"
+    assert access._creator({"metadata": None}) == ""
+    assert access._creator({}) == ""

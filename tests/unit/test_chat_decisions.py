@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 
-from functions.chat import active, conducted, messages, nudges
+from functions.chat import active, conducted, fanout, messages, nudges, sweep, watchdog
 from functions.rooms import Room
 from shared.models import ChatMessage
 from shared.models.chat import UserType
@@ -140,3 +141,23 @@ def test_only_timed_chats_need_an_entry() -> None:
     assert active.needs_entry(ChatStage(id="s", time_limit_in_minutes=5))
     assert not active.needs_entry(ChatStage(id="s"))
     assert not active.needs_entry(ChatStage(id="s", time_limit_in_minutes=0))
+
+
+def test_a_sweep_cursor_after_all_of_an_experiment() -> None:
+    after = sweep._after_all_of("e1")
+    assert after.startswith("experiments/e1/participants/")
+    # after every participant of e1, before the next experiment's
+    assert "experiments/e1/participants/zzzz~" < after < "experiments/e2/participants/a"
+    assert after > "experiments/e1/participants/\U0010fffe"
+    assert sweep.Cursor().found_after == "" and sweep.Cursor().after == {}
+
+
+def test_a_snapshots_update_time_as_a_datetime() -> None:
+    assert watchdog._datetime(AT) is AT
+    stamp = Timestamp()
+    stamp.FromDatetime(AT.replace(tzinfo=None))
+    assert watchdog._datetime(stamp) == AT
+
+
+def test_no_fan_out_remembered_asks_nobody_from_memory() -> None:
+    assert not fanout.asks_everyone(Room("e-none", "c", "s"))

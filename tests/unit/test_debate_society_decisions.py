@@ -13,7 +13,7 @@ from google.cloud import firestore
 from google.cloud.firestore import Increment
 
 from functions import leases
-from functions.debate import asking, failing, layers, progress, redrive
+from functions.debate import asking, failing, layers, progress, redrive, start
 from functions.debate import docs as debate_docs
 from functions.debate.messages import DebateTurn
 from functions.debate.settings import DebateSettings
@@ -322,3 +322,17 @@ def test_a_debate_agents_calls_are_filed_under_its_name_and_the_debates_model() 
     assert caller.agent_config is not None and caller.agent_config.agent_id == "debate"
     assert caller.agent_config.model_settings.model_name == "m1"
     assert caller.agent_config.model_settings.api_type == "OPENAI"
+
+
+def test_categorize_entries_that_have_categories_without_a_model_call() -> None:
+    debate = Debate(
+        id="d1",
+        name="t",
+        data=[{"x": 1, "category": "Company News"}, {"x": 2, "category": "company-news "}],
+    )
+    # no prompts and no model: a call would fail
+    entries = start.categorize("d1", debate, prompts=None)
+    assert entries == [
+        {"x": 1, "category": "Company News"},
+        {"x": 2, "category": "Company News"},  # one category, spelled as first seen
+    ]

@@ -14,7 +14,16 @@ from google.api_core.datetime_helpers import DatetimeWithNanoseconds
 from google.cloud import firestore
 from google.cloud.firestore_v1.types import document, write
 
-from functions import as_seen, documents, download, firestore_api, store, transactions, usage
+from functions import (
+    as_seen,
+    documents,
+    download,
+    firestore_api,
+    pubsub,
+    store,
+    transactions,
+    usage,
+)
 from shared.models import ChatMessage, DocumentError, ProfileBase, UserType
 
 UTC = datetime.UTC
@@ -248,3 +257,23 @@ def test_a_message_as_seen_is_dated_by_its_creation_and_shows_the_stored_profile
     assert unknown.profile == ProfileBase()
     system = ChatMessage(id="s", type=UserType.SYSTEM, profile=ProfileBase(name="System"))
     assert as_seen._as_seen(system, created, profiles).profile.name == "System"  # kept
+
+
+def test_topic_path_names_the_project(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GCLOUD_PROJECT", raising=False)
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "lab-1")
+    assert pubsub.topic_path("agent-turn") == "projects/lab-1/topics/agent-turn"
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT")
+    monkeypatch.setenv("GCLOUD_PROJECT", "lab-2")
+    assert pubsub.topic_path("t") == "projects/lab-2/topics/t"
+
+
+def test_publish_observers_are_removed_once() -> None:
+    def seen(topic: str, message_id: str) -> None:
+        pass
+
+    pubsub.add_observer(seen)
+    assert seen in pubsub._observers
+    pubsub.remove_observer(seen)
+    pubsub.remove_observer(seen)  # not there any more: nothing to do
+    assert seen not in pubsub._observers
