@@ -273,7 +273,7 @@ def test_template_id_errors() -> None:
 def test_template_counts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DLAB_API_MAX_STAGES", "1")
     monkeypatch.setenv("DLAB_API_MAX_AGENTS", "1")
-    template = {
+    template: dict[str, Any] = {
         "stageConfigs": [{}, {}],
         "agentMediators": [{}],
         "agentParticipants": [{}],
@@ -285,7 +285,7 @@ def test_template_counts(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_simple_template_puts_the_body_over_the_experiment() -> None:
-    experiment = {"id": "e1", "metadata": {"name": "old", "creator": "me"}}
+    experiment: dict[str, Any] = {"id": "e1", "metadata": {"name": "old", "creator": "me"}}
     template = experiments._simple_template(
         {"name": "new", "stages": [{"id": "s"}], "prolificConfig": {"x": 1}}, experiment
     )

@@ -83,7 +83,7 @@ def test_guarded_prompts_call_user_code_and_pass_attributes() -> None:
     assert raised.value.function == "prompts 'stock'.broken"
 
 
-DEBATE = Debate(id="d1", name="t", data=[{"x": 1}], num_rounds=2, mode=DebateMode.ALL_TO_ALL)
+DEBATE = Debate(name="t", data=[{"x": 1}], num_rounds=2, mode=DebateMode.ALL_TO_ALL)
 """A baseline debate: its cluster does not synthesize, so no head agent and no kit is read."""
 NO_KIT = cast(Kit, None)
 
@@ -235,7 +235,7 @@ def test_personalities_follow_the_shares_by_largest_remainder() -> None:
     even = SocietySettings(agents=7)  # 0.2 each: 1.4 each, the two left go to the first two
     counts = Counter(setup.personalities(even))
     assert counts == {"efficiency": 2, "equality": 2, "freedom": 1, "stability": 1, "neutral": 1}
-    shares = dict.fromkeys(PERSONALITIES, 0.0) | {"freedom": 3.0, "neutral": 1.0}
+    shares = dict.fromkeys(map(str, PERSONALITIES), 0.0) | {"freedom": 3.0, "neutral": 1.0}
     skewed = SocietySettings(agents=10, personality_shares=shares)
     assert Counter(setup.personalities(skewed)) == {"freedom": 8, "neutral": 2}  # 7.5, 2.5
 
@@ -264,7 +264,8 @@ def test_spend_fields_count_only_what_was_spent() -> None:
 
 
 def test_require_names_the_missing_document() -> None:
-    assert society_docs.require(5, "societies/s1") == 5
+    day = Member(agent_id=1, day=1, display_name="A", personality="neutral", resources=Resources())
+    assert society_docs.require(day, "societies/s1/members/1") is day
     with pytest.raises(DocumentError) as raised:
         society_docs.require(None, "societies/s1/days/00002")
     assert raised.value.document == "societies/s1/days/00002"
@@ -311,7 +312,7 @@ def test_attempt_of_the_running_unit() -> None:
 
 def test_a_debate_agents_calls_are_filed_under_its_name_and_the_debates_model() -> None:
     debate = Debate.model_validate(
-        {"id": "d1", "name": "t", "data": [{}], "model": {"apiType": "OPENAI", "modelName": "m1"}}
+        {"name": "t", "data": [{}], "model": {"apiType": "OPENAI", "modelName": "m1"}}
     )
     caller = asking._caller(debate, "bull", "L1-C0")
     assert (caller.private_id, caller.public_id, caller.current_cohort_id) == (
@@ -326,7 +327,6 @@ def test_a_debate_agents_calls_are_filed_under_its_name_and_the_debates_model() 
 
 def test_categorize_entries_that_have_categories_without_a_model_call() -> None:
     debate = Debate(
-        id="d1",
         name="t",
         data=[{"x": 1, "category": "Company News"}, {"x": 2, "category": "company-news "}],
     )

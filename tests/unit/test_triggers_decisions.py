@@ -117,7 +117,8 @@ def test_http_entry_calls_the_handler_within_the_deadline_and_name(
     )
     entry = _http_entry.http_function(spec)
     assert entry.__name__ == "t39uApi" and entry.__doc__ == "a test's"
-    assert entry("the request") == "answered"
+    request: Any = "the request"
+    assert entry(request) == "answered"
     assert seen["request"] == "the request" and seen["function"] == "t39uApi"
     assert 45 < seen["remaining"] <= 50  # the timeout less the safety margin
     assert errors.current_function() == "backend" and deadline.remaining() is None
