@@ -265,25 +265,19 @@ class Claim(Race):
             return 0
         mediators = seeded_order(message.id, present.get("mediator", []))
         participants = seeded_order(message.id, present.get("participant", []))
-        if mediators:
-            first = AgentTurn.in_room(
-                room,
-                "mediator",
-                mediators[0],
-                trigger_chat_id=message.id,
-                order=tuple(mediators),
-                participants_after=tuple(participants),
-            )
-        elif participants:
-            first = AgentTurn.in_room(
-                room,
-                "participant",
-                participants[0],
-                trigger_chat_id=message.id,
-                order=tuple(participants),
-            )
-        else:
+        kind, order, after = ("mediator", mediators, participants)
+        if not mediators:
+            kind, order, after = ("participant", participants, [])
+        if not order:
             return 0
+        first = AgentTurn.in_room(
+            room,
+            kind,
+            order[0],
+            trigger_chat_id=message.id,
+            order=tuple(order),
+            participants_after=tuple(after),
+        )
         publish_turns(first)
         return 1
 
