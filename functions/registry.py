@@ -153,7 +153,8 @@ REGISTRY: tuple[FunctionSpec, ...] = (
         handler="functions.triggers.chat:on_chat_message_created",
         description=(
             "Fan-out: one agent-turn message per eligible agent participant and active mediator "
-            "(claim policy: one per agent type, in a seeded order; turn-based: the turn holder)."
+            "(claim policy: one, carrying a seeded order, mediators first; turn-based: the turn "
+            "holder)."
         ),
         timeout_s=60,
     ),

@@ -37,6 +37,9 @@ class AgentTurn(WireMessage):
     agent_id: str
     order: tuple[str, ...] = ()
     """Claim policy: the agents (of this type) that may answer, in turn order."""
+    participants_after: tuple[str, ...] = ()
+    """Claim policy, a mediator's turn: the participants asked, in order, once no mediator of
+    ``order`` answered."""
     readiness_only: bool = False
     nonce: str = ""
     """Makes a readiness-only turn distinct per watchdog tick (its lock id includes it)."""
@@ -80,13 +83,24 @@ class AgentTurn(WireMessage):
         return f"{self.trigger_chat_id}-{self.agent_type}"
 
     def next_in_order(self) -> AgentTurn | None:
-        """Claim policy: the same message for the next agent in the order, if any."""
+        """Claim policy: the same message for the next agent in the order, if any (after the
+        mediators', the first of ``participants_after``)."""
         if self.is_opening or self.agent_id not in self.order:
             return None
         index = self.order.index(self.agent_id)
-        if index + 1 >= len(self.order):
+        if index + 1 < len(self.order):
+            return self.model_copy(update={"agent_id": self.order[index + 1]})
+        if not self.participants_after:
             return None
-        return self.model_copy(update={"agent_id": self.order[index + 1]})
+        following = self.participants_after
+        return self.model_copy(
+            update={
+                "agent_type": "participant",
+                "agent_id": following[0],
+                "order": following,
+                "participants_after": (),
+            }
+        )
 
 
 class AgentWake(WireMessage):

@@ -235,13 +235,19 @@ DELIVERIES = "deliveryFailures"
 """Failed deliveries of retrying functions' events, one document per event (backend-only)."""
 
 
+def delivery_failures_path(function: str, event_id: str) -> str:
+    """The document counting ``event_id``'s failed deliveries to ``function``: it exists once
+    a delivery of the event failed, so a delivery that finds it is a re-execution."""
+    key = hashlib.sha1(f"{function}\x1f{event_id}".encode()).hexdigest()[:24]
+    return f"{DELIVERIES}/{key}"
+
+
 def bounded_delivery(function: str, event_id: str, settings: BackboneSettings | None = None) -> int:
     """Count one more failed delivery of ``event_id`` to ``function``; the count so far. The
     entry point acknowledges the event (with a record) once the count reaches
     ``DLAB_DELIVERY_MAX_FAILURES``, so no event is retried without bound."""
     settings = settings or backbone_settings()
-    key = hashlib.sha1(f"{function}\x1f{event_id}".encode()).hexdigest()[:24]
-    path = f"{DELIVERIES}/{key}"
+    path = delivery_failures_path(function, event_id)
 
     def body(transaction: firestore.Transaction) -> int:
         data = store.snapshot_data(path, transaction) or {}

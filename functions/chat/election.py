@@ -6,9 +6,9 @@ and never look at the setting themselves, so how a reply is elected reads in thi
 
 - race (DL's default): every eligible agent is asked; the first answer ready takes the message's
   election record at post time and the others stop there.
-- claim: one agent of each type is asked, the first of a seeded order; it claims the message
-  before its model call, and hands the message to the next in the order if it does not answer
-  (at the order's end, to whoever of the type came since it was drawn).
+- claim: one agent is asked, the first of a seeded order (the mediators, then the participants);
+  it claims the message before its model call, and hands the message to the next in the order
+  if it does not answer (at the order's end, to whoever came since it was drawn).
 - conductor: one conductor call picks the agent to ask (``conducted``); it claims the message
   like the claim policy, and a decline asks the conductor to pick again.
 - turn-based (DL): only the turn holder answers; its post moves the turn in one transaction
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import random
+import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -60,6 +60,9 @@ class ElectionPolicy(Protocol):
     asks_everyone: bool
     """The fan-out asks the agents themselves, so it needs who is in the chat (read beside the
     stage in the trigger's first round trip, ``fanout.read_members``)."""
+    opened_by_mediators: bool
+    """A chat with mediators is opened by them alone (``fanout.request_openings``): agent
+    participants' openings would race theirs, and the order they land in is timing."""
 
     def fan_out(
         self, room: Room, message: ChatMessage, groups: Groups, asked: Asked | None = None
@@ -133,6 +136,14 @@ def policy_for(stage: StageConfig) -> ElectionPolicy:
     return policies[stage.election_policy](stage)
 
 
+def seeded_order(seed: str, ids: Sequence[str]) -> list[str]:
+    """``ids`` in an order drawn from ``seed``: each ranked by a digest of the seed and its own
+    id, so the order of any two does not depend on who else is in the list. Whether an agent
+    that left is still in a fan-out's list of who is in the chat is timing; who of those
+    present comes first is not."""
+    return sorted(ids, key=lambda i: hashlib.sha256(f"{seed}\x1f{i}".encode()).hexdigest())
+
+
 def claims_from_the_start(turn: AgentTurn) -> bool:
     """Whether the turn says itself that its policy claims the message (a claim turn carries
     the order it was asked in), so that its claim can be taken beside its first reads. The
@@ -152,6 +163,7 @@ class Race:
 
     stage: ChatStage | None
     asks_everyone = True
+    opened_by_mediators = False
 
     def fan_out(
         self, room: Room, message: ChatMessage, groups: Groups, asked: Asked | None = None
@@ -227,29 +239,47 @@ class Race:
 
 @dataclasses.dataclass(frozen=True)
 class Claim(Race):
-    """One agent of each type is asked, in a seeded order; it claims the message first (one
-    model call per message, not one per agent) and hands it on if it does not answer."""
+    """One agent is asked, in a seeded order (the mediators, then the participants); it claims
+    the message first (one model call per message, not one per agent) and hands it on if it
+    does not answer. Who speaks is the seed's, not the fastest's: so its mediators alone open
+    it."""
 
-    def _turns_for(
-        self,
-        room: Room,
-        message: ChatMessage,
-        agent_type: str,
-        ids: list[str],
-        asked: Sequence[str] = (),
-    ) -> list[AgentTurn]:
-        """The first of the order, carrying the order so a declining agent can hand on; none
-        if the type was asked already (its order, from memory, is the message's: a second
-        order would ask an agent twice)."""
-        if not ids or asked:
-            return []
-        order = list(ids)
-        random.Random(message.id).shuffle(order)
-        return [
-            AgentTurn.in_room(
-                room, agent_type, order[0], trigger_chat_id=message.id, order=tuple(order)
-            )
-        ]
+    opened_by_mediators = True
+
+    def fan_out(
+        self, room: Room, message: ChatMessage, groups: Groups, asked: Asked | None = None
+    ) -> int:
+        """One turn: the first of the message's order, which it carries so that a declining
+        agent can hand on: the mediators, then the participants, each in a seeded order
+        (``seeded_order``). One at a time, so which reply answers the message is the order's,
+        not the fastest's (asked at once, a mediator's and a participant's reply raced for it,
+        and the loser's call was paid for nothing). None if the message was asked already (its
+        order, from memory, ``fanout.ask_from_memory``, is the message's: a second would ask
+        an agent twice), or if it is a notice (someone left, the timer ended): it needs no
+        answer, and one would race the answer to the message before it, since a departure
+        lands when its leave commits."""
+        if messages.is_notice(message):
+            return 0
+        present = groups()  # read (beside the stage) all the same: it refreshes the memory
+        if any((asked or {}).values()):
+            return 0
+        mediators = seeded_order(message.id, present.get("mediator", []))
+        participants = seeded_order(message.id, present.get("participant", []))
+        kind, order, after = ("mediator", mediators, participants)
+        if not mediators:
+            kind, order, after = ("participant", participants, [])
+        if not order:
+            return 0
+        first = AgentTurn.in_room(
+            room,
+            kind,
+            order[0],
+            trigger_chat_id=message.id,
+            order=tuple(order),
+            participants_after=tuple(after),
+        )
+        publish_turns(first)
+        return 1
 
     def claims(self, turn: AgentTurn) -> bool:
         return True
@@ -275,10 +305,9 @@ class Claim(Race):
             present = agents.mediators_of(room.experiment_id, room.cohort_id, self.stage)
         else:
             present = agents.participants_at(room.experiment_id, room.cohort_id, room.stage_id)
-        new = [i for i in present if i not in turn.order]
+        new = seeded_order(turn.trigger_chat_id, [i for i in present if i not in turn.order])
         if not new:
             return None
-        random.Random(f"{turn.trigger_chat_id}:{len(turn.order)}").shuffle(new)
         return turn.model_copy(update={"agent_id": new[0], "order": (*turn.order, *new)})
 
     def asks_who_is_ready(self, turn: AgentTurn, why_not: Refusal) -> bool:
@@ -295,6 +324,7 @@ class Conductor(Claim):
     the claim policy, and a decline asks the conductor to pick again (bounded)."""
 
     asks_everyone = False
+    opened_by_mediators = False
 
     def fan_out(
         self, room: Room, message: ChatMessage, groups: Groups, asked: Asked | None = None

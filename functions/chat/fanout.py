@@ -152,7 +152,8 @@ def fan_out_private(room: Room, stage: PrivateChatStage, message: ChatMessage) -
             AgentTurn.in_room(room, "participant", room.participant_id, trigger_chat_id=message.id)
         )
     if not declined and not mediators and message.sender_id == participant.public_id:
-        error = messages.system_message(NO_MEDIATORS, message.discussion_id, isError=True)
+        named = messages.message_id(room, "no-mediators", message.id)
+        error = messages.system_message(NO_MEDIATORS, message.discussion_id, named, isError=True)
         messages.write(room, error)
     publish_turns(*turns)
     return len(turns)
@@ -185,7 +186,8 @@ def request_openings(
     """A participant entered an unlocked chat: opening turns (each agent opens at most once per
     cohort and stage, or per private chat: the turn takes a lock). Group chat: the cohort's
     mediators and the participant if it is an agent; turn-based: only the turn holder.
-    Private chat: the mediators open it; an agent participant opens only when there is none.
+    Private chat, and a group chat whose policy says so (claim: ``opened_by_mediators``): the
+    mediators open it; an agent participant opens only when there is none.
     ``nonce``: a round of openings asked again (a model that chose silence is asked anew)."""
     if isinstance(stage, PrivateChatStage):
         room = Room(experiment_id, cohort_id, stage.id, participant.private_id)
@@ -201,7 +203,8 @@ def request_openings(
         room = Room(experiment_id, cohort_id, stage.id)
         _index_if_timed(room, stage)
         seats = [("mediator", m) for m in agents.mediators_of(experiment_id, cohort_id, stage)]
-        if participant.is_agent:
+        by_mediators = bool(seats) and election.policy_for(stage).opened_by_mediators
+        if participant.is_agent and not by_mediators:
             seats.append(("participant", participant.private_id))
     publish_turns(
         *(AgentTurn.in_room(room, kind, agent_id, nonce=nonce) for kind, agent_id in seats)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from functions.chat.agents import ChatAgent
-from functions.chat.messages import LEFT_CHAT_FIELD
+from functions.chat.messages import LEFT_CHAT_FIELD, is_notice
 from shared.models import ChatMessage, UserType
 
 
@@ -65,16 +65,19 @@ def refusal(
     last = history[-1] if history else None
     if last is None or opening:
         return None
-    if (
-        not (settings.can_self_trigger_calls or may_follow_itself)
-        and last.sender_id == agent.public_id
-        and last.type == agent.type
-    ):
-        return Refusal.OWN_MESSAGE
     extra = last.model_extra or {}
     if last.type == UserType.SYSTEM and extra.get(LEFT_CHAT_FIELD) == agent.public_id:
         return Refusal.OWN_LEFT_MESSAGE
+    if not (settings.can_self_trigger_calls or may_follow_itself) and _spoke_last(agent, history):
+        return Refusal.OWN_MESSAGE
     return None
+
+
+def _spoke_last(agent: ChatAgent, history: list[ChatMessage]) -> bool:
+    """The last message, notices aside, is the agent's own: someone leaving after it (a notice
+    that lands when its leave commits) does not make it the agent's to answer."""
+    said = next((m for m in reversed(history) if not is_notice(m)), None)
+    return said is not None and said.sender_id == agent.public_id and said.type == agent.type
 
 
 def stale(

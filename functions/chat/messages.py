@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
@@ -41,12 +42,26 @@ def last_conversational(messages: list[ChatMessage]) -> ChatMessage | None:
     return None
 
 
-def system_message(text: str, discussion_id: str | None, **fields: Any) -> ChatMessage:
-    """A new system message; ``fields`` by their document names, ours included (the markers
-    above: ``LEFT_CHAT_FIELD``, ...), which the model keeps as extra fields."""
+def message_id(room: Room, *what: object) -> str:
+    """A message's id, derived from the room and what the message is (its author and response
+    slot, or the event a notice reports), never drawn: the same run writes the same ids, so
+    what is derived from a message's id (the seeded claim order of its answerers, a reply's
+    request and so its journal key) is the same too. What names a message names one message
+    only: an agent's reply by its response slot (``quota-``, created in the reply's own write),
+    a notice by the event it reports."""
+    named = "\x1f".join([room.chats_path, *(str(part) for part in what)])
+    return hashlib.sha256(named.encode()).hexdigest()[:32]
+
+
+def system_message(
+    text: str, discussion_id: str | None, message_id: str = "", **fields: Any
+) -> ChatMessage:
+    """A new system message (``message_id``: see ``message_id``; the backend names each one,
+    drawn only where none is given); ``fields`` by their document names, ours included (the
+    markers above: ``LEFT_CHAT_FIELD``, ...), which the model keeps as extra fields."""
     return ChatMessage.model_validate(
         {
-            "id": uuid.uuid4().hex,
+            "id": message_id or uuid.uuid4().hex,
             "discussionId": discussion_id,
             "type": UserType.SYSTEM,
             "message": text,

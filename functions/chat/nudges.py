@@ -28,6 +28,14 @@ class Candidate:
     room: Room
     agent_id: str
     after: str
+    nudge: int = 0
+    """Which nudge since ``after`` this is (1 for the first), once counted (``allowed``)."""
+
+    @property
+    def nonce(self) -> str:
+        """What names this nudge (its readiness turn's nonce, so its question and lock): the
+        same quiet chat nudged the same way asks the same question whenever the tick comes."""
+        return f"{self.after}-{self.nudge}"
 
 
 def path(candidate: Candidate) -> str:
@@ -50,7 +58,7 @@ def allowed(candidates: list[Candidate], limit: int) -> tuple[list[Candidate], l
             spent.append(candidate)
             continue
         batch.set(ref, {"after": candidate.after, "count": count + 1, "at": now()})
-        passed.append(candidate)
+        passed.append(dataclasses.replace(candidate, nudge=count + 1))
     if passed:
         batch.commit()
     return passed, spent

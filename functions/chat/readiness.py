@@ -138,6 +138,7 @@ def leave(room: Room, stage: ConversationStage, participant: ParticipantProfile)
     message = messages.system_message(
         f"{name} has left the chat.",
         rooms.state(room).current_discussion_id,
+        messages.message_id(room, "left", participant.private_id),
         senderId=participant.public_id,
         **{messages.LEFT_CHAT_FIELD: participant.public_id},
     )
@@ -199,5 +200,6 @@ def advance_thread(experiment_id: str, cohort_id: str, stage: ChatStage) -> str 
     if following is not None:
         description = next(d.description for d in stage.discussions if d.id == following)
         text = f"The discussion has moved on to the next topic: {description or following}"
-        messages.write(room, messages.system_message(text, following))
+        named = messages.message_id(room, "thread", following)
+        messages.write(room, messages.system_message(text, following, named))
     return following

@@ -14,12 +14,11 @@ import functools
 import logging
 import random
 import time
-import uuid
 from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
-from functions import reads, rooms, store, transactions
+from functions import journal, reads, rooms, store, transactions, work
 from functions.agents import cohort_lock
 from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
 from functions.agents.prompting import build_context, creator_api_keys, creator_keys_path, render
@@ -66,6 +65,9 @@ from shared.prompts import (
 from shared.stages import AnswerValidationError
 
 FUNCTION = "sendAgentChatMessage"
+REGISTERED = "onAgentTurn"
+"""The function the turn runs in (``functions.registry``), under which its failed deliveries
+are counted (``functions._entry``)."""
 MAX_TYPING_DELAY_S = 10.0
 READINESS_PROMPT = (
     "Are you ready to end the conversation and stop talking? Please consider whether you have "
@@ -198,34 +200,46 @@ class Scene:
 # ---- the pipeline --------------------------------------------------------------------------
 
 
-def run(turn: AgentTurn) -> TurnResult:
-    """Take the turn; a turn that does not answer hands the message on (as its policy says)."""
+def run(turn: AgentTurn, event_id: str = "") -> TurnResult:
+    """Take the turn; a turn that does not answer hands the message on (as its policy says).
+    ``event_id``: the delivery's event, whose earlier failure (``work.delivery_failures_path``,
+    read with the turn's first reads: no round trip of its own) makes this run a re-execution:
+    its model calls take the replies the failed one recorded (``journal``) before asking."""
     if turn.conducted and not conducted.still_picked(turn):
         return TurnResult(TurnOutcome.NOT_ELECTED)  # the conductor has picked another since
+    failures = work.delivery_failures_path(REGISTERED, event_id) if event_id else ""
     with reads.ahead(), store.writing_later():  # logs: with the post
         if not election.claims_from_the_start(turn):
-            return _run(turn, _read_first(turn), None)
-        return _run_claimed(turn)
+            history = _read_first(turn, failures)
+            with journal.revisiting(_failed_before(failures)):
+                return _run(turn, history, None)
+        return _run_claimed(turn, failures)
 
 
-def _run_claimed(turn: AgentTurn) -> TurnResult:
+def _failed_before(failures: str) -> bool:
+    """Whether a delivery of this event failed before (its count, read ahead)."""
+    return bool(failures) and store.snapshot_data(failures) is not None
+
+
+def _run_claimed(turn: AgentTurn, failures: str = "") -> TurnResult:
     """A claim turn takes the message's claim beside its first reads (a round trip each, and
     most such turns answer); another delivery holding it stops this one at once. A turn that
     then does not answer lets it go before handing the message on."""
     owner = {"agentType": turn.agent_type, "privateId": turn.agent_id}
     taking = reads.start(lambda: messages.take_lock(turn.room, turn.log_id, owner))
     try:
-        history = _read_first(turn)
+        history = _read_first(turn, failures)
     except BaseException:
         _drop_claim(turn, taking)
         raise
     with messages.lock(turn.room, turn.log_id, owner, take=lambda *_: taking()) as claim:
         if not claim.taken:
             return TurnResult(TurnOutcome.ALREADY_CLAIMED)
-        return _run(turn, history, claim)
+        with journal.revisiting(_failed_before(failures)):
+            return _run(turn, history, claim)
 
 
-def _read_first(turn: AgentTurn) -> list[ChatMessage]:
+def _read_first(turn: AgentTurn, failures: str = "") -> list[ChatMessage]:
     """The turn's first round trip: the documents the scene reads (``_scene_documents``, read
     ahead for the turn), the chat it decides on, and the cohort's members a prompt shows, which
     its prompt then takes (``members_shown``). The chat and the members are reads the message's
@@ -233,7 +247,7 @@ def _read_first(turn: AgentTurn) -> list[ChatMessage]:
     history, _, _ = reads.three(
         lambda: rooms.history_showing(turn.room, turn.trigger_chat_id),
         lambda: cohort_lock.members_shown(turn.experiment_id, turn.cohort_id),
-        lambda: reads.batch(_scene_documents(turn)),
+        lambda: reads.batch([*_scene_documents(turn), failures]),
     )
     return history
 
@@ -532,7 +546,7 @@ def _after_failure(scene: Scene, public: ChatPublicData) -> None:
     """Nobody waits on a failed model: a mediator in a private chat posts DL's error message so
     the participant is not left waiting; the policy hands the message (or the turn) on."""
     if scene.room.is_private and scene.participant is None:
-        messages.write(scene.room, _error_message(scene.agent))
+        messages.write(scene.room, _error_message(scene))
     scene.policy.after_failure(scene.turn, scene.agent, public.current_discussion_id)
 
 
@@ -682,11 +696,11 @@ def _post_if_wanted(
     with thread_read or contextlib.nullcontext():
         if gates.stale(agent, history, turn.trigger_chat_id, public.current_discussion_id):
             return TurnOutcome.MOVED_ON_AFTER_DELAY
-        message = _message(scene, public, decision)
         slot = len(gates.own(history, agent)) + 1
         limit = agent.settings.max_responses
         if limit is not None and slot > limit:  # another turn of this agent spoke meanwhile
             return Refusal.MAX_RESPONSES
+        message = _message(scene, public, decision, slot)
         return _post(scene, message, history, slot, named_in, thread_read)
 
 
@@ -753,6 +767,7 @@ def _post_decline(scene: Scene) -> None:
     notice = messages.system_message(
         DECLINED.format(name=name),
         None,
+        messages.message_id(scene.room, "declined", scene.turn.log_id),
         **{messages.DECLINED_FIELD: scene.agent.public_id},
     )
     if not scene.turn.is_opening:
@@ -761,11 +776,12 @@ def _post_decline(scene: Scene) -> None:
         )
 
 
-def _error_message(agent: ChatAgent) -> ChatMessage:
-    """DL's sendErrorPrivateChatMessage."""
+def _error_message(scene: Scene) -> ChatMessage:
+    """DL's sendErrorPrivateChatMessage: one per failed turn (a re-run of it writes it again)."""
+    agent, turn = scene.agent, scene.turn
     profile = agent.profile
     return ChatMessage(
-        id=uuid.uuid4().hex,
+        id=messages.message_id(scene.room, "error", agent.private_id, turn.log_id, turn.nonce),
         type=UserType(agent.type),
         message="Error fetching response",
         timestamp=now(),
@@ -776,10 +792,12 @@ def _error_message(agent: ChatAgent) -> ChatMessage:
     )
 
 
-def _message(scene: Scene, public: ChatPublicData, decision: Decision) -> ChatMessage:
+def _message(scene: Scene, public: ChatPublicData, decision: Decision, slot: int) -> ChatMessage:
+    """The agent's message in its response ``slot`` (its id names the author and the slot: one
+    message each, ``messages.post``)."""
     profile = scene.agent.profile
     return ChatMessage(
-        id=uuid.uuid4().hex,
+        id=messages.message_id(scene.room, "said", profile.private_id, slot),
         discussion_id=public.current_discussion_id if scene.threaded else None,
         type=UserType(scene.agent.type),
         message=decision.message,

@@ -394,14 +394,19 @@ def skip(room: Room, stage: ChatStage, agent: agents.ChatAgent, discussion_id: s
     the next holder). Only if it is still that agent's turn."""
     everyone = seats(room, stage, rooms.history(room))
     name = agent.profile.name or agent.public_id
-    notice = messages.system_message(
-        SKIPPED.format(name=name), discussion_id, **{messages.SKIPPED_FIELD: agent.public_id}
-    )
 
     def body(transaction: firestore.Transaction) -> bool:
-        _, state = _state(transaction, room)
+        public, state = _state(transaction, room)
         if state.holder != agent.public_id:
             return False
+        # the turn it is skipped from is named by the message that gave it the turn
+        named = messages.message_id(room, "skipped", agent.private_id, public.turn_message_id)
+        notice = messages.system_message(
+            SKIPPED.format(name=name),
+            discussion_id,
+            named,
+            **{messages.SKIPPED_FIELD: agent.public_id},
+        )
         state, _ = advance(room, state, everyone, agent.public_id)
         transaction.set(store.ref(room.message_path(notice.id)), notice.to_firestore())
         _write(transaction, room, state, turnMessageId=notice.id)

@@ -4,7 +4,6 @@ are handled here, on each tick."""
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -134,7 +133,12 @@ def end_chat(experiment_id: str, cohort_id: str, stage: ChatStage) -> bool:
     public = transactions.run(body)
     if public is None:
         return False
-    note = messages.system_message(TIMER_ENDED, public.current_discussion_id, timerEnded=True)
+    note = messages.system_message(
+        TIMER_ENDED,
+        public.current_discussion_id,
+        messages.message_id(room, "timer-ended"),
+        timerEnded=True,
+    )
     messages.write(room, note)
     for private_id in agents.participants_at(experiment_id, cohort_id, stage.id):
         profile = store.read(ParticipantProfile, store.participant_path(experiment_id, private_id))
@@ -224,7 +228,6 @@ def _nudge(
 ) -> int:
     """Nudge the idle agents within their allowance (one turn each); those whose allowance is
     spent count as ready, with no model call (``nudges``). Returns how many were nudged."""
-    nonce = uuid.uuid4().hex[:12]
     asked, spent = nudges.allowed(idle, chat_settings().idle_nudges)
     for c in spent:
         stage, profile = where[(c.room, c.agent_id)]
@@ -236,7 +239,7 @@ def _nudge(
             c.agent_id,
             trigger_chat_id=c.after,
             readiness_only=not c.room.is_private,
-            nonce=nonce,
+            nonce=c.nonce,
             nudge=c.room.is_private,
         )
         for c in asked

@@ -93,7 +93,7 @@ def _start_timer(room: Room, stage: ChatStage) -> None:
 
 def on_agent_turn(event: PubSubEvent) -> None:
     request = event.message(AgentTurn)
-    outcome = turn.run(request)
+    outcome = turn.run(request, event.id)
     log.info(
         "turn %s %s on %s: %s",
         request.agent_type,

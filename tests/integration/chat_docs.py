@@ -18,10 +18,11 @@ def all_done(db, e, ids):
     )
 
 
-def chat_experiment(db, discussions=(), mediator=True, **chat_fields):
+def chat_experiment(db, discussions=(), mediator=True, experiment_id="", **chat_fields):
     chat = {**stage("chat", "chat", discussions=list(discussions), **chat_fields)}
     chat["progress"] = {**chat["progress"], "waitForAllParticipants": True}
-    e = write_experiment(db, [stage("intro", "info"), chat, stage("end", "info")])
+    stages = [stage("intro", "info"), chat, stage("end", "info")]
+    e = write_experiment(db, stages, experiment_id=experiment_id)
     base = f"experiments/{e}"
     db.document(f"{base}/cohorts/cohort-a/publicStageData/chat").set(
         {

@@ -21,3 +21,17 @@ class Losing(Policy):
             delivery.finish(True)  # acknowledged, never run
             return []
         return [(0.0, delivery)]
+
+
+class Retrying(Policy):
+    """Runs a failed delivery of a retry-enabled function (``retrying``) again, a moment later,
+    up to ``times`` times, as Pub/Sub redelivers a nacked message."""
+
+    def __init__(self, retrying: frozenset[str], times: int = 3) -> None:
+        self.retrying = retrying
+        self.times = times
+
+    def retry_delay(self, delivery: Delivery) -> float | None:
+        if delivery.function not in self.retrying or delivery.attempt > self.times:
+            return None
+        return 0.05

@@ -35,8 +35,11 @@ def write_experiment(
     *,
     stage_ids: list[str] | None = None,
     cohorts: tuple[str, ...] = ("cohort-a",),
+    experiment_id: str = "",
 ) -> str:
-    experiment_id = "exp-" + uuid.uuid4().hex[:8]
+    """The experiment's documents; ``experiment_id`` fixed where a test writes the same
+    experiment twice (ids seed what the backend derives from them), else drawn."""
+    experiment_id = experiment_id or "exp-" + uuid.uuid4().hex[:8]
     base = f"experiments/{experiment_id}"
     ids = stage_ids or [s["id"] for s in stages]
     db.document(base).set(

@@ -4,12 +4,19 @@ takes it from there instead of asking the provider again; a first execution read
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import timedelta
 
 import pytest
+from chat_docs import add_mediator, all_done, chat_experiment, chat_messages, persona_prompt
+from delivery_policies import Retrying
+from experiment_state import settle
+from google.api_core import exceptions as gexc
+from raw_docs import agent
 
 from functions import journal, spend, work
 from functions.agents import model_call
+from functions.chat import messages
 from functions.settings import BackboneSettings
 from shared.llm import providers
 from shared.llm.base import ModelClient, ModelReply, ModelRequest
@@ -20,14 +27,16 @@ SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required"
 
 
 class Counting:
-    """The scripted model, counting the requests it answers (the provider's bill)."""
+    """The scripted model, counting the requests it answers (the provider's bill): their
+    prompts, or (``seeds``) their seeds, which name the asking agent and what it is asked."""
 
-    def __init__(self, inner: ModelClient, asked: list[str]) -> None:
+    def __init__(self, inner: ModelClient, asked: list[str], seeds: bool = False) -> None:
         self.inner = inner
         self.asked = asked
+        self.seeds = seeds
 
     def generate(self, request: ModelRequest) -> ModelReply:
-        self.asked.append(request.prompt)
+        self.asked.append(request.seed if self.seeds else request.prompt)
         return self.inner.generate(request)
 
 
@@ -156,3 +165,38 @@ def test_a_transient_firestore_error_is_an_interruption_not_an_attempt(db):
     (failure,) = ended
     assert failure.field == "(platform)" and "interrupted it 3 time(s)" in failure.reason
     assert "ServiceUnavailable" in failure.reason
+
+
+def test_a_chat_turn_run_again_after_a_failure_takes_its_recorded_reply(runtime, db, monkeypatch):
+    """A chat turn is not a unit of work: its delivery is retried. The retry of one whose post
+    failed after its reply arrived (the reply is recorded with the call's log all the same)
+    finds the event's failed delivery, read with its first reads, and takes the reply from the
+    journal: the provider is asked once, and the message posted is the one the failed post
+    wrote (its id names its author and slot)."""
+    failed: list[str] = []
+    post = messages.post
+
+    def post_failing_once(room, message, *args, **kwargs):
+        if not failed and message.type == "participant":
+            failed.append(message.id)
+            raise gexc.ServiceUnavailable("injected: the post's commit failed")
+        return post(room, message, *args, **kwargs)
+
+    monkeypatch.setattr(messages, "post", post_failing_once)
+    monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "0")
+    asked: list[str] = []
+    retrying = Retrying(frozenset(spec.name for spec in runtime.registry if spec.retry))
+    with (
+        runtime.delivery_policy(retrying),
+        runtime.model_wrapper(lambda client: Counting(client, asked, seeds=True)),
+    ):
+        e = chat_experiment(db, mediator=False, electionPolicy="claim")
+        add_mediator(db, e, structured=True, initialMessage="Welcome!")
+        config = persona_prompt(db, e, max_responses=2, structured=True)
+        ids = [agent(db, e, "intro", number=i, agentConfig=config) for i in range(2)]
+        taken = journal.taken[f"experiments/{e}"]
+        settle(runtime, all_done(db, e, ids))
+    assert failed and failed[0] in {m["id"] for m in chat_messages(db, e)}
+    assert journal.taken[f"experiments/{e}"] > taken
+    twice = {seed: n for seed, n in Counter(asked).items() if n > 1}
+    assert asked and not twice, twice

@@ -119,22 +119,40 @@ def _chat(**fields: object) -> ChatStage:
     return ChatStage(id="chat", name="Chat", **fields)
 
 
-def test_race_gives_every_agent_a_turn_and_claim_one_with_the_order() -> None:
+def test_race_gives_every_agent_a_turn() -> None:
     message = _message("msg-7", "human")
     race = election.Race(_chat())._turns_for(ROOM, message, "participant", ["a", "b", "c"])
     assert [t.agent_id for t in race] == ["a", "b", "c"] and all(not t.order for t in race)
-    claim = election.Claim(_chat(election_policy="claim"))._turns_for(
-        ROOM, message, "participant", ["a", "b", "c"]
-    )
-    order = ["a", "b", "c"]
-    random.Random("msg-7").shuffle(order)
-    assert [t.agent_id for t in claim] == order[:1] and claim[0].order == tuple(order)
-    assert election.Claim(_chat())._turns_for(ROOM, message, "mediator", []) == []
-    # asked already from the instance's memory: race asks only the others, claim nobody more
+    # asked already from the instance's memory: race asks only the others
     again = election.Race(_chat())._turns_for(ROOM, message, "participant", ["a", "b"], ["a"])
     assert [t.agent_id for t in again] == ["b"]
-    claimed = election.Claim(_chat())._turns_for(ROOM, message, "participant", ["a", "b"], ["a"])
-    assert claimed == []
+
+
+def test_claim_asks_one_agent_with_the_order_mediators_first(monkeypatch) -> None:
+    published: list[AgentTurn] = []
+    monkeypatch.setattr(election, "publish_turns", lambda *turns: published.extend(turns))
+    claim = election.Claim(_chat(election_policy="claim"))
+    message = _message("msg-7", "human")
+    groups = {"participant": ["a", "b", "c"], "mediator": ["m2", "m1"]}
+    assert claim.fan_out(ROOM, message, lambda: groups) == 1
+    mediators = election.seeded_order("msg-7", ["m2", "m1"])
+    participants = election.seeded_order("msg-7", ["a", "b", "c"])
+    chain = [published[0]]
+    while (following := chain[-1].next_in_order()) is not None:
+        chain.append(following)
+    assert [(t.agent_type, t.agent_id) for t in chain] == [
+        *(("mediator", m) for m in mediators),
+        *(("participant", p) for p in participants),
+    ]
+    assert chain[-1].order == tuple(participants)
+    # asked already from the instance's memory, or a notice: nobody more
+    assert claim.fan_out(ROOM, message, lambda: groups, {"participant": ["a"]}) == 0
+    left = message.model_copy(update={"type": UserType.SYSTEM})
+    left = ChatMessage.model_validate({**left.to_firestore(), "leftChatBy": "a"})
+    assert claim.fan_out(ROOM, left, lambda: groups) == 0
+    assert len(published) == 1
+    # who of two comes first does not depend on who else is listed (an agent that left)
+    assert [i for i in participants if i != "b"] == election.seeded_order("msg-7", ["a", "c"])
 
 
 def test_a_stage_s_settings_choose_its_policy_once() -> None:
