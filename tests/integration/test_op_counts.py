@@ -43,6 +43,15 @@ writes count each model call's journal entry (issue 37: one document in the comm
 call, no RPC): 3 calls in ``onParticipantUpdated``, 1 in ``onAgentWake``."""
 MODEL_CALLS = 4
 """The stages that ask the model (survey, survey per participant, ranking, asset allocation)."""
+MOVE_ROUND_TRIPS = 3
+"""Sequential round trips (``usage.Usage.round_trips``) of a move that asks no model, up to the
+commit that moves the participant: the lease, the read, the commit (issue 38's target)."""
+MODEL_MOVE_ROUND_TRIPS = 7
+"""The same for a move that asks the model: its prompt's context is read lazily, a round trip
+after the other (the stage's context, the cohort, the answers shown; 5-7 seen, not yet at
+the target of 3)."""
+INVOCATION_ROUND_TRIPS = 7
+"""Any one delivery of ``onParticipantUpdated``, whole (a move, then the cohort's unlock)."""
 
 
 def test_ten_stage_moves_cost_no_more_than_their_budget(runtime, db, monkeypatch):
@@ -66,3 +75,22 @@ def test_ten_stage_moves_cost_no_more_than_their_budget(runtime, db, monkeypatch
         ):
             over[function] = (spent, budget, dict(used.by_method))
     assert not over, "\n".join(f"{f}: spent {s}, budget {b}, {m}" for f, (s, b, m) in over.items())
+    moves = [_move(used) for f, _, used in counted.each if f == "onParticipantUpdated"]
+    assert sum(1 for _, asked in moves if asked) == MODEL_CALLS - 1  # the wake asks the 4th
+    slow = [
+        (trips, asked)
+        for trips, asked in moves
+        if trips > (MODEL_MOVE_ROUND_TRIPS if asked else MOVE_ROUND_TRIPS)
+    ]
+    assert not slow, moves
+    whole = [u.round_trips for f, _, u in counted.each if f == "onParticipantUpdated"]
+    assert max(whole) <= INVOCATION_ROUND_TRIPS, whole
+
+
+def _move(used) -> tuple[int, bool]:
+    """A move's round trips up to its commit that writes the participant (0: it made none), and
+    whether that commit logs a model call."""
+    for place, method, names in used.calls:
+        if method == "Commit" and any("/participants/" in n for n in names):
+            return place, any("/logs/" in n for n in names)
+    return 0, False
