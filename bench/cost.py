@@ -124,6 +124,8 @@ class DeliveryUsage:
             out[function] = {
                 "deliveries": n,
                 **{f"{k}PerDelivery": round(v / n, 2) for k, v in used.fields().items()},
+                "roundTripsPerDelivery": round(used.round_trips / n, 2),
+                "publishedPerDelivery": round(used.published / n, 2),
                 "byMethod": dict(used.by_method.most_common()),
             }
         return out
@@ -184,6 +186,7 @@ def moves(stack: Stack, agents: int, seed: int, workers: int) -> dict[str, Any]:
         "wallSeconds": round(wall, 1),
         "total": total.fields(),
         "perStageMove": _per(total, moved),
+        "publishedPerStageMove": round(total.published / moved, 2) if moved else None,
         "perAgent": _per(total, agents),
         "experimentUsd": round(dollars(total), 5),
         **tokens,
@@ -223,6 +226,7 @@ def chat_run(
         **run,
         "total": total.fields(),
         "perMessage": _per(total, messages),
+        "publishedPerMessage": round(total.published / messages, 2) if messages else None,
         "usdPer1000Messages": round(dollars(total) / messages * 1000, 4) if messages else None,
         **tokens,
         "byFunction": counted.report(),
