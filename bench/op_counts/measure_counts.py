@@ -4,8 +4,9 @@ tests/integration/test_op_counts*.py). Copy it into a tree's tests/integration/ 
 ``pytest tests/integration/measure_counts.py -s``: it prints one ``MEASURE {json}`` line per
 scenario. An older tree needs ``functions.usage``'s chain of round trips (``Usage.round_trips``,
 ``published``, ``first_publish``, ``calls``) and the join in its side-by-side reads ported first,
-as was done for 3d7acad (`3d7acad_round_trips.patch` here). It keeps its own copies of the op-count tests' helpers (the reply's
-commit, the move's commit, the first message): it must run on trees that have no such tests."""
+as was done for 3d7acad (``3d7acad_round_trips.patch`` here). It keeps its own copies of the
+op-count tests' helpers (the reply's commit, the move's commit, the first message): it must run
+on trees that have no such tests."""
 
 import collections
 import json
