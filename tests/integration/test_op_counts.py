@@ -50,8 +50,6 @@ MODEL_MOVE_ROUND_TRIPS = 7
 """The same for a move that asks the model: its prompt's context is read lazily, a round trip
 after the other (the stage's context, the cohort, the answers shown; 5-7 seen, not yet at
 the target of 3)."""
-INVOCATION_ROUND_TRIPS = 7
-"""Any one delivery of ``onParticipantUpdated``, whole (a move, then the cohort's unlock)."""
 
 
 def test_ten_stage_moves_cost_no_more_than_their_budget(runtime, db, monkeypatch):
@@ -83,8 +81,6 @@ def test_ten_stage_moves_cost_no_more_than_their_budget(runtime, db, monkeypatch
         if trips > (MODEL_MOVE_ROUND_TRIPS if asked else MOVE_ROUND_TRIPS)
     ]
     assert not slow, moves
-    whole = [u.round_trips for f, _, u in counted.each if f == "onParticipantUpdated"]
-    assert max(whole) <= INVOCATION_ROUND_TRIPS, whole
 
 
 def _move(used) -> tuple[int, bool]:
