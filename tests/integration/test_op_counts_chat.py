@@ -39,9 +39,10 @@ the turn re-reads the chat (4 claim, 4-5 race, seen)."""
 FANOUT = {"rpcs": 5, "round_trips_before_publish": 4, "publishes": 1}
 """Per ``onChatMessageCreated``: its Firestore calls, the round trips before its first
 publish (from memory: 1), and its publish calls (one for all the turns)."""
-TURN_RPCS = 20
+TURN_RPCS = 23
 """Per ``onAgentTurn``, at most: a turn that replies and then leaves the chat (its responses
-used up: the leaving lock, the participant's transaction, the system message; 18-19 seen)."""
+used up: the leaving lock, the participant's transaction, the system message; 18-19 seen),
+with room for that transaction to be retried once under contention (3 calls)."""
 
 
 @dataclasses.dataclass(frozen=True)
