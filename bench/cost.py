@@ -32,21 +32,44 @@ import time
 from pathlib import Path
 from typing import Any
 
-from google.cloud import firestore
 
-import emulator.invoker
-from bench import chat, transitions
-from bench.election import _converse
-from bench.fake_model import scripted_model
-from bench.stack import Stack, env, machine, say
-from functions import usage
-from tools import usage_report
-from tools.load_template import load
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.cost", description=(__doc__ or "").split("\n")[0]
+    )
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).resolve().parent / "cost_results.json"
+    )
+    parser.add_argument(
+        "--config-cache",
+        type=float,
+        default=0.0,
+        help="DLAB_CONFIG_CACHE_SECONDS for the functions (default 0: off)",
+    )
+    return parser
+
+
+if __name__ == "__main__":
+    _parser().parse_args()  # --help and bad arguments answer before the stack is imported
+
+from google.cloud import firestore  # noqa: E402
+
+import emulator.invoker  # noqa: E402
+from bench import chat, transitions  # noqa: E402
+from bench.election import _converse  # noqa: E402
+from bench.fake_model import scripted_model  # noqa: E402
+from bench.stack import Stack, env, machine, say  # noqa: E402
+from functions import usage  # noqa: E402
+from tools import usage_report  # noqa: E402
+from tools.load_template import load  # noqa: E402
 
 PRICES_USD_PER_100K = usage_report.PRICES_USD_PER_100K["nam5"]
 """Firestore Standard edition list prices, multi-region nam5 (us-central1: half of these);
 the free daily quota is left out."""
-DEFAULT_OUT = Path(__file__).resolve().parent / "cost_results.json"
+DEFAULT_OUT = _parser().get_default("out")
 FIELDS = ("reads", "writes", "deletes", "transactions", "rpcs")
 
 
@@ -57,6 +80,8 @@ class DeliveryUsage:
         self._lock = threading.Lock()
         self.by_function: dict[str, usage.Usage] = collections.defaultdict(usage.Usage)
         self.deliveries: collections.Counter[str] = collections.Counter()
+        self.each: list[tuple[str, str, usage.Usage]] = []
+        """Every delivery's function, subject and own usage, in the order they ended."""
         self._saved: Any = None
 
     def __enter__(self) -> DeliveryUsage:
@@ -71,6 +96,7 @@ class DeliveryUsage:
                     with me._lock:
                         me.by_function[delivery.function].add(used)
                         me.deliveries[delivery.function] += 1
+                        me.each.append((delivery.function, delivery.subject, used))
 
         self._saved = original
         emulator.invoker.Invoker.invoke = invoke  # type: ignore[method-assign]
@@ -83,6 +109,7 @@ class DeliveryUsage:
         with self._lock:
             self.by_function.clear()
             self.deliveries.clear()
+            self.each.clear()
 
     def total(self) -> usage.Usage:
         out = usage.Usage()
@@ -97,6 +124,8 @@ class DeliveryUsage:
             out[function] = {
                 "deliveries": n,
                 **{f"{k}PerDelivery": round(v / n, 2) for k, v in used.fields().items()},
+                "roundTripsPerDelivery": round(used.round_trips / n, 2),
+                "publishedPerDelivery": round(used.published / n, 2),
                 "byMethod": dict(used.by_method.most_common()),
             }
         return out
@@ -157,6 +186,7 @@ def moves(stack: Stack, agents: int, seed: int, workers: int) -> dict[str, Any]:
         "wallSeconds": round(wall, 1),
         "total": total.fields(),
         "perStageMove": _per(total, moved),
+        "publishedPerStageMove": round(total.published / moved, 2) if moved else None,
         "perAgent": _per(total, agents),
         "experimentUsd": round(dollars(total), 5),
         **tokens,
@@ -196,6 +226,7 @@ def chat_run(
         **run,
         "total": total.fields(),
         "perMessage": _per(total, messages),
+        "publishedPerMessage": round(total.published / messages, 2) if messages else None,
         "usdPer1000Messages": round(dollars(total) / messages * 1000, 4) if messages else None,
         **tokens,
         "byFunction": counted.report(),
@@ -352,20 +383,7 @@ def summary(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.cost", description=__doc__.split("\n")[0]
-    )
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument(
-        "--config-cache",
-        type=float,
-        default=0.0,
-        help="DLAB_CONFIG_CACHE_SECONDS for the functions (default 0: off)",
-    )
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     t0 = time.monotonic()
     with Stack() as stack, env(DLAB_CONFIG_CACHE_SECONDS=str(args.config_cache)):
         results = {

@@ -51,21 +51,43 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from google.cloud import firestore
-from google.cloud.firestore_v1.batch import WriteBatch
-from google.cloud.firestore_v1.transaction import Transaction
-
-from bench import stress_chat
 from bench.rtt_proxy import add_rtt_argument
-from bench.stack import Stack, env, machine, percentile, say
-from emulator.delivery import Delivery, DeliveryRecord
-from emulator.dispatcher import Policy
-from emulator.runtime import LocalRuntime
-from functions import firestore_api
-from functions import pubsub as function_pubsub
-from functions.agents.model_call import ask as _ask
-from functions.chat import turn as chat_turn
-from functions.pubsub import publish_all as _publish_all
+
+DEFAULT_OUT = Path(__file__).resolve().parent / "reply_path_results.json"
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m bench.reply_path", description=__doc__.split("\n")[0]
+    )
+    p.add_argument("--runs", type=int, default=2, help="plain stress runs per policy")
+    p.add_argument(
+        "--policy", choices=("race", "claim"), action="append", help="default: race, then claim"
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=8, help="runtime workers")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
+    add_rtt_argument(p)
+    return p.parse_args(argv)
+
+
+if __name__ == "__main__":
+    _args(None)  # --help and bad arguments answer before the stack is imported
+
+from google.cloud import firestore  # noqa: E402
+from google.cloud.firestore_v1.batch import WriteBatch  # noqa: E402
+from google.cloud.firestore_v1.transaction import Transaction  # noqa: E402
+
+from bench import stress_chat  # noqa: E402
+from bench.stack import Stack, env, machine, percentile, say  # noqa: E402
+from emulator.delivery import Delivery, DeliveryRecord  # noqa: E402
+from emulator.dispatcher import Policy  # noqa: E402
+from emulator.runtime import LocalRuntime  # noqa: E402
+from functions import firestore_api  # noqa: E402
+from functions import pubsub as function_pubsub  # noqa: E402
+from functions.agents.model_call import ask as _ask  # noqa: E402
+from functions.chat import turn as chat_turn  # noqa: E402
+from functions.pubsub import publish_all as _publish_all  # noqa: E402
 
 FANOUT = "onChatMessageCreated"
 TURN = "onAgentTurn"
@@ -108,7 +130,6 @@ LABELS = {
     "afterCommit": "(not in total: turn run after the commit returned)",
     "turnsRun": "(turns in the chain, claim: declining agents first)",
 }
-DEFAULT_OUT = Path(__file__).resolve().parent / "reply_path_results.json"
 CHAT = f"cohorts/{stress_chat.COHORT}/publicStageData/chat"
 
 
@@ -453,21 +474,6 @@ def measure(stack: ProbedStack, clocks: Clocks, policy: str, args: argparse.Name
         "runs": runs,
         "replies": rows,
     }
-
-
-def _args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="python -m bench.reply_path", description=__doc__.split("\n")[0]
-    )
-    p.add_argument("--runs", type=int, default=2, help="plain stress runs per policy")
-    p.add_argument(
-        "--policy", choices=("race", "claim"), action="append", help="default: race, then claim"
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=8, help="runtime workers")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
-    add_rtt_argument(p)
-    return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:

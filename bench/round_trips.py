@@ -39,15 +39,51 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import journal_size, reply_path, society, transitions
-from bench.stack import env, machine, say
-from emulator.config import default_processes
-
 DEFAULT_OUT = Path(__file__).resolve().parent / "round_trips_results.json"
 PATHS = ("claim", "race", "transitions", "society")
 MOVE_AGENTS = 10
 """Agents of the stage-move measurement: few enough that workers never queue them."""
 
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m bench.round_trips", description=__doc__.split("\n")[0]
+    )
+    p.add_argument(
+        "--rtt-ms", type=float, action="append", help="round-trip times (default: 0 and 10)"
+    )
+    p.add_argument("--repeats", type=int, default=2, help="measurements per path and delay")
+    p.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=8, help="runtime workers")
+    p.add_argument(
+        "--processes",
+        type=int,
+        help="worker processes of the transitions and society runs (the chat runs in-process;"
+        " default: the runtime's, one per core)",
+    )
+    p.add_argument("--society-agents", type=int, default=30)
+    p.add_argument("--society-days", type=int, default=4)
+    p.add_argument(
+        "--no-warmup",
+        dest="warmup",
+        action="store_false",
+        help="skip the unrecorded first run (a cold emulator's first run is the slowest)",
+    )
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
+    args = p.parse_args(argv)
+    if args.processes is None:
+        from emulator.config import default_processes  # after --help: it loads the stack
+
+        args.processes = default_processes()
+    return args
+
+
+if __name__ == "__main__":
+    _args(None)  # --help and bad arguments answer before the stack is imported
+
+from bench import journal_size, reply_path, society, transitions  # noqa: E402
+from bench.stack import env, machine, say  # noqa: E402
 
 COUNTED = ("rpcs", "reads", "writes", "deletes", "transactions")
 
@@ -203,35 +239,6 @@ def summary(results: dict[str, Any]) -> dict[str, Any]:
                 per[str(rtt)]["roundTrips"] = round((p50 - base) / (rtt - rtts[0]), 1)
         out[path] = per
     return out
-
-
-def _args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="python -m bench.round_trips", description=__doc__.split("\n")[0]
-    )
-    p.add_argument(
-        "--rtt-ms", type=float, action="append", help="round-trip times (default: 0 and 10)"
-    )
-    p.add_argument("--repeats", type=int, default=2, help="measurements per path and delay")
-    p.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=8, help="runtime workers")
-    p.add_argument(
-        "--processes",
-        type=int,
-        default=default_processes(),
-        help="worker processes of the transitions and society runs (the chat runs in-process)",
-    )
-    p.add_argument("--society-agents", type=int, default=30)
-    p.add_argument("--society-days", type=int, default=4)
-    p.add_argument(
-        "--no-warmup",
-        dest="warmup",
-        action="store_false",
-        help="skip the unrecorded first run (a cold emulator's first run is the slowest)",
-    )
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
-    return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,14 +13,14 @@ ordered and dated by the document's create time, which Firestore sets and nobody
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from google.cloud import firestore
 
 from functions import reads, store
 from shared import paths
-from shared.models import ChatMessage, ProfileBase, UserType
+from shared.models import ChatMessage, ParticipantProfile, ProfileBase, UserType
 
 SENDER_COLLECTIONS = {UserType.PARTICIPANT: paths.PARTICIPANT, UserType.MEDIATOR: paths.MEDIATOR}
 """Where the profile of a sender of each type is stored (by its publicId)."""
@@ -36,11 +36,14 @@ reads the chat again, and took them again, one round trip after the other)."""
 
 
 def as_seen(
-    experiment_id: str, stored: Sequence[tuple[datetime, ChatMessage]]
+    experiment_id: str,
+    stored: Sequence[tuple[datetime, ChatMessage]],
+    known: Mapping[SenderKey, ProfileBase] | None = None,
 ) -> list[ChatMessage]:
     """Parsed messages, each with its document's create time: in that order, dated by it, and
-    showing the sender's stored profile."""
-    profiles = stored_profiles(experiment_id, [message for _, message in stored])
+    showing the sender's stored profile (``known``: profiles read already, see
+    ``stored_profiles``)."""
+    profiles = stored_profiles(experiment_id, [message for _, message in stored], known)
     ordered = sorted(stored, key=lambda pair: (pair[0], pair[1].id))
     return [_as_seen(message, created, profiles) for created, message in ordered]
 
@@ -54,14 +57,37 @@ def _as_seen(
     return message.model_copy(update=update)
 
 
+def member_profiles(members: Iterable[ParticipantProfile]) -> dict[SenderKey, ProfileBase]:
+    """The stored display profiles of participants read already (a cohort's members), by
+    (type, publicId), as ``stored_profiles`` would find them."""
+    return {
+        (UserType.PARTICIPANT, m.public_id): ProfileBase(
+            name=m.name, avatar=m.avatar, pronouns=m.pronouns
+        )
+        for m in members
+        if m.public_id
+    }
+
+
 def stored_profiles(
-    experiment_id: str, messages: Sequence[ChatMessage]
+    experiment_id: str,
+    messages: Sequence[ChatMessage],
+    known: Mapping[SenderKey, ProfileBase] | None = None,
 ) -> dict[SenderKey, ProfileBase]:
     """The stored display profile of every participant and mediator who sent one of the
-    messages, by (type, publicId): one query per 30 senders of a type."""
+    messages, by (type, publicId): those in ``known`` (read in the same round trip as the
+    chat: a group chat's cohort members), the others by one query per 30 senders of a type
+    (a round trip after the chat's read)."""
+    known = known or {}
     queries = []
     for sender_type, pattern in SENDER_COLLECTIONS.items():
-        ids = sorted({m.sender_id for m in messages if m.type == sender_type and m.sender_id})
+        ids = sorted(
+            {
+                m.sender_id
+                for m in messages
+                if m.type == sender_type and m.sender_id and (m.type, m.sender_id) not in known
+            }
+        )
         collection = store.db().collection(paths.collection_of(pattern, experimentId=experiment_id))
         for start in range(0, len(ids), IN_LIMIT):
             chunk = ids[start : start + IN_LIMIT]
@@ -69,7 +95,7 @@ def stored_profiles(
             key = (experiment_id, sender_type, tuple(chunk))
             load = functools.partial(_profiles, query, sender_type)
             queries.append(functools.partial(_recent.recent, key, load))
-    found: dict[SenderKey, ProfileBase] = {}
+    found: dict[SenderKey, ProfileBase] = dict(known)
     for profiles in reads.all_together(queries):  # participants' and mediators' queries at once
         found.update(profiles)
     return found

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from functions import clients
+from functions import clients, usage
 
 PublishObserver = Callable[[str, str], None]
 """Called with (topic, message id) after each publish; the local runtime counts cascades with it."""
@@ -54,6 +54,7 @@ def publish_all(
         for p in payloads
     ]
     message_ids = [future.result(timeout=timeout) for future in futures]
+    usage.publishes(len(message_ids))
     for message_id in message_ids:
         for observer in _observers:
             observer(topic, message_id)

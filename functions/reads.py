@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any, Generic, TypeVar, cast
 
-from functions import clients
+from functions import clients, usage
 from functions.settings import backbone_settings
 
 T = TypeVar("T")
@@ -192,8 +192,18 @@ def _submit(call: Callable[[], T]) -> Callable[[], T]:
         result = call()
         return lambda: result
     level = 1 if name.startswith(f"{THREAD_PREFIX}-0") else 0
-    future = _pool(os.getpid(), level).submit(contextvars.copy_context().run, call)
-    return future.result
+
+    def traced() -> tuple[T, int]:
+        return call(), usage.chain()
+
+    future = _pool(os.getpid(), level).submit(contextvars.copy_context().run, traced)
+
+    def wait() -> T:
+        value, length = future.result()
+        usage.joined(length)  # the waiter's round trips continue after the longer chain
+        return value
+
+    return wait
 
 
 def start(call: Callable[[], T]) -> Callable[[], T]:

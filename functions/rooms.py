@@ -5,13 +5,14 @@ relative to it. Below the chat logic, so that prompts can show a chat without de
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from google.cloud import firestore
 
 from functions import documents, reads, store
-from functions.as_seen import as_seen
-from shared.models import ChatMessage, ChatPublicData, parse_document
+from functions.as_seen import as_seen, member_profiles
+from shared.models import ChatMessage, ChatPublicData, ParticipantProfile, parse_document
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,23 +57,30 @@ recent_reads: reads.Recent[list[ChatMessage]] = reads.Recent(max_age_s=1.0)
 """Reads of each chat, shared by this instance's turns for a second (``history_showing``)."""
 
 
-def history(room: Room) -> list[ChatMessage]:
+Members = Callable[[], Iterable[ParticipantProfile]]
+"""Reads the chat's cohort members (their display profiles), started beside the chat's read:
+the senders among them need no query of their own after it (``as_seen.stored_profiles``)."""
+
+
+def history(room: Room, members: Members | None = None) -> list[ChatMessage]:
     """The chat as the backend saw it: in the order Firestore stored it, dated by the server
     and showing the senders' stored profiles, never what a writer claimed
     (``functions/as_seen.py``). A message that does not validate is recorded and left out.
     Always read now (what decides whether a reply is still wanted needs that)."""
-    return _kept(room, recent_reads.now(room, lambda: _read(room)))
+    return _kept(room, recent_reads.now(room, lambda: _read(room, members)))
 
 
-def history_showing(room: Room, message_id: str) -> list[ChatMessage]:
+def history_showing(
+    room: Room, message_id: str, members: Members | None = None
+) -> list[ChatMessage]:
     """The chat as another invocation of this instance read it in the last moment
     (``reads.Recent``), if that read shows ``message_id``, the message a turn answers; else
     read now. Whether the chat moved on before the reply is posted is still decided on a
     read made after the model answered. No ``message_id`` (an opening): read now."""
     if not message_id:
-        return history(room)
+        return history(room, members)
     shows = lambda seen: any(m.id == message_id for m in seen)  # noqa: E731
-    return _kept(room, recent_reads.recent(room, lambda: _read(room), shows))
+    return _kept(room, recent_reads.recent(room, lambda: _read(room, members), shows))
 
 
 def _kept(room: Room, seen: list[ChatMessage]) -> list[ChatMessage]:
@@ -81,11 +89,16 @@ def _kept(room: Room, seen: list[ChatMessage]) -> list[ChatMessage]:
     return list(seen)
 
 
-def _read(room: Room) -> list[ChatMessage]:
+def _read(room: Room, members: Members | None = None) -> list[ChatMessage]:
+    """The chat's documents; with ``members``, the cohort's members read beside them."""
+    beside = reads.start(members) if members is not None else None
     snaps = store.every_document(room.chats_path)
     created = {snap.reference.path: snap.create_time for snap in snaps}
     parsed = documents.valid(snaps, lambda path, data: (path, _parse_message(path, data)))
-    return as_seen(room.experiment_id, [(created[path], message) for path, message in parsed])
+    known = member_profiles(beside()) if beside is not None else None
+    return as_seen(
+        room.experiment_id, [(created[path], message) for path, message in parsed], known
+    )
 
 
 def seen_history(room: Room) -> list[ChatMessage]:

@@ -13,7 +13,10 @@ JSON line (Cloud Logging reads a JSON line on stdout as a structured entry)
 where ``DLAB_USAGE_LOG`` says (``stdout``, or a file to append to; off unless set).
 ``python -m tools.usage_report`` adds the lines up per experiment and prices them.
 Scopes nest (the benchmark counts per delivery around the entry's own scope), and calls made
-outside any scope cost nothing here.
+outside any scope cost nothing here. Beside the billed counts, a scope keeps its sequential
+round trips (``Usage.round_trips``: a chain that each call, and each Pub/Sub publish, extends
+by one; reads side by side through ``functions.reads`` extend it once) and each call's place
+in that chain, which the op-count tests hold to their budgets.
 
 The counts come from a gRPC client interceptor (``interceptors``) on the channel a Firestore
 client talks through: ``firestore_api``'s, built here. ``google.cloud.firestore.Client`` builds
@@ -55,6 +58,23 @@ class Usage:
     """Transactions begun (each retry begins one)."""
     rpcs: int = 0
     by_method: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    round_trips: int = 0
+    """Sequential round trips: the longest chain of calls each made after the one before it
+    returned (calls side by side through ``functions.reads`` count once; a Pub/Sub publish of
+    any number of messages is one), from the scope's start to its last call."""
+    published: int = 0
+    """Pub/Sub messages published (``functions.pubsub``)."""
+    first_publish: int | None = None
+    """The round trips up to and including the scope's first publish (None: it published
+    nothing): how far into a fan-out the turns it publishes start."""
+    calls: list[tuple[int, str, tuple[str, ...]]] = dataclasses.field(
+        default_factory=list, repr=False
+    )
+    """Each call in the order made: its place in the chain of round trips, its method, and for
+    a Commit the documents it writes (the benchmark and the op-count tests find a reply's
+    commit by them)."""
+    base: int = dataclasses.field(default=0, repr=False, compare=False)
+    """The chain's length when the scope began."""
 
     def add(self, other: Usage) -> None:
         self.reads += other.reads
@@ -63,6 +83,8 @@ class Usage:
         self.transactions += other.transactions
         self.rpcs += other.rpcs
         self.by_method.update(other.by_method)
+        self.round_trips += other.round_trips
+        self.published += other.published
 
     def fields(self) -> dict[str, int]:
         return {
@@ -114,12 +136,49 @@ def emit(used: Usage, function: str, subject: str) -> None:
 _scopes: contextvars.ContextVar[tuple[Usage, ...]] = contextvars.ContextVar(
     "firestore_usage", default=()
 )
+_chain: contextvars.ContextVar[int] = contextvars.ContextVar("round_trips", default=0)
+"""Sequential round trips made so far in this context: each counted call adds one after the
+longest chain it follows; a context copied to run a call side by side starts from its parent's
+value, and the parent takes the longer of the two when it waits for it (``joined``)."""
+
+
+def chain() -> int:
+    """This context's chain of sequential round trips (``joined`` hands it back to a waiter)."""
+    return _chain.get()
+
+
+def joined(length: int) -> None:
+    """A call run side by side, whose chain reached ``length``, has been waited for here."""
+    if length > _chain.get():
+        _chain.set(length)
+
+
+def _round_trip(scopes: tuple[Usage, ...]) -> int:
+    """One more sequential round trip in this context; its place in each scope's chain."""
+    length = _chain.get() + 1
+    _chain.set(length)
+    for usage in scopes:
+        usage.round_trips = max(usage.round_trips, length - usage.base)
+    return length
+
+
+def publishes(messages: int) -> None:
+    """``messages`` published together and waited for: one round trip (counted in scope)."""
+    scopes = _scopes.get()
+    if not scopes or not messages:
+        return
+    length = _round_trip(scopes)
+    for usage in scopes:
+        usage.published += messages
+        usage.calls.append((length - usage.base, "Publish", ()))
+        if usage.first_publish is None:
+            usage.first_publish = length - usage.base
 
 
 @contextlib.contextmanager
 def counting() -> Iterator[Usage]:
     """Count the Firestore operations made in this thread (context) until the block ends."""
-    usage = Usage()
+    usage = Usage(base=_chain.get())
     token = _scopes.set((*_scopes.get(), usage))
     try:
         yield usage
@@ -137,17 +196,21 @@ def _method(details: Any) -> str | None:
     return str(method).rsplit("/", 1)[-1]
 
 
-def _commit_writes(request: Any) -> tuple[int, int]:
-    """(writes, deletes) in a Commit request."""
+def _commit_writes(request: Any) -> tuple[int, int, tuple[str, ...]]:
+    """(writes, deletes, the documents written or deleted) in a Commit request."""
     writes = deletes = 0
+    names = []
     for write in getattr(request, "writes", None) or ():
         pb = getattr(type(write), "pb", None)
         raw = pb(write) if callable(pb) else write
-        if raw.WhichOneof("operation") == "delete":
+        operation = raw.WhichOneof("operation")
+        if operation == "delete":
             deletes += 1
+            names.append(raw.delete)
         else:
             writes += 1
-    return writes, deletes
+            names.append(raw.update.name if operation == "update" else raw.transform.document)
+    return writes, deletes, tuple(names)
 
 
 def _has(response: Any, field: str) -> bool:
@@ -200,15 +263,18 @@ class _CountedStream:
 
 def _count_call(scopes: tuple[Usage, ...], method: str, request: Any) -> None:
     """What a call bills before its response: the call, a commit's writes, a transaction."""
-    for usage in scopes:
-        usage.rpcs += 1
-        usage.by_method[method] += 1
+    length = _round_trip(scopes)
+    names: tuple[str, ...] = ()
     if method == "Commit":
-        writes, deletes = _commit_writes(request)
+        writes, deletes, names = _commit_writes(request)
         for usage in scopes:
             usage.writes += writes
             usage.deletes += deletes
-    elif method == "BeginTransaction" or (
+    for usage in scopes:
+        usage.rpcs += 1
+        usage.by_method[method] += 1
+        usage.calls.append((length - usage.base, method, names))
+    if method == "BeginTransaction" or (
         method == "BatchGetDocuments" and _has(request, "new_transaction")
     ):
         for usage in scopes:  # a read that begins a transaction counts as one begun
@@ -226,7 +292,8 @@ class _Counting(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientIntercep
             return continuation(details, request)
         outcome = continuation(details, request)
         if outcome.exception() is not None:
-            return outcome  # refused (a create of a document that exists): nothing billed
+            _round_trip(scopes)  # refused (a create of a document that exists): nothing billed
+            return outcome
         _count_call(scopes, method, request)
         if method == "ListDocuments":
             listed = max(len(outcome.result().documents), 1)  # none listed still bills one

@@ -86,11 +86,14 @@ _shown: reads.Recent[list[ParticipantProfile]] = reads.Recent(max_age_s=1.0)
 def members_shown(experiment_id: str, cohort_id: str) -> list[ParticipantProfile]:
     """The members as a chat prompt shows them (``CHAT_SHOWN_FIELDS``), from a read this
     instance made in the last second if there is one (``reads.Recent``): every agent of a chat
-    writes its prompt for the same message at once. A prompt only shows them; the barrier and
-    the thread's advance read them now."""
+    writes its prompt for the same message at once; then the same for the rest of the
+    invocation (a turn whose model took a second does not read them again after it, a round
+    trip on its reply's path). A prompt only shows them; the barrier and the thread's advance
+    read them now."""
     fields = CHAT_SHOWN_FIELDS
     load = lambda: cohort_members(experiment_id, cohort_id, fields=fields)  # noqa: E731
-    return _shown.recent((experiment_id, cohort_id), load)
+    key = (experiment_id, cohort_id)
+    return reads.once(("members shown", *key), lambda: _shown.recent(key, load))
 
 
 def _unlock_fields(stage_id: str) -> list[str]:

@@ -245,11 +245,20 @@ def _read_first(turn: AgentTurn, failures: str = "") -> list[ChatMessage]:
     its prompt then takes (``members_shown``). The chat and the members are reads the message's
     other turns share, so a turn that then stops (a gate, an agent gone) costs little more."""
     history, _, _ = reads.three(
-        lambda: rooms.history_showing(turn.room, turn.trigger_chat_id),
+        lambda: rooms.history_showing(turn.room, turn.trigger_chat_id, _members(turn)),
         lambda: cohort_lock.members_shown(turn.experiment_id, turn.cohort_id),
         lambda: reads.batch([*_scene_documents(turn), failures]),
     )
     return history
+
+
+def _members(turn: AgentTurn) -> rooms.Members | None:
+    """A group chat's members as its prompt shows them (``members_shown``: one read per
+    instance and moment, whoever asks), read beside the chat so that the senders among them
+    need no query after it; none for a private chat (its senders: a participant, mediators)."""
+    if turn.room.is_private:
+        return None
+    return lambda: cohort_lock.members_shown(turn.experiment_id, turn.cohort_id)
 
 
 def _scene_documents(turn: AgentTurn) -> list[str]:
@@ -713,11 +722,12 @@ def _read_again(scene: Scene, public: ChatPublicData) -> Again:
     if room.is_private:
         history = rooms.history(room)
         return history, rooms.state(room, history), None
+    members = _members(scene.turn)
     if not scene.threaded:
-        return rooms.history(room), public, None
+        return rooms.history(room, members), public, None
     if scene.turn_based:  # its post is the turn order's transaction
         history, public = reads.together(
-            lambda: rooms.history(room), lambda: rooms.group_state(room)
+            lambda: rooms.history(room, members), lambda: rooms.group_state(room)
         )
         return history, public, None
     begun: list[transactions.Begun] = []
@@ -728,7 +738,7 @@ def _read_again(scene: Scene, public: ChatPublicData) -> Again:
 
     try:
         thread_read, history, public = reads.three(
-            begin, lambda: rooms.history(room), lambda: rooms.group_state(room)
+            begin, lambda: rooms.history(room, members), lambda: rooms.group_state(room)
         )
     except BaseException:
         for opened in begun:  # ``begin`` runs first: done by the time another read fails

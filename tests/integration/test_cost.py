@@ -49,6 +49,28 @@ def test_usage_counts_billed_documents_not_calls(runtime, db):
     assert (counted.reads, counted.by_method) == (1, {"RunAggregationQuery": 1})
 
 
+def test_usage_counts_reads_side_by_side_as_one_round_trip(runtime, db):
+    """The chain of sequential round trips (``usage.round_trips``): reads made at the same time
+    (``reads.together``) are one, a read after them another, a refused call one too."""
+    base = "usage-chain"
+    db.document(f"{base}/a").set({"n": 1})
+    db.document(f"{base}/b").set({"n": 2})
+    with reads.invocation(), usage.counting() as used:
+        reads.together(
+            lambda: db.document(f"{base}/a").get(), lambda: db.document(f"{base}/b").get()
+        )
+        assert used.round_trips == 1
+        db.document(f"{base}/a").get()
+        with pytest.raises(gexc.Conflict):
+            db.document(f"{base}/a").create({"n": 3})
+    assert (used.round_trips, used.rpcs) == (3, 3)  # the refused create bills nothing
+    assert [(place, method) for place, method, _ in used.calls] == [
+        (1, "BatchGetDocuments"),
+        (1, "BatchGetDocuments"),
+        (2, "BatchGetDocuments"),
+    ]
+
+
 def test_a_record_written_later_goes_with_the_next_batch_that_takes_it(runtime, db):
     """``store.set_later`` (a model call's log): no round trip of its own when a batch takes
     it; one that fails leaves it waiting; what no batch took is written at the block's end,

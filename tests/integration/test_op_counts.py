@@ -47,6 +47,13 @@ writes count each model call's journal entry (issue 37: one document in the comm
 call, no RPC): 3 calls in ``onParticipantUpdated``, 1 in ``onAgentWake``."""
 MODEL_CALLS = 4
 """The stages that ask the model (survey, survey per participant, ranking, asset allocation)."""
+MOVE_ROUND_TRIPS = 3
+"""Sequential round trips (``usage.Usage.round_trips``) of a move that asks no model, up to the
+commit that moves the participant: the lease, the read, the commit (issue 38's target)."""
+MODEL_MOVE_ROUND_TRIPS = 7
+"""The same for a move that asks the model: its prompt's context is read lazily, a round trip
+after the other (the stage's context, the cohort, the answers shown; 5-7 seen, not yet at
+the target of 3)."""
 
 
 def test_ten_stage_moves_cost_no_more_than_their_budget(runtime, db, monkeypatch):
@@ -102,3 +109,20 @@ def test_a_conductor_step_with_a_tool_costs_no_more_than_its_budget(
     assert set(counted.by_function) == set(TOOL_BUDGET)
     over = _over(counted, TOOL_BUDGET)
     assert not over, "\n".join(f"{f}: spent {s}, budget {b}, {m}" for f, (s, b, m) in over.items())
+    moves = [_move(used) for f, _, used in counted.each if f == "onParticipantUpdated"]
+    assert 0 < sum(1 for _, asked in moves if asked) <= MODEL_CALLS  # a wake may ask one
+    slow = [
+        (trips, asked)
+        for trips, asked in moves
+        if trips > (MODEL_MOVE_ROUND_TRIPS if asked else MOVE_ROUND_TRIPS)
+    ]
+    assert not slow, moves
+
+
+def _move(used) -> tuple[int, bool]:
+    """A move's round trips up to its commit that writes the participant (0: it made none), and
+    whether that commit logs a model call."""
+    for place, method, names in used.calls:
+        if method == "Commit" and any("/participants/" in n for n in names):
+            return place, any("/logs/" in n for n in names)
+    return 0, False
