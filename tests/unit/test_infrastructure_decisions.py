@@ -161,8 +161,8 @@ def test_usage_commit_counts_writes_and_deletes() -> None:
             write.Write(update=document.Document(name="d/3")),
         ]
     )
-    assert usage._commit_writes(request) == (2, 1)
-    assert usage._commit_writes(SimpleNamespace()) == (0, 0)
+    assert usage._commit_writes(request) == (2, 1, ("d/1", "d/2", "d/3"))
+    assert usage._commit_writes(SimpleNamespace()) == (0, 0, ())
 
 
 # --- transactions, store, documents -------------------------------------------------------
