@@ -71,7 +71,7 @@ def _run(spec: FunctionSpec, event: Any) -> None:
         kind = kind_of(error)
         if kind is Kind.PAUSE:
             return  # recorded on its run: neither a failed delivery nor retried
-        where = _recorded_as(event, error)
+        where = _recorded_as(event, error, kind)
         if not (isinstance(error, BackendError) and error.recorded):
             record_error(spec.name, where, event_id=event.id)
         if not HANDLING[kind].retried or not _retry_again(spec, event, where):
@@ -79,12 +79,12 @@ def _run(spec: FunctionSpec, event: Any) -> None:
         raise
 
 
-def _recorded_as(event: Any, error: Exception) -> DocumentError:
+def _recorded_as(event: Any, error: Exception, kind: Kind) -> DocumentError:
     """The record of an error that ended a delivery: a bad document's own, else filed under
     the event's subject (a bug or an outage, the function's)."""
     if isinstance(error, DocumentError):
         return error
-    field = "(input)" if kind_of(error) is Kind.BAD_INPUT else "(function)"
+    field = "(input)" if kind is Kind.BAD_INPUT else "(function)"
     return DocumentError(_subject(event), field, f"{type(error).__name__}: {error}")
 
 

@@ -167,7 +167,7 @@ def _failed(unit: Unit[T], held: leases.Held, error: Exception, settings: Backbo
     document and field: the entry point records it and does not retry it (a bad document does
     not fix itself), and the next event that meets it is the next attempt."""
     kind = errors.kind_of(error)
-    where = document, field, cause = _where(unit, error)
+    where = document, field, cause = _where(unit, error, kind)
     if kind is Kind.PLATFORM:
         return _platform_failed(unit, held, error, cause, settings)
     if kind is Kind.PAUSE:
@@ -189,13 +189,13 @@ def _failed(unit: Unit[T], held: leases.Held, error: Exception, settings: Backbo
     raise AttemptFailed(cause) from error
 
 
-def _where(unit: Unit[T], error: Exception) -> tuple[str, str, str]:
+def _where(unit: Unit[T], error: Exception, kind: Kind) -> tuple[str, str, str]:
     """The document, field and cause an attempt's error is recorded under."""
     if isinstance(error, DocumentError):
         return error.document, error.field, error.reason
     if isinstance(error, UserCodeError):
         return unit.document, error.function, str(error)
-    field = "(input)" if errors.kind_of(error) is Kind.BAD_INPUT else "(work)"
+    field = "(input)" if kind is Kind.BAD_INPUT else "(work)"
     return unit.document, field, f"{type(error).__name__}: {error}"
 
 

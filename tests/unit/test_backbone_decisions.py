@@ -144,15 +144,15 @@ def test_subject_of_a_message_that_is_not_json_is_the_message() -> None:
 
 def test_recorded_as_keeps_a_document_error() -> None:
     error = DocumentError("experiments/e/stages/s", "kind", "unknown")
-    assert _entry._recorded_as(_message({}), error) is error
+    assert _entry._recorded_as(_message({}), error, errors.kind_of(error)) is error
 
 
 def test_recorded_as_files_bugs_and_bad_input_under_the_subject() -> None:
     event = _message({"debateId": "d9"})
-    bug = _entry._recorded_as(event, KeyError("x"))
+    bug = _entry._recorded_as(event, KeyError("x"), Kind.WORK)
     assert (bug.document, bug.field) == ("debates/d9", "(function)")
     assert bug.reason == "KeyError: 'x'"
-    bad = _entry._recorded_as(event, BadInput("no such stage"))
+    bad = _entry._recorded_as(event, BadInput("no such stage"), Kind.BAD_INPUT)
     assert (bad.field, bad.reason) == ("(input)", "BadInput: no such stage")
 
 
@@ -165,23 +165,24 @@ def _unit() -> work.Unit[None]:
 
 def test_where_a_document_error_keeps_its_own_place() -> None:
     error = DocumentError("debates/d/rounds/r", "agents", "empty")
-    assert work._where(_unit(), error) == ("debates/d/rounds/r", "agents", "empty")
+    where = work._where(_unit(), error, errors.kind_of(error))
+    assert where == ("debates/d/rounds/r", "agents", "empty")
 
 
 def test_where_user_code_names_the_function() -> None:
     error = UserCodeError("kit.categorize", ZeroDivisionError("division by zero"))
-    document, field, cause = work._where(_unit(), error)
+    document, field, cause = work._where(_unit(), error, errors.kind_of(error))
     assert (document, field) == ("debates/d/agents/a", "kit.categorize")
     assert "ZeroDivisionError" in cause and "kit.categorize" in cause
 
 
 def test_where_other_errors_fall_on_the_unit() -> None:
-    assert work._where(_unit(), ValueError("boom")) == (
+    assert work._where(_unit(), ValueError("boom"), Kind.WORK) == (
         "debates/d/agents/a",
         "(work)",
         "ValueError: boom",
     )
-    assert work._where(_unit(), BadInput("bad"))[1] == "(input)"
+    assert work._where(_unit(), BadInput("bad"), Kind.BAD_INPUT)[1] == "(input)"
 
 
 def test_ending_says_attempts_and_cause() -> None:

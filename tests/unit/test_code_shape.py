@@ -225,13 +225,18 @@ def _exception_classes(roots: tuple[Path, ...]) -> dict[str, list[str]]:
                 if isinstance(node, ast.ClassDef):
                     bases = [ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases]
                     classes[f"{_module_name(path)}.{node.name}"] = bases
-    exceptions = set(BUILTIN_BASES)
-    while True:
-        more = {n.rsplit(".", 1)[-1] for n, b in classes.items() if exceptions & set(b)}
-        if more <= exceptions:
-            break
-        exceptions |= more
+    exceptions = _descendants(BUILTIN_BASES, classes)
     return {n: b for n, b in classes.items() if exceptions & set(b)}
+
+
+def _descendants(roots: set[str], classes: dict[str, list[str]]) -> set[str]:
+    """``roots`` and the short names of every class that derives from one, transitively."""
+    found = set(roots)
+    while True:
+        more = {n.rsplit(".", 1)[-1] for n, b in classes.items() if found & set(b)}
+        if more <= found:
+            return found
+        found |= more
 
 
 def test_every_error_says_what_a_retry_would_do() -> None:
@@ -239,12 +244,7 @@ def test_every_error_says_what_a_retry_would_do() -> None:
     kind: platform, work, user code, bad input, pause), or is a signal its module catches."""
     found = _exception_classes((FUNCTIONS, REPO_ROOT / "shared"))
     kinds = {"BackendError", "PlatformError", "WorkError", "UserCodeError", "BadInput", "Pause"}
-    ours = set(kinds)
-    while True:
-        more = {n.rsplit(".", 1)[-1] for n, b in found.items() if ours & set(b)}
-        if more <= ours:
-            break
-        ours |= more
+    ours = _descendants(kinds, found)
     outside = sorted(
         n for n in found if n.rsplit(".", 1)[-1] not in ours and n not in LOCAL_SIGNALS
     )
