@@ -14,12 +14,26 @@ import time
 from pathlib import Path
 from typing import Any
 
-from google.cloud import firestore
 
-from bench.stack import Stack, machine, say
-from shared.conductor.documents import ACTIVE
-from shared.llm.base import ModelClient, ModelReply, ModelRequest, Usage
-from tools.load_workflow import load
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.parallel", description=(__doc__ or "").split("\n")[0]
+    )
+    parser.add_argument("--branches", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--call-s", type=float, default=0.5)
+    parser.add_argument("--workers", type=int, default=8)
+    return parser
+
+
+if __name__ == "__main__":
+    _parser().parse_args()  # --help and bad arguments answer before the stack is imported
+
+from google.cloud import firestore  # noqa: E402
+
+from bench.stack import Stack, machine, say  # noqa: E402
+from shared.conductor.documents import ACTIVE  # noqa: E402
+from shared.llm.base import ModelClient, ModelReply, ModelRequest, Usage  # noqa: E402
+from tools.load_workflow import load  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parents[1] / "examples" / "diskurs" / "parallel_agent"
 
@@ -74,11 +88,7 @@ def one(db: firestore.Client, rt: Any, k: int, seconds: float, workflow: str) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--branches", type=int, nargs="+", default=[1, 4, 16])
-    parser.add_argument("--call-s", type=float, default=0.5)
-    parser.add_argument("--workers", type=int, default=8)
-    args = parser.parse_args()
+    args = _parser().parse_args()
     results = []
     with Stack() as stack, stack.runtime("parallel", workers=args.workers, processes=0) as rt:
         db = firestore.Client(project=rt.project)

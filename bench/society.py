@@ -25,19 +25,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from google.cloud import firestore
-
 from bench.rtt_proxy import add_rtt_argument
-from bench.stack import Stack
-from emulator.chaos import ChaosSettings
 from emulator.config import add_processes_argument
-from emulator.runtime import LocalRuntime
-from tools.society import client
-
-OUT = Path(__file__).resolve().parent / "society_results.json"
 
 
-def _args(argv: list[str] | None) -> argparse.Namespace:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.society", description=__doc__)
     parser.add_argument("--agents", "--members", type=int, default=100)
     parser.add_argument("--days", type=int, default=10)
@@ -54,7 +46,20 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         help="members per invocation of a day's close (DLAB_SOCIETY_CLOSE_SHARD_SIZE)",
     )
     add_rtt_argument(parser)
-    return parser.parse_args(argv)
+    return parser
+
+
+if __name__ == "__main__":
+    _parser().parse_args()  # --help and bad arguments answer before the stack is imported
+
+from google.cloud import firestore  # noqa: E402
+
+from bench.stack import Stack  # noqa: E402
+from emulator.chaos import ChaosSettings  # noqa: E402
+from emulator.runtime import LocalRuntime  # noqa: E402
+from tools.society import client  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "society_results.json"
 
 
 def _wait(db: firestore.Client, sid: str, days: int, timeout: float) -> None:
@@ -164,7 +169,7 @@ def run(args: argparse.Namespace, stack: Stack | None = None) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
-    args = _args(argv)
+    args = _parser().parse_args(argv)
     if args.rtt_ms is None:
         result = run(args)
     else:

@@ -47,41 +47,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from google.cloud import firestore
-
-from bench.fake_model import API_TYPE, fake_model
-from bench.report import stress_summary
 from bench.rtt_proxy import add_rtt_argument
-from bench.stack import Stack, env, epoch, machine, percentile, say
-from emulator.chaos import ChaosSettings
-from emulator.delivery import DeliveryRecord
-from emulator.runtime import LocalRuntime
-from functions.chat.messages import LEFT_CHAT_FIELD
 
-# The chat tests write a threaded chat with a mediator as raw documents; reuse them as they are.
-# They import each other as top-level modules (pytest puts their folder on the path), so do the
-# same here.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
-from chat_docs import (
-    NOT_ELECTIONS,
-    add_mediator,
-    all_done,
-    chat_experiment,
-    persona_prompt,
-)
-from raw_docs import agent
-
-AGENTS = 6
-LATENCY_S = 0.3
-SILENCE_LIMIT_S = 5.0
-THREADS = [
-    {"id": "t1", "type": "DEFAULT", "description": "Which project should the town fund first?"},
-    {"id": "t2", "type": "DEFAULT", "description": "How should it be paid for?"},
-    {"id": "t3", "type": "DEFAULT", "description": "Who should run it?"},
-]
-COHORT = "cohort-a"
 DEFAULT_OUT = Path(__file__).resolve().parent / "stress_results.json"
-log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +66,68 @@ class Options:
     limit_s: float = 240.0
     policy: str = "race"
     """The chat's election policy (``race`` or ``claim``)."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    defaults = Options()
+    p = argparse.ArgumentParser(
+        prog="python -m bench.stress_chat", description=__doc__.split("\n")[0]
+    )
+    p.add_argument("--runs", type=int, default=defaults.runs, help="plain runs")
+    p.add_argument("--chaos-runs", type=int, default=defaults.chaos_runs, help="runs under chaos")
+    p.add_argument("--seed", type=int, default=defaults.seed, help="fake replies and chaos")
+    p.add_argument("--workers", type=int, default=defaults.workers, help="runtime workers")
+    p.add_argument("--max-responses", type=int, default=defaults.max_responses)
+    p.add_argument("--tick-seconds", type=float, default=defaults.tick_s, help="watchdog ticks")
+    p.add_argument(
+        "--idle-seconds", type=float, default=defaults.idle_s, help="the watchdog's idle time"
+    )
+    p.add_argument("--limit-seconds", type=float, default=defaults.limit_s, help="per run")
+    p.add_argument(
+        "--policy", choices=("race", "claim"), default=defaults.policy, help="election policy"
+    )
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
+    p.add_argument("-v", "--verbose", action="store_true", help="log the runtime's warnings")
+    add_rtt_argument(p)
+    return p
+
+
+if __name__ == "__main__":
+    _parser().parse_args()  # --help and bad arguments answer before the stack is imported
+
+from google.cloud import firestore  # noqa: E402
+
+from bench.fake_model import API_TYPE, fake_model  # noqa: E402
+from bench.report import stress_summary  # noqa: E402
+from bench.stack import Stack, env, epoch, machine, percentile, say  # noqa: E402
+from emulator.chaos import ChaosSettings  # noqa: E402
+from emulator.delivery import DeliveryRecord  # noqa: E402
+from emulator.runtime import LocalRuntime  # noqa: E402
+from functions.chat.messages import LEFT_CHAT_FIELD  # noqa: E402
+
+# The chat tests write a threaded chat with a mediator as raw documents; reuse them as they are.
+# They import each other as top-level modules (pytest puts their folder on the path), so do the
+# same here.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
+from chat_docs import (  # noqa: E402
+    NOT_ELECTIONS,
+    add_mediator,
+    all_done,
+    chat_experiment,
+    persona_prompt,
+)
+from raw_docs import agent  # noqa: E402
+
+AGENTS = 6
+LATENCY_S = 0.3
+SILENCE_LIMIT_S = 5.0
+THREADS = [
+    {"id": "t1", "type": "DEFAULT", "description": "Which project should the town fund first?"},
+    {"id": "t2", "type": "DEFAULT", "description": "How should it be paid for?"},
+    {"id": "t3", "type": "DEFAULT", "description": "Who should run it?"},
+]
+COHORT = "cohort-a"
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -594,32 +624,8 @@ def run(
     return section
 
 
-def _args(argv: list[str] | None) -> argparse.Namespace:
-    defaults = Options()
-    p = argparse.ArgumentParser(
-        prog="python -m bench.stress_chat", description=__doc__.split("\n")[0]
-    )
-    p.add_argument("--runs", type=int, default=defaults.runs, help="plain runs")
-    p.add_argument("--chaos-runs", type=int, default=defaults.chaos_runs, help="runs under chaos")
-    p.add_argument("--seed", type=int, default=defaults.seed, help="fake replies and chaos")
-    p.add_argument("--workers", type=int, default=defaults.workers, help="runtime workers")
-    p.add_argument("--max-responses", type=int, default=defaults.max_responses)
-    p.add_argument("--tick-seconds", type=float, default=defaults.tick_s, help="watchdog ticks")
-    p.add_argument(
-        "--idle-seconds", type=float, default=defaults.idle_s, help="the watchdog's idle time"
-    )
-    p.add_argument("--limit-seconds", type=float, default=defaults.limit_s, help="per run")
-    p.add_argument(
-        "--policy", choices=("race", "claim"), default=defaults.policy, help="election policy"
-    )
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
-    p.add_argument("-v", "--verbose", action="store_true", help="log the runtime's warnings")
-    add_rtt_argument(p)
-    return p.parse_args(argv)
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = _args(argv)
+    args = _parser().parse_args(argv)
     logging.basicConfig(
         level=logging.WARNING if args.verbose else logging.ERROR,
         format="%(levelname)s %(name)s: %(message)s",

@@ -16,6 +16,7 @@ from typing import Any
 import flask
 import functions_framework
 
+from emulator import metering as metering  # registers the client's metering for local runs
 from emulator.delivery import Delivery
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-import emulator  # noqa: E402,F401  (meters the functions' Firestore client: emulator.metering)
+import emulator.metering  # noqa: E402,F401  (meters the functions' Firestore client)
 
 if TYPE_CHECKING:
     from emulator.runtime import LocalRuntime

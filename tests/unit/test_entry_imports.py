@@ -76,3 +76,26 @@ def test_the_providers_named_to_preload_are_imported_while_the_instance_starts()
     bad = _run("onAgentTurn", "import functions.main", {"DLAB_PRELOAD_PROVIDERS": "OPENAI,GPT"})
     assert bad.returncode != 0
     assert "DLAB_PRELOAD_PROVIDERS" in bad.stderr and "'GPT'" in bad.stderr, bad.stderr[-2000:]
+
+
+LIGHT_COMMANDS = ("bench", "bench.cost", "bench.parallel", "bench.society", "bench.stress_chat")
+"""Commands whose ``--help`` answers before the stack is imported (issue 38 item 3: under 1 s)."""
+
+
+@pytest.mark.parametrize("command", LIGHT_COMMANDS)
+def test_a_benchmark_answers_help_without_importing_the_stack(command: str) -> None:
+    code = "\n".join(
+        [
+            "import runpy, sys",
+            f"sys.argv = [{command!r}, '--help']",
+            "try:",
+            f"    runpy.run_module({command!r}, run_name='__main__', alter_sys=True)",
+            "except SystemExit as leaving:",
+            "    assert leaving.code in (0, None), leaving.code",
+            "print(sorted(m for m in sys.modules if m.startswith(('google.cloud.', 'functions'))))",
+        ]
+    )
+    out = _run("", code, {})
+    assert out.returncode == 0, out.stderr
+    assert "usage:" in out.stdout
+    assert out.stdout.strip().splitlines()[-1] == "[]"
