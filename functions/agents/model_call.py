@@ -258,43 +258,13 @@ def ask(
     generation_config: dict[str, Any] | None = None,
     api_keys: dict[str, Any] | None = None,
     parse: Callable[[str], Any] = parse_json_reply,
-    system: str | None = None,
-    tools: ToolUse | None = None,
-    corrective: Callable[[str], str] = corrective_turn,
-) -> Any:
-    """Ask until ``validate(parsed_json)`` accepts a reply (``ask_counted`` without the stats)."""
-    return ask_counted(
-        site,
-        prompt,
-        schema,
-        validate,
-        retries=retries,
-        generation_config=generation_config,
-        api_keys=api_keys,
-        parse=parse,
-        system=system,
-        tools=tools,
-        corrective=corrective,
-    )[0]
-
-
-def ask_counted(
-    site: CallSite,
-    prompt: str,
-    schema: dict[str, Any] | None,
-    validate: Callable[[Any], Any],
-    *,
-    retries: int | None = DEFAULT_RETRIES,
-    generation_config: dict[str, Any] | None = None,
-    api_keys: dict[str, Any] | None = None,
-    parse: Callable[[str], Any] = parse_json_reply,
     stats: CallStats | None = None,
     system: str | None = None,
     tools: ToolUse | None = None,
     corrective: Callable[[str], str] = corrective_turn,
-) -> tuple[Any, CallStats]:
-    """Ask until ``validate(parsed_json)`` accepts a reply; the answer and what it cost (also
-    accumulated into ``stats`` as it goes, so a caller sees the cost of a failed ask).
+) -> Any:
+    """Ask until ``validate(parsed_json)`` accepts a reply; the answer. What it cost accumulates
+    into ``stats`` as it goes (so a caller sees the cost of a failed ask too).
     ModelError (configuration, or ProviderFailing at the deadline) propagates; when turns run
     out, AnswerFailed (the agent may move on) or, with ``DLAB_MOVE_ON_WITHOUT_ANSWER=false``,
     a ModelError (it stays). ``corrective`` makes the turn that sends a validation error back
@@ -348,7 +318,7 @@ def ask_counted(
             call.log(request, started, arrived=arrived, status="VALIDATOR_ERROR", error=text)
             raise
         call.log(request, started, arrived=arrived, parsed=_loggable(parsed), accepted=True)
-        return answer, call.stats
+        return answer
     raise _no_answer(call, last_error)
 
 

@@ -109,11 +109,19 @@ def _create(experiment_id: str, profile: ParticipantProfile) -> bool:
     return False
 
 
-def _arrived_at(stage_id: str) -> ProgressTimestamps:
+def _arriving_beside(beside: ParticipantProfile, chat: StageConfig) -> dict[str, Any]:
+    """The profile fields of an agent arriving now in ``chat``, in ``beside``'s cohort and with
+    its treatment variables."""
     stamp = now()
-    return ProgressTimestamps.model_validate(
-        {"acceptedTOS": stamp, "startExperiment": stamp, "readyStages": {stage_id: stamp}}
-    )
+    return {
+        "current_stage_id": chat.id,
+        "current_cohort_id": beside.current_cohort_id,
+        "current_status": ParticipantStatus.IN_PROGRESS,
+        "timestamps": ProgressTimestamps.model_validate(
+            {"acceptedTOS": stamp, "startExperiment": stamp, "readyStages": {chat.id: stamp}}
+        ),
+        "variable_map": treatment.stripped(beside.variable_map),
+    }
 
 
 def _personas(experiment_id: str) -> list[dict[str, Any]]:
@@ -143,12 +151,8 @@ def _spawned(
         name=profile.get("name") or f"Agent {number + 1}",
         avatar=profile.get("avatar") or "🤖",
         pronouns=profile.get("pronouns"),
-        current_stage_id=chat.id,
-        current_cohort_id=p.current_cohort_id,
-        current_status=ParticipantStatus.IN_PROGRESS,
-        timestamps=_arrived_at(chat.id),
         connected=False,
-        variable_map=treatment.stripped(p.variable_map),
+        **_arriving_beside(p, chat),
         agent_config=ProfileAgentConfig.model_validate(
             {
                 "agentId": str(persona.get("id") or ""),
@@ -194,12 +198,8 @@ def representative(
         name=f"{name}'s Agent",
         avatar=observer.avatar or "🤖",
         pronouns=observer.pronouns,
-        current_stage_id=chat.id,
-        current_cohort_id=observer.current_cohort_id,
-        current_status=ParticipantStatus.IN_PROGRESS,
-        timestamps=_arrived_at(chat.id),
         connected=True,
-        variable_map=treatment.stripped(observer.variable_map),
+        **_arriving_beside(observer, chat),
         agent_config=ProfileAgentConfig.model_validate(
             {
                 "agentId": "",

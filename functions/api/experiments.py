@@ -192,10 +192,16 @@ def create_experiment(call: Call) -> flask.Response:
     return answer({"experiment": _created(experiment_id)}, 201)
 
 
-def get_experiment(call: Call) -> flask.Response:
+def _readable_id(call: Call) -> str:
+    """The id of the experiment the route names, once the caller may read it."""
     call.require("read")
     experiment_id = call.params["id"]
     access.readable(call, experiment_id)
+    return experiment_id
+
+
+def get_experiment(call: Call) -> flask.Response:
+    experiment_id = _readable_id(call)
     config = download.configuration(experiment_id)
     if config is None:
         raise ApiError(500, "Failed to load experiment data")
@@ -259,9 +265,7 @@ def delete_experiment(call: Call) -> flask.Response:
 
 
 def export_experiment(call: Call) -> flask.Response:
-    call.require("read")
-    experiment_id = call.params["id"]
-    access.readable(call, experiment_id)
+    experiment_id = _readable_id(call)
     data = download.experiment_download(experiment_id)
     if data is None:
         raise ApiError(500, "Failed to load experiment data")
@@ -271,9 +275,7 @@ def export_experiment(call: Call) -> flask.Response:
 
 
 def export_logs(call: Call) -> flask.Response:
-    call.require("read")
-    experiment_id = call.params["id"]
-    access.readable(call, experiment_id)
+    experiment_id = _readable_id(call)
     logs = download.experiment_logs(experiment_id)
     if logs is None:
         raise ApiError(500, "Failed to load experiment logs")

@@ -15,7 +15,7 @@ from functions.agents.model_call import AnswerFailed
 from functions.conductor import calling
 from functions.conductor.turns import Context
 from shared.conductor import arguments
-from shared.conductor.documents import NoValidReply, ValidationMessage, step_id
+from shared.conductor.documents import AgentDoc, NoValidReply, ValidationMessage, step_id
 from shared.conductor.prompt_args import PromptValidationError
 from shared.llm.tools import ToolUse
 
@@ -51,21 +51,21 @@ def invalid_message(is_valid: Callable[[Any], Any], arg: Any, name: str) -> str 
 
 def ask(
     ctx: Context,
-    agent: str,
-    settings: Any,
+    agent: AgentDoc,
     prompt: str,
     schema: dict[str, Any],
     validate: Callable[[Any], Any],
-    attempts: int,
     tools: ToolUse | None = None,
 ) -> tuple[Any, str]:
-    """The reply, or (carrying on, as Diskurs) None and the note when the attempts ran out.
+    """The agent's reply (its model settings, else the workflow's; at most its
+    ``max_attempts``), or (carrying on, as Diskurs) None and the note when the attempts ran out.
     ``tools``: the agent's tools (``toolbox.step_tools``)."""
     message = ctx.semantics.validation_message or ValidationMessage.VERBATIM
+    settings = agent.model_settings or ctx.wf.model_settings
     try:
         found = calling.ask_step(
-            ctx.cid, step_id(ctx.step.index), agent, settings, prompt, schema, validate,
-            attempts, message, log_collection=ctx.log, tools=tools,
+            ctx.cid, step_id(ctx.step.index), agent.name, settings, prompt, schema, validate,
+            agent.max_attempts, message, log_collection=ctx.log, tools=tools,
         )  # fmt: skip
     except AnswerFailed as error:
         if ctx.semantics.no_valid_reply != NoValidReply.CARRY_ON:

@@ -14,11 +14,6 @@ from shared.models import AgentModelSettings, MediatorProfile, ProfileAgentConfi
 from shared.prompts import corrective_turn
 
 
-def _verbatim(reason: str) -> str:
-    """Diskurs sends a validation error's message to the model as it is."""
-    return reason
-
-
 def ask_step(
     conversation_id: str,
     step_id: str,
@@ -51,7 +46,8 @@ def ask_step(
         log_collection=log_collection
         or paths.build(ATTEMPTS, conversationId=conversation_id, stepId=step_id),
     )
-    corrective = _verbatim if message == ValidationMessage.VERBATIM else corrective_turn
+    # VERBATIM: the validation error's message as it is (Diskurs); ``str`` hands it back unchanged
+    corrective = str if message == ValidationMessage.VERBATIM else corrective_turn
     return ask(
         site,
         prompt,

@@ -238,8 +238,7 @@ def _diskurs_model(ctx: Context) -> Completion:
         agent, doc, values, values, ctx.conv.query, schema, lenient=True, user_text=message
     )
     validate = validator(code.user, code.is_valid, values, valid_name)
-    settings = agent.model_settings or ctx.wf.model_settings
-    reply, note = ask(ctx, agent.name, settings, prompt, schema, validate, agent.max_attempts)
+    reply, note = ask(ctx, agent, prompt, schema, validate)
     output = arguments.dump(reply) if reply is not None else values
     final = reply is not None and bool(
         work.user_code(workflow.code_name(agent, "is_final"), code.is_final, reply)

@@ -109,11 +109,7 @@ def multistep(ctx: Context) -> Completion:
         user_text=message,
     )  # fmt: skip
     validate = validator(code.user, code.is_valid, values, valid_name)
-    settings = agent.model_settings or ctx.wf.model_settings
-    tools = toolbox.step_tools(ctx, agent)
-    reply, note = ask(
-        ctx, agent.name, settings, prompt, schema, validate, agent.max_attempts, tools
-    )  # fmt: skip
+    reply, note = ask(ctx, agent, prompt, schema, validate, toolbox.step_tools(ctx, agent))
     arg = reply if reply is not None else arguments.load(code.user, values)
     final = bool(work.user_code(workflow.code_name(agent, "is_final"), code.is_final, arg))
     return after_step(ctx, agent, code.user, arguments.dump(arg), final=final, note=note)

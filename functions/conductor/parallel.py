@@ -24,6 +24,7 @@ from google.cloud import firestore
 
 from functions import store, transactions, work
 from functions.conductor import workflow
+from functions.conductor.completion import conversation_path
 from functions.conductor.settings import conductor_settings
 from functions.conductor.wire import ConductorBranch, ConductorStep, publish_branches, publish_steps
 from functions.errors import current_function, record_error
@@ -37,7 +38,6 @@ from shared.conductor.branches import (
     branches_collection,
 )
 from shared.conductor.documents import (
-    CONVERSATION,
     STEP_LEASE,
     AgentDoc,
     Conversation,
@@ -147,10 +147,6 @@ def joined_argument(
 
 
 # --- the fan-out -------------------------------------------------------------------------------
-
-
-def conversation_path(conversation_id: str) -> str:
-    return paths.build(CONVERSATION, conversationId=conversation_id)
 
 
 def agent_parallel_code(workflow_id: str, agent: AgentDoc) -> ParallelCode:

@@ -27,10 +27,6 @@ def _caller(debate: Debate, agent: str, where: str) -> ParticipantProfile:
     )
 
 
-def _as_text(text: str) -> str:
-    return text
-
-
 def ask(
     debate_id: str,
     debate: Debate,
@@ -56,5 +52,5 @@ def ask(
         schema,
         validate,
         retries=debate.num_retries,
-        parse=parse_json_reply if schema is not None else _as_text,
+        parse=parse_json_reply if schema is not None else str,  # no schema: the text as it is
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from google.cloud import firestore
@@ -19,32 +20,23 @@ def debate(d: str) -> str:
     return paths.build(paths.DEBATE, debateId=d)
 
 
-def agent(d: str, name: str) -> str:
-    return paths.build(paths.DEBATE_AGENT, debateId=d, agentId=name)
+def _in_debate(pattern: str) -> Callable[[str, str], str]:
+    """The path of one kind of a debate's documents, from the debate's id and the document's."""
+    name = pattern.rsplit("{", 1)[1].rstrip("}")
+
+    def path(d: str, doc_id: str) -> str:
+        return paths.build(pattern, debateId=d, **{name: doc_id})
+
+    return path
 
 
-def layer(d: str, layer_id: str) -> str:
-    return paths.build(paths.DEBATE_LAYER, debateId=d, layerId=layer_id)
-
-
-def cluster(d: str, cluster_id: str) -> str:
-    return paths.build(paths.DEBATE_CLUSTER, debateId=d, clusterId=cluster_id)
-
-
-def round_(d: str, round_id: str) -> str:
-    return paths.build(paths.DEBATE_ROUND, debateId=d, roundId=round_id)
-
-
-def statement(d: str, statement_id: str) -> str:
-    return paths.build(paths.DEBATE_STATEMENT, debateId=d, statementId=statement_id)
-
-
-def lease(d: str, lease_id: str) -> str:
-    return paths.build(paths.DEBATE_LEASE, debateId=d, leaseId=lease_id)
-
-
-def differences(d: str, layer_id: str) -> str:
-    return paths.build(paths.DEBATE_DIFFERENCES, debateId=d, layerId=layer_id)
+agent = _in_debate(paths.DEBATE_AGENT)
+layer = _in_debate(paths.DEBATE_LAYER)
+cluster = _in_debate(paths.DEBATE_CLUSTER)
+round_ = _in_debate(paths.DEBATE_ROUND)
+statement = _in_debate(paths.DEBATE_STATEMENT)
+lease = _in_debate(paths.DEBATE_LEASE)
+differences = _in_debate(paths.DEBATE_DIFFERENCES)
 
 
 def collection(d: str, pattern: str) -> Any:

@@ -19,7 +19,7 @@ from google.api_core import exceptions as gexc
 from google.cloud.firestore import Increment
 
 from functions import errors, leases, store, work
-from functions.agents.model_call import AnswerFailed, CallSite, CallStats, ask_counted
+from functions.agents.model_call import AnswerFailed, CallSite, CallStats, ask
 from functions.society import docs
 from functions.society.wire import SocietyTurn
 from shared.llm.base import ModelError
@@ -133,7 +133,7 @@ def _decide(
     reading = ReplyReading()
     try:
         prompt = _prompt(turn, settings, member)
-        action, _ = ask_counted(
+        action = ask(
             _site(turn, settings, member),
             prompt.user,
             reply_schema(settings.agents),

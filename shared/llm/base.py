@@ -177,6 +177,13 @@ class ModelClient(Protocol):
 
 MAX_RAW_CHARS = 32_000
 """Raw responses are logged to Firestore (1 MiB documents); longer ones are cut."""
+DEFAULT_TIMEOUT_S = 300.0
+"""Per-call timeout when the request names none (tools, local runs)."""
+
+
+def timeout_of(request: ModelRequest) -> float:
+    """The request's own timeout, else DEFAULT_TIMEOUT_S."""
+    return DEFAULT_TIMEOUT_S if request.timeout_s is None else request.timeout_s
 
 
 def cut_raw(text: str) -> str:

@@ -39,12 +39,11 @@ from shared.llm.base import (
     check_base_url,
     cut_raw,
     protocol_fault,
+    timeout_of,
 )
 from shared.llm.retry import SdkErrors, error_for_status, retry_after
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
-DEFAULT_TIMEOUT_S = 300.0
-"""Per-call timeout when the request names none (tools, local runs)."""
 DEFAULT_MAX_TOKENS = 8192
 """The answer's allowance when maxTokens is unset (the Messages API requires one)."""
 MIN_THINKING_BUDGET = 1024
@@ -321,7 +320,7 @@ class ClaudeClient:
     """ModelClient for CLAUDE (Anthropic's API, or a compatible endpoint: ``base_url``)."""
 
     def generate(self, request: ModelRequest) -> ModelReply:
-        timeout_s = DEFAULT_TIMEOUT_S if request.timeout_s is None else request.timeout_s
+        timeout_s = timeout_of(request)
         params = message_params(request)
         client = sdk_client(request.credentials)
         try:

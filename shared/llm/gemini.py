@@ -29,14 +29,11 @@ from shared.llm.base import (
     ToolCall,
     ToolSpec,
     Usage,
+    cut_raw,
     protocol_fault,
+    timeout_of,
 )
 from shared.llm.retry import error_for_status
-
-DEFAULT_TIMEOUT_S = 300.0
-"""Per-call timeout when the request names none (tools, local runs)."""
-MAX_RAW_CHARS = 32_000
-"""Raw responses are logged to Firestore (1 MiB documents); longer ones are cut."""
 
 _SAFETY_CATEGORIES = (
     types.HarmCategory.HARM_CATEGORY_HARASSMENT,
@@ -229,10 +226,6 @@ def sanitize(value: Any) -> Any:
     return out
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= MAX_RAW_CHARS else text[:MAX_RAW_CHARS] + "…[truncated]"
-
-
 def _envelope(body: str) -> dict[str, Any]:
     """The body as a generateContent response, or a retryable protocol fault: an HTML page, prose,
     a cut-off body or an error body sent with a 200 comes from a proxy or an outage."""
@@ -242,13 +235,13 @@ def _envelope(body: str) -> dict[str, Any]:
         data = None
     if not isinstance(data, dict):
         raise ModelError(
-            "PROVIDER_UNAVAILABLE_ERROR", "malformed response body", True, 200, _cut(body)
+            "PROVIDER_UNAVAILABLE_ERROR", "malformed response body", True, 200, cut_raw(body)
         )
     if isinstance(data.get("error"), dict):
         message = str(data["error"].get("message") or "")[:300]
-        raise protocol_fault(f"an error body with HTTP 200: {message}", _cut(body))
+        raise protocol_fault(f"an error body with HTTP 200: {message}", cut_raw(body))
     if "candidates" not in data and "promptFeedback" not in data:
-        raise protocol_fault("no candidates and no promptFeedback", _cut(body))
+        raise protocol_fault("no candidates and no promptFeedback", cut_raw(body))
     return data
 
 
@@ -303,7 +296,7 @@ def _check_finish(finish: Any, text: str, raw: str) -> None:
 def parse_response(body: str) -> ModelReply:
     """A generateContent REST body as a reply; refusals and empty truncations as ModelErrors."""
     data = _envelope(body)
-    raw = _cut(json.dumps(sanitize(data), ensure_ascii=False))
+    raw = cut_raw(json.dumps(sanitize(data), ensure_ascii=False))
     usage = _usage(data)
     block = (data.get("promptFeedback") or {}).get("blockReason")
     if block:
@@ -355,7 +348,7 @@ def _reasons(details: Any) -> set[str]:
 def _error(exc: Exception, timeout_s: float) -> ModelError:
     """SDK, transport and auth failures as ModelErrors (see retry.error_for_status)."""
     if isinstance(exc, errors.APIError):
-        raw = _cut(json.dumps(exc.details, ensure_ascii=False, default=str))
+        raw = cut_raw(json.dumps(exc.details, ensure_ascii=False, default=str))
         message = exc.message or str(exc)
         if any(r.startswith("API_KEY_") for r in _reasons(exc.details)):
             # The Gemini API answers a wrong key with 400 INVALID_ARGUMENT, not 401.
@@ -394,7 +387,7 @@ class GeminiClient:
         self.google_credentials = google_credentials
 
     def generate(self, request: ModelRequest) -> ModelReply:
-        timeout_s = DEFAULT_TIMEOUT_S if request.timeout_s is None else request.timeout_s
+        timeout_s = timeout_of(request)
         config = generate_config(request, timeout_s)
         try:
             client = _sdk_client(self.vertex, request.credentials, self.google_credentials)

@@ -32,6 +32,7 @@ from shared.llm.base import (
     check_base_url,
     cut_raw,
     protocol_fault,
+    timeout_of,
 )
 from shared.llm.retry import SdkErrors, error_for_status, retry_after
 
@@ -48,8 +49,6 @@ __all__ = [
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OLLAMA_URL = "http://127.0.0.1:11434"
-DEFAULT_TIMEOUT_S = 300.0
-"""Per-call timeout when the request names none (tools, local runs)."""
 NO_KEY = "no-key"
 """The SDK insists on a key; a keyless compatible server gets this, with the Authorization
 header then left out of the request."""
@@ -302,7 +301,7 @@ class OpenAICompatClient:
         self.flavour: Flavour = flavour
 
     def generate(self, request: ModelRequest) -> ModelReply:
-        timeout_s = DEFAULT_TIMEOUT_S if request.timeout_s is None else request.timeout_s
+        timeout_s = timeout_of(request)
         body = chat_body(request, self.flavour)
         client = sdk_client(self.flavour, request.credentials)
         try:

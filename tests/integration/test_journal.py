@@ -51,7 +51,8 @@ def _site(run: str) -> model_call.CallSite:
 
 
 def _ask(run: str) -> tuple[dict, model_call.CallStats]:
-    answer, stats = model_call.ask_counted(_site(run), "Count.", SCHEMA, lambda parsed: parsed)
+    stats = model_call.CallStats()
+    answer = model_call.ask(_site(run), "Count.", SCHEMA, lambda parsed: parsed, stats=stats)
     return answer, stats
 
 

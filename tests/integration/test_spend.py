@@ -94,7 +94,8 @@ def test_a_caller_s_parse_that_refuses_is_a_corrective_turn_counted_in_its_run(d
             raise AnswerValidationError("say it again")
         return text
 
-    answer, stats = model_call.ask_counted(site, "Say something.", None, lambda t: t, parse=parse)
+    stats = model_call.CallStats()
+    answer = model_call.ask(site, "Say something.", None, lambda t: t, parse=parse, stats=stats)
     assert answer == seen[-1] and stats.calls == 2
     logs = [d.to_dict() for d in db.collection("societies/s1/logs").get()]
     statuses = sorted(log["response"]["status"] for log in logs)
