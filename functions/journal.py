@@ -299,6 +299,14 @@ class RecordedToolCall(DocModel):
         return ToolResult(self.provider_call_id, self.name, self.result, self.is_error)
 
 
+def round_calls(run: str, round_key: str) -> list[RecordedToolCall]:
+    """The calls of the round ``round_key`` as recorded in the run's journal."""
+    found = store.find(f"{run}/{JOURNAL}", ("roundKey", "==", round_key))
+    return [
+        store.parse(RecordedToolCall, snap.reference.path, store.data_of(snap)) for snap in found
+    ]
+
+
 def round_turns(docs: list[RecordedToolCall]) -> tuple[Message, Message]:
     """One finished round as the model's turn of calls and the tool turn of their results."""
     ordered = sorted(docs, key=lambda d: d.position)

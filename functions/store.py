@@ -36,6 +36,49 @@ _ID_FIELDS = {
 
 __all__ = ["db", "project_id", "reset_clients"]  # the clients, re-exported for callers
 
+# -- the client's names the domain writes with ----------------------------------------------------
+# Domain modules (agents, chat, conductor, debate, society) never import the Firestore client
+# (tests/unit/test_code_shape.py); what of it they name comes from here.
+
+Transaction = firestore.Transaction
+"""The handle a transaction body is given (``transactions.run``)."""
+WriteBatch = firestore.WriteBatch
+"""A batch of writes committed together."""
+DELETE_FIELD: Any = firestore.DELETE_FIELD
+"""An update's value that removes the field."""
+SERVER_TIMESTAMP: Any = firestore.SERVER_TIMESTAMP
+"""An update's value that the server replaces with the commit time."""
+
+
+def increment(by: float) -> Any:
+    """An update's value that adds ``by`` to the stored number (0 if none)."""
+    return firestore.Increment(by)
+
+
+def array_union(values: list[Any]) -> Any:
+    """An update's value that adds ``values`` the stored array lacks."""
+    return firestore.ArrayUnion(values)
+
+
+def find(
+    collection_path: str,
+    where: tuple[str, str, Any] | None = None,
+    *,
+    fields: list[str] | None = None,
+    limit: int | None = None,
+) -> list[Any]:
+    """Snapshots of the collection's documents, in one query: those whose ``field op value``
+    (``where``), only ``fields`` of each (a field mask), at most ``limit``. For the named reads
+    of a system's documents module, which say what they look for."""
+    query: Any = db().collection(collection_path)
+    if where is not None:
+        query = query.where(filter=firestore.FieldFilter(*where))
+    if fields is not None:
+        query = query.select(fields)
+    if limit is not None:
+        query = query.limit(limit)
+    return list(query.stream())
+
 
 def ref(path: str) -> firestore.DocumentReference:
     return db().document(path)

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.cloud import firestore
-
 from functions import store, transactions
 from functions.conductor.completion import (
     Completion,
@@ -33,7 +31,7 @@ from shared.models import now, parse_document
 
 
 def _pending(
-    conversation_id: str, index: int, transaction: firestore.Transaction
+    conversation_id: str, index: int, transaction: store.Transaction
 ) -> Conversation | None:
     """The conversation, if it is running at step ``index`` and that step is still pending."""
     conv_path = conversation_path(conversation_id)
@@ -69,7 +67,7 @@ def _conversation_update(
         update["currentStep"] = done.next_step.index
         update["activeAgent"] = done.next_step.agent
         if done.next_step.agent_step == 1:
-            update["dispatches"] = firestore.Increment(1)
+            update["dispatches"] = store.increment(1)
     if done.problem is not None:
         update["error"] = done.problem.to_firestore()
     if done.outcome and (done.result is not None or conv.result is None):
@@ -80,7 +78,7 @@ def _conversation_update(
     elif done.answer and not done.outcome:
         update["answer"] = done.answer
     if done.warnings:
-        update["warnings"] = firestore.ArrayUnion(list(done.warnings))
+        update["warnings"] = store.array_union(list(done.warnings))
     return {**update, **_queue_update(conv, done, merged), **_visits_update(conv, done)}
 
 
@@ -94,11 +92,11 @@ def _visits_update(conv: Conversation, done: Completion) -> dict[str, Any]:
             update[f"visits.{name}"] = 0
         update["settled"] = []
     elif done.settles:
-        update["settled"] = firestore.ArrayUnion([done.settles])
+        update["settled"] = store.array_union([done.settles])
     nxt = done.next_step
     if nxt is not None and is_visit(nxt):
         key = f"visits.{nxt.agent}"
-        update[key] = 1 if key in update else firestore.Increment(1)
+        update[key] = 1 if key in update else store.increment(1)
     return update
 
 
@@ -130,7 +128,7 @@ def commit(conversation_id: str, step: Step, done: Completion) -> bool:
     """Apply ``done`` to step ``step.index``; False if another delivery already did (or the
     conversation was cancelled meanwhile)."""
 
-    def body(transaction: firestore.Transaction) -> bool:
+    def body(transaction: store.Transaction) -> bool:
         conv = _pending(conversation_id, step.index, transaction)
         if conv is None:
             return False

@@ -18,7 +18,6 @@ from enum import StrEnum
 from typing import Any
 
 from google.api_core import exceptions as gexc
-from google.cloud import firestore
 
 from functions import store, transactions
 from functions.conductor import workflow
@@ -201,7 +200,7 @@ def _wait(human: _Human, deadline: datetime) -> None:
     )
     path = step_path(human.ctx.cid, step.index)
 
-    def body(transaction: firestore.Transaction) -> None:
+    def body(transaction: store.Transaction) -> None:
         data = store.snapshot_data(path, transaction) or {}
         if data.get("status") == StepStatus.PENDING.value and not data.get("waiting"):
             transaction.update(store.ref(path), Step.fields(waiting=wait.to_firestore()))

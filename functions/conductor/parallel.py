@@ -20,8 +20,6 @@ from datetime import timedelta
 from types import ModuleType
 from typing import Any
 
-from google.cloud import firestore
-
 from functions import store, transactions, work
 from functions.conductor import workflow
 from functions.conductor.completion import conversation_path
@@ -262,7 +260,7 @@ def _branch_once(message: ConductorBranch, turns: Mapping[str, BranchTurn]) -> N
         publish_branches(nxt)
 
 
-def _pending_branch(cid: str, branch: Branch, transaction: firestore.Transaction) -> bool:
+def _pending_branch(cid: str, branch: Branch, transaction: store.Transaction) -> bool:
     """The conversation still waits at the join, and the branch at this agent step."""
     conv_path = conversation_path(cid)
     conv = parse_document(Conversation, conv_path, store.snapshot_data(conv_path, transaction))
@@ -278,7 +276,7 @@ def _commit_branch(cid: str, branch: Branch, reply: BranchReply, done: bool) -> 
     step follows), None (another delivery committed it, or the conversation moved on)."""
     path = branch_path(cid, step_id(branch.join), branch.index)
 
-    def body(transaction: firestore.Transaction) -> StepStatus | None:
+    def body(transaction: store.Transaction) -> StepStatus | None:
         if not _pending_branch(cid, branch, transaction):
             return None
         stamp = now()
@@ -302,7 +300,7 @@ def _fail_branch(cid: str, branch: Branch, problem: Problem) -> None:
     """A branch that cannot go on ends the conversation FAILED, naming the document and field
     (an error record too); the join step never runs."""
 
-    def body(transaction: firestore.Transaction) -> bool:
+    def body(transaction: store.Transaction) -> bool:
         if not _pending_branch(cid, branch, transaction):
             return False
         path = branch_path(cid, step_id(branch.join), branch.index)
@@ -359,7 +357,7 @@ def _message(cid: str, branch: Branch, reason: str) -> ConductorBranch:
 
 def read_branches(cid: str, index: int) -> list[Branch]:
     """The join step's branches, in order."""
-    snaps = store.db().collection(branches_collection(cid, step_id(index))).get()
+    snaps = store.find(branches_collection(cid, step_id(index)))
     found = [parse_document(Branch, s.reference.path, s.to_dict()) for s in snaps]
     return sorted(found, key=lambda b: b.index)
 

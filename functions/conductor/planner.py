@@ -27,8 +27,6 @@ from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Any
 
-from google.cloud import firestore
-
 from functions import store, transactions
 from functions.conductor import parallel, toolbox, workflow
 from functions.conductor.completion import Completion
@@ -170,7 +168,7 @@ def _claim(cid: str, branch: Branch) -> bool:
     """Mark the call as started (True), unless a run started it before and never finished."""
     path = branch_path(cid, step_id(branch.join), branch.index)
 
-    def body(transaction: firestore.Transaction) -> bool:
+    def body(transaction: store.Transaction) -> bool:
         now = parse_document(Branch, path, store.snapshot_data(path, transaction))
         if now.status != StepStatus.PENDING or now.claimed:
             return False

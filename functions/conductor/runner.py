@@ -18,10 +18,17 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from google.cloud import firestore
-
 from functions import store, transactions, work
-from functions.conductor import commit, decide, human, parallel, parallel_steps, planner, workflow
+from functions.conductor import (
+    commit,
+    decide,
+    history,
+    human,
+    parallel,
+    parallel_steps,
+    planner,
+    workflow,
+)
 from functions.conductor.completion import stored_path
 from functions.conductor.decide import Completion, conversation_path, step_path
 from functions.conductor.settings import conductor_settings
@@ -75,7 +82,7 @@ def start(conversation_id: str) -> bool:
 def _start_once(conversation_id: str) -> bool:
     path = conversation_path(conversation_id)
 
-    def body(transaction: firestore.Transaction) -> bool:
+    def body(transaction: store.Transaction) -> bool:
         conv = parse_document(Conversation, path, store.snapshot_data(path, transaction))
         if conv.status != Status.PENDING or conv.current_step >= 0:
             return False
@@ -202,7 +209,7 @@ def _fail(conversation_id: str, failure: work.Failure) -> None:
         "updatedAt": now(),
     }
 
-    def body(transaction: firestore.Transaction) -> None:
+    def body(transaction: store.Transaction) -> None:
         data = store.snapshot_data(path, transaction)
         if data is not None and data.get("status") in _ACTIVE:
             transaction.update(store.ref(path), update)
@@ -219,15 +226,9 @@ def redrive(limit: int = 200) -> int:
     whose message was lost, each once it is ``DLAB_CONDUCTOR_STALLED_SECONDS`` old. Returns how
     many were started or published."""
     before = now() - timedelta(seconds=conductor_settings().conductor_stalled_seconds)
-    query = (
-        store.db()
-        .collection("conversations")
-        .where(filter=firestore.FieldFilter("status", "in", _ACTIVE))
-        .limit(limit)
-    )
     again: list[ConductorStep] = []
     started = 0
-    for snap in query.get():
+    for snap in history.active_conversations(limit):
         data = snap.to_dict() or {}
         index = data.get("currentStep")
         if not isinstance(index, int) or index < 0:
@@ -275,7 +276,7 @@ def _rearm(cid: str, unit: str) -> None:
         return
     path = conversation_path(cid)
 
-    def body(transaction: firestore.Transaction) -> None:
+    def body(transaction: store.Transaction) -> None:
         data = store.snapshot_data(path, transaction)
         if data is not None and data.get("status") in _ACTIVE:
             transaction.update(store.ref(path), Conversation.fields(failure=None, error=None))

@@ -18,10 +18,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from google.cloud import firestore
-
 from functions import journal, store, transactions
-from functions.clients import db
 from functions.journal import FINISHED, RecordedToolCall, ToolCallStatus, round_turns
 from shared.errors import WorkError
 from shared.llm.base import Message, ToolCall, ToolSpec
@@ -77,15 +74,6 @@ class StepTools:
 
     # --- the record ---------------------------------------------------------------------------
 
-    def _recorded(self, round_key: str) -> list[RecordedToolCall]:
-        """The round's calls as recorded."""
-        query = db().collection(f"{self.run}/{journal.JOURNAL}")
-        found = query.where(filter=firestore.FieldFilter("roundKey", "==", round_key)).get()
-        return [
-            store.parse(RecordedToolCall, snap.reference.path, store.data_of(snap))
-            for snap in found
-        ]
-
     def _record(
         self, round_key: str, round_: int, calls: tuple[ToolCall, ...], text: str
     ) -> list[RecordedToolCall]:
@@ -94,7 +82,7 @@ class StepTools:
         the record has it). Where the round may have been recorded before (a re-execution, a
         replay: ``journal.lookups_on``), it is read first, without a transaction."""
         if journal.lookups_on():
-            found = self._recorded(round_key)
+            found = journal.round_calls(self.run, round_key)
             if found:
                 return found
         docs = [
@@ -102,7 +90,7 @@ class StepTools:
             for i, c in enumerate(calls)
         ]
 
-        def body(transaction: firestore.Transaction) -> list[RecordedToolCall]:
+        def body(transaction: store.Transaction) -> list[RecordedToolCall]:
             first = store.snapshot_data(self.path(docs[0].key), transaction)
             if first is not None:
                 return []
@@ -112,7 +100,7 @@ class StepTools:
                 transaction.create(store.ref(self.path(doc.key)), data)
             return docs
 
-        return transactions.run(body) or self._recorded(round_key)
+        return transactions.run(body) or journal.round_calls(self.run, round_key)
 
     def _finish(self, docs: list[RecordedToolCall]) -> tuple[Message, Message]:
         return round_turns(self._settle(docs))
@@ -195,7 +183,7 @@ class StepTools:
         this run); the call as it then is."""
         stamp = now()
 
-        def body(transaction: firestore.Transaction) -> RecordedToolCall:
+        def body(transaction: store.Transaction) -> RecordedToolCall:
             doc = store.parse(RecordedToolCall, path, store.snapshot_data(path, transaction))
             if doc.status != expected or (mine and doc.holder != self.holder):
                 return doc

@@ -1,16 +1,24 @@
-"""Where a debate's documents live, and typed reads of them."""
+"""Where a debate's documents live, and typed reads of them: by path, and the named queries the
+debate's steps make (open rounds and layers, ended units, a member's error records)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from google.cloud import firestore
 from pydantic import BaseModel
 
 from functions import store
 from shared import paths
-from shared.debate.models import Cluster, Debate, DebateAgent, Layer, Round, Statement
+from shared.debate.models import (
+    TERMINAL,
+    Cluster,
+    Debate,
+    DebateAgent,
+    Layer,
+    Round,
+    Statement,
+)
 from shared.models import parse_document
 
 M = TypeVar("M", bound=BaseModel)
@@ -39,34 +47,63 @@ lease = _in_debate(paths.DEBATE_LEASE)
 differences = _in_debate(paths.DEBATE_DIFFERENCES)
 
 
-def collection(d: str, pattern: str) -> Any:
-    return store.db().collection(paths.collection_of(pattern, debateId=d))
+def _collection(d: str, pattern: str) -> str:
+    return paths.collection_of(pattern, debateId=d)
 
 
-def read_debate(d: str, transaction: firestore.Transaction | None = None) -> Debate:
+def open_rounds(d: str) -> list[Round]:
+    """The debate's rounds not complete yet."""
+    found = store.find(_collection(d, paths.DEBATE_ROUND), ("complete", "==", False))
+    return [Round.model_validate(snap.to_dict()) for snap in found]
+
+
+def open_layers(d: str) -> list[Layer]:
+    """The debate's layers not complete yet."""
+    found = store.find(_collection(d, paths.DEBATE_LAYER), ("complete", "==", False))
+    return [Layer.model_validate(snap.to_dict()) for snap in found]
+
+
+def ended_leases(d: str) -> list[str]:
+    """The paths of the leases of the debate's ended units (``LeaseDoc.failed``)."""
+    found = store.find(_collection(d, paths.DEBATE_LEASE), ("failed", "==", True))
+    return [snap.reference.path for snap in found]
+
+
+def error_records(d: str, document: str) -> list[tuple[str, dict[str, Any]]]:
+    """The debate's error records about ``document``: each one's path and data."""
+    found = store.find(_collection(d, paths.DEBATE_ERROR), ("document", "==", document))
+    return [(snap.reference.path, snap.to_dict() or {}) for snap in found]
+
+
+def unfinished_debates() -> list[str]:
+    """The ids of the debates neither done nor failed: running ones, and ones that never
+    started (only their status read)."""
+    found = store.find(paths.DEBATE.rsplit("/", 1)[0], fields=["status"])
+    return [s.id for s in found if (s.to_dict() or {}).get("status") not in TERMINAL]
+
+
+def read_debate(d: str, transaction: store.Transaction | None = None) -> Debate:
     return store.read(Debate, debate(d), transaction)
 
 
-def read_agent(d: str, name: str, transaction: firestore.Transaction | None = None) -> DebateAgent:
+def read_agent(d: str, name: str, transaction: store.Transaction | None = None) -> DebateAgent:
     return store.read(DebateAgent, agent(d, name), transaction)
 
 
-def read_cluster(
-    d: str, cluster_id: str, transaction: firestore.Transaction | None = None
-) -> Cluster:
+def read_cluster(d: str, cluster_id: str, transaction: store.Transaction | None = None) -> Cluster:
     return store.read(Cluster, cluster(d, cluster_id), transaction)
 
 
-def read_round(d: str, round_id: str, transaction: firestore.Transaction | None = None) -> Round:
+def read_round(d: str, round_id: str, transaction: store.Transaction | None = None) -> Round:
     return store.read(Round, round_(d, round_id), transaction)
 
 
-def read_layer(d: str, layer_id: str, transaction: firestore.Transaction | None = None) -> Layer:
+def read_layer(d: str, layer_id: str, transaction: store.Transaction | None = None) -> Layer:
     return store.read(Layer, layer(d, layer_id), transaction)
 
 
 def read_many(
-    model: type[M], refs: list[str], transaction: firestore.Transaction | None = None
+    model: type[M], refs: list[str], transaction: store.Transaction | None = None
 ) -> dict[str, M | None]:
     """Documents by path in one round trip (``None`` for a missing one)."""
     if not refs:
@@ -93,7 +130,7 @@ def fetch(*wanted: tuple[type[BaseModel] | None, str]) -> list[Any]:
 
 
 def statements(
-    d: str, ids: list[str], transaction: firestore.Transaction | None = None
+    d: str, ids: list[str], transaction: store.Transaction | None = None
 ) -> dict[str, Statement | None]:
     """Statements by id (``None`` for one not made yet)."""
     by_path = read_many(Statement, [statement(d, i) for i in ids], transaction)

@@ -13,11 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from google.cloud import firestore
-
 from functions import errors, leases, store, transactions, work
 from functions.debate import docs
-from shared import paths
 from shared.debate import naming
 from shared.debate.models import Debate, DebateFailure, DebateStatus
 from shared.models import DocumentError, now
@@ -51,7 +48,7 @@ def fail(d: str, failure: work.Failure) -> None:
         at=now(),
     )
 
-    def body(transaction: firestore.Transaction) -> None:
+    def body(transaction: store.Transaction) -> None:
         data = store.snapshot_data(docs.debate(d), transaction, fields=["status"])
         if data is None or data.get("status") in (DebateStatus.DONE, DebateStatus.FAILED):
             return
@@ -71,20 +68,17 @@ def refuse(d: str, error: DocumentError) -> None:
 def clear(d: str) -> bool:
     """A user's touch: the ended units re-armed, a FAILED debate running again (or waiting to
     start). True if it was FAILED."""
-    ended_leases = docs.collection(d, paths.DEBATE_LEASE).where(
-        filter=firestore.FieldFilter("failed", "==", True)
-    )
-    for snap in ended_leases.stream():
-        work.rearm(snap.reference.path)
+    for lease in docs.ended_leases(d):
+        work.rearm(lease)
     started = store.ref(docs.layer(d, naming.layer_id(1))).get().exists
 
-    def body(transaction: firestore.Transaction) -> bool:
+    def body(transaction: store.Transaction) -> bool:
         data = store.snapshot_data(docs.debate(d), transaction, fields=["status"])
         if data is None or data.get("status") != DebateStatus.FAILED:
             return False
-        status = DebateStatus.RUNNING.value if started else firestore.DELETE_FIELD
+        status = DebateStatus.RUNNING.value if started else store.DELETE_FIELD
         transaction.update(
-            store.ref(docs.debate(d)), Debate.fields(status=status, failure=firestore.DELETE_FIELD)
+            store.ref(docs.debate(d)), Debate.fields(status=status, failure=store.DELETE_FIELD)
         )
         return True
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from google.api_core import exceptions as gexc
-from google.cloud import firestore
 
 from functions import store
 from functions.debate import docs, user
@@ -105,7 +104,7 @@ def _final(d: str, result: dict[str, Any]) -> list[Write]:
     update = {
         "status": DebateStatus.DONE.value,
         "decision": result,
-        "finishedAt": firestore.SERVER_TIMESTAMP,
+        "finishedAt": store.SERVER_TIMESTAMP,
     }
     return [(docs.debate(d), update, False)]
 

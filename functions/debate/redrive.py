@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from google.cloud import firestore
-
 from functions import leases, store
 from functions.debate import checks, docs, failing, start
 from functions.debate.messages import publish_turns
 from functions.debate.settings import DebateSettings, debate_settings
-from shared import paths
 from shared.debate import naming
-from shared.debate.models import TERMINAL, Layer, Round
+from shared.debate.models import TERMINAL, Round
 from shared.models import now
 
 
@@ -36,19 +33,10 @@ def redrive(d: str, *, touched: bool) -> int:
     if state.get("paused") or state.get("status") in TERMINAL:
         return 0
     published = 0
-    rounds = (
-        docs.collection(d, paths.DEBATE_ROUND)
-        .where(filter=firestore.FieldFilter("complete", "==", False))
-        .stream()
-    )
-    for snap in rounds:
-        published += _redrive_round(d, Round.model_validate(snap.to_dict()), touched, settings)
-    for snap in (
-        docs.collection(d, paths.DEBATE_LAYER)
-        .where(filter=firestore.FieldFilter("complete", "==", False))
-        .stream()
-    ):
-        checks.layer_done(d, Layer.model_validate(snap.to_dict()).index)
+    for rnd in docs.open_rounds(d):
+        published += _redrive_round(d, rnd, touched, settings)
+    for layer in docs.open_layers(d):
+        checks.layer_done(d, layer.index)
     return published
 
 
@@ -90,13 +78,3 @@ def _redrive_round(d: str, rnd: Round, touched: bool, settings: DebateSettings) 
         missing = [a for a in missing if ids[a] not in busy]
     publish_turns(d, rnd.id, missing)
     return len(missing)
-
-
-def unfinished_debates() -> list[str]:
-    """Debates neither done nor failed: running ones, and ones that never started."""
-    col: firestore.CollectionReference = store.db().collection(paths.DEBATE.rsplit("/", 1)[0])
-    return [
-        s.id
-        for s in col.select(["status"]).stream()
-        if (s.to_dict() or {}).get("status") not in TERMINAL
-    ]

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.cloud import firestore
-
 from functions import store, transactions
 from functions.agents.model_call import AnswerFailed
 from functions.debate import asking, docs, failing, user
@@ -82,7 +80,7 @@ def _start(debate_id: str) -> None:
     layer = Layer(id=naming.layer_id(1), index=1, clusters=[c.id for c in first.clusters])
     kind = StatementKind.OPENING
 
-    def body(transaction: firestore.Transaction) -> None:
+    def body(transaction: store.Transaction) -> None:
         layer_ref = store.ref(docs.layer(debate_id, layer.id))
         if layer_ref.get(transaction=transaction).exists:
             return
@@ -105,7 +103,7 @@ def _start(debate_id: str) -> None:
         transaction.create(layer_ref, layer.to_firestore())
         transaction.update(
             store.ref(docs.debate(debate_id)),
-            Debate.fields(status=DebateStatus.RUNNING.value, started_at=firestore.SERVER_TIMESTAMP),
+            Debate.fields(status=DebateStatus.RUNNING.value, started_at=store.SERVER_TIMESTAMP),
         )
 
     transactions.run(body)

@@ -11,13 +11,11 @@ import logging
 from typing import Any
 
 from google.api_core import exceptions as gexc
-from google.cloud import firestore
 
 from functions import errors, store, work
 from functions.agents.model_call import AnswerFailed
 from functions.debate import asking, docs, failing, user
 from functions.debate.messages import DebateTurn
-from shared import paths
 from shared.debate import compose, naming, tokens
 from shared.debate.kits import Kit
 from shared.debate.models import (
@@ -193,10 +191,6 @@ def _blocked(d: str, rnd: Round, agent: DebateAgent, error: Exception) -> None:
 
 def _resolved(d: str, rnd: Round, agent: str) -> None:
     """The statement a failed unit had stopped is made: its error records get ``resolvedAt``."""
-    records = docs.collection(d, paths.DEBATE_ERROR).where(
-        filter=firestore.FieldFilter("document", "==", docs.agent(d, agent))
-    )
-    for snap in records.stream():
-        data = snap.to_dict() or {}
+    for path, data in docs.error_records(d, docs.agent(d, agent)):
         if data.get("field") == f"rounds.{rnd.id}" or f"round {rnd.id}:" in data.get("reason", ""):
-            snap.reference.update(ErrorRecord.fields(resolved_at=now()))
+            store.ref(path).update(ErrorRecord.fields(resolved_at=now()))

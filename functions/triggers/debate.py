@@ -59,7 +59,7 @@ def on_debate_statement_created(event: FirestoreEvent) -> None:
 def on_debate_watchdog_tick(event: PubSubEvent) -> None:
     """Each debate neither done nor failed on its own: one that cannot be read is recorded, the
     others go on."""
-    for debate_id in redrive.unfinished_debates():
+    for debate_id in docs.unfinished_debates():
         try:
             redrive.redrive(debate_id, touched=False)
         except DocumentError as error:

@@ -292,3 +292,76 @@ def test_every_partial_write_names_fields_its_model_has() -> None:
         wrong += [f"{where}: {model} has no field {n}" for n in names if n not in cls.model_fields]
     assert checked >= 5  # the scan finds the calls
     assert wrong == []
+
+
+DOMAIN = ("agents", "chat", "conductor", "debate", "society")
+"""The packages of ``functions/`` above the infrastructure: they ask for their documents by
+name (``store``, ``transactions``, a system's documents module) and never import the client."""
+CLIENT = ("google.cloud.firestore", "google.cloud.firestore_v1")
+_REWRITTEN = "(being rewritten by another change)"
+ON_THE_CLIENT: dict[str, str] = {
+    "functions/agents/cohort_lock.py": _REWRITTEN,
+    "functions/agents/moves.py": _REWRITTEN,
+    "functions/agents/persona_bank.py": _REWRITTEN,
+    "functions/agents/progression.py": _REWRITTEN,
+    "functions/agents/spawn.py": _REWRITTEN,
+    "functions/chat/active.py": _REWRITTEN,
+    "functions/chat/agents.py": _REWRITTEN,
+    "functions/chat/messages.py": _REWRITTEN,
+    "functions/chat/readiness.py": _REWRITTEN,
+    "functions/chat/sweep.py": _REWRITTEN,
+    "functions/chat/turn_order.py": _REWRITTEN,
+    "functions/chat/watchdog.py": _REWRITTEN,
+    "functions/society/closing.py": _REWRITTEN,
+    "functions/society/days.py": _REWRITTEN,
+    "functions/society/docs.py": _REWRITTEN,
+    "functions/society/shard.py": _REWRITTEN,
+    "functions/society/turn.py": _REWRITTEN,
+}
+"""Domain modules that still import the client, each with why. The list only shrinks: the
+Transaction type, the sentinels (``increment``, ``DELETE_FIELD``, ...) and ``find`` for a
+query are in ``functions/store.py``; a query is a named read of the system's documents."""
+
+
+def _imports_the_client(source: str) -> bool:
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        else:
+            continue
+        if any(n == c or n.startswith(f"{c}.") for n in names for c in CLIENT):
+            return True
+    return False
+
+
+@pytest.mark.parametrize(
+    ("source", "imports"),
+    [
+        ("from google.cloud import firestore\n", True),
+        ("import google.cloud.firestore\n", True),
+        ("from google.cloud.firestore_v1.base_query import FieldFilter\n", True),
+        ("def f():\n    from google.cloud.firestore import Increment\n", True),
+        ("from google.cloud import pubsub_v1\n", False),
+        ("from google.api_core import exceptions\n", False),
+        ("from functions import store\n", False),
+    ],
+)
+def test_the_client_check_finds_an_import_of_the_client(source: str, imports: bool) -> None:
+    assert _imports_the_client(source) is imports
+
+
+def test_no_domain_module_imports_the_firestore_client() -> None:
+    modules = [p for part in DOMAIN for p in sorted((FUNCTIONS / part).rglob("*.py"))]
+    assert len(modules) >= 50  # the scan finds the packages
+    on_client = {
+        str(p.relative_to(REPO_ROOT)) for p in modules if _imports_the_client(p.read_text())
+    }
+    assert _imports_the_client((FUNCTIONS / "store.py").read_text())  # the infrastructure does
+    new = sorted(on_client - ON_THE_CLIENT.keys())
+    assert not new, "ask functions/store.py or the system's documents module instead:\n" + (
+        "\n".join(new)
+    )
+    gone = sorted(ON_THE_CLIENT.keys() - on_client)
+    assert not gone, "no longer on the client: remove from ON_THE_CLIENT:\n" + "\n".join(gone)
