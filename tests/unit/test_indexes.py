@@ -30,6 +30,10 @@ EQUALITY_OPS = {"==", "in", "array_contains", "array-contains", "array_contains_
 EQUALITY_OPS |= {"array-contains-any"}
 
 
+FIND = "functions.store.find"
+"""The functions' one generic query: ``store.find(collection, (field, op, value))``."""
+
+
 class Unresolved(Exception):
     """The scanner cannot tell a query's collection or fields from the source."""
 
@@ -125,8 +129,41 @@ class Scanner:
     def queries(self) -> Iterator[Query]:
         for ctxs in self.functions.values():
             for ctx in ctxs:
+                if f"{ctx.module.name}.{getattr(ctx.function, 'name', '')}" == FIND:
+                    continue  # its query's field is its caller's: each call is a query
                 for chain in self._outermost_chains(ctx):
                     yield from self._queries_of(chain, ctx)
+                yield from self._finds(ctx)
+
+    def _finds(self, ctx: _Ctx) -> Iterator[Query]:
+        """``store.find(collection, (field, op, value), ...)``: a query on one field, which
+        its call names as a literal (a query without ``where`` needs no index)."""
+        assert ctx.function is not None
+        for node in ast.walk(ctx.function):
+            if not (isinstance(node, ast.Call) and self._names_find(node.func, ctx)):
+                continue
+            site = f"{ctx.module.name}:{node.lineno}"
+            keywords = {k.arg: k.value for k in node.keywords if k.arg}
+            where = node.args[1] if len(node.args) > 1 else keywords.get("where")
+            if where is None:
+                continue
+            if not (isinstance(where, ast.Tuple) and len(where.elts) == 3):
+                raise Unresolved(f"{site}: store.find's where is not a (field, op, value)")
+            try:
+                field, op = self._string(where.elts[0], ctx), self._string(where.elts[1], ctx)
+            except Unresolved as why:
+                raise Unresolved(f"{site}: {why}") from None
+            try:
+                collection = _last_segment(self._path(node.args[0], ctx))
+            except Unresolved:
+                collection = "?"  # one field: served by its automatic index, wherever it is
+            yield Query(site, collection, False, ((field, op),), ())
+
+    @staticmethod
+    def _names_find(func: ast.expr, ctx: _Ctx) -> bool:
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            return f"{ctx.module.imports.get(func.value.id)}.{func.attr}" == FIND
+        return isinstance(func, ast.Name) and ctx.module.imports.get(func.id) == FIND
 
     # chains --------------------------------------------------------------------------------
 
@@ -664,6 +701,7 @@ FIELD = PREFIX + "Config.agentId"
 """,
     "functions.sample": """
 from functions import consts, store
+from shared import paths
 from functions.consts import FIELD
 BLOCKED = "blockedOn.document"
 def imported(e):
@@ -688,6 +726,10 @@ def group():
 def either(e):
     both = And([FieldFilter("x", "==", 1), FieldFilter("y", "in", [2])])
     return store.people(e).where(filter=Or([both, FieldFilter("z", "==", 3)])).get()
+def named(e):
+    return store.find(paths.collection_of(paths.PARTICIPANT, experimentId=e), ("w", "==", 1))
+def unfiltered(e):
+    return store.find(paths.collection_of(paths.PARTICIPANT, experimentId=e), fields=["w"])
 """,
 }
 
@@ -703,13 +745,21 @@ def test_the_scanner_on_a_sample() -> None:
         ("participants", False, (("x", "=="), ("y", "in")), ()),
         ("participants", False, (("z", "=="),), ()),
         ("participants", False, (("agentConfig.agentId", "=="),), (("agent", "ASCENDING"),)),
+        ("participants", False, (("w", "=="),), ()),
     }
 
 
-def test_the_scanner_refuses_what_it_cannot_read() -> None:
-    source = {"functions.x": "def f(col, name):\n    return col.where(name, '==', 1).get()\n"}
+@pytest.mark.parametrize(
+    "text",
+    [
+        "def f(col, name):\n    return col.where(name, '==', 1).get()\n",
+        "from functions import store\ndef f(c, name):\n    return store.find(c, (name, '==', 1))\n",
+        "from functions import store\ndef f(c, where):\n    return store.find(c, where)\n",
+    ],
+)
+def test_the_scanner_refuses_what_it_cannot_read(text: str) -> None:
     with pytest.raises(Unresolved):
-        list(Scanner(source).queries())
+        list(Scanner({"functions.x": text}).queries())
 
 
 def test_index_matching() -> None:
