@@ -216,31 +216,47 @@ def opening(s: str, day: int, *, members: bool) -> Opening:
 
 
 @dataclasses.dataclass(frozen=True)
-class TurnScene:
-    day: Day
-    member: Member
-    acted: bool
-    """Its action document exists already (a duplicate, or the lease's holder ran for it)."""
+class Prompting:
     prompts: SocietyPrompts
+    """As the day's first turn in this instance read them: an edit applies from the next day on
+    (or to a day's turns on instances that had not read them yet)."""
     context: DayContext
 
 
-def turn_scene(s: str, day: int, agent: int, action_id: str) -> TurnScene | None:
-    """What a turn decides on, or None when the day is not open or the member not acting. The
-    prompts are as the day's first turn in this instance read them: an edit applies from the
-    next day on (or to a day's turns on instances that had not read them yet)."""
+@dataclasses.dataclass(frozen=True)
+class TurnScene:
+    day: Day
+    member: Member
+    prompting: Prompting | DocumentError
+    """What the prompt is built from, or why it cannot be read (a malformed prompts or context
+    document: the member idles, recorded, as with a broken template)."""
+
+
+def turn_scene(s: str, day: int, agent: int, slot: int) -> TurnScene | None:
+    """What a turn decides on, or None when there is no turn to take: the day is not open (a
+    late turn), the member is not acting or is a human, the slot is beyond the day's, or its
+    action is written already (a duplicate, or the lease's holder ran for it)."""
     current = open_day(s, day)
     if current is None or agent not in current.acting:
         return None
-    action, snapshot = sp.action_path(s, day, action_id), sp.snapshot_path(s, day, agent)
-    snaps = {
-        x.reference.path: x for x in store.db().get_all([store.ref(action), store.ref(snapshot)])
-    }
+    if slot > (current.settings or SocietySettings()).actions_per_day:
+        return None
+    action = sp.action_path(s, day, identity.action_id(agent, slot))
+    snapshot = sp.snapshot_path(s, day, agent)
+    both = store.db().get_all([store.ref(action), store.ref(snapshot)])
+    snaps = {x.reference.path: x for x in both}
+    if snaps[action].exists:
+        return None
     data = snaps[snapshot]
     member = parse_document(Member, snapshot, data.to_dict() if data.exists else None)
-    return TurnScene(
-        current, member, snaps[action].exists, _day_prompts(s, day), day_context(s, day)
-    )
+    if member.human:
+        return None
+    prompting: Prompting | DocumentError
+    try:
+        prompting = Prompting(_day_prompts(s, day), day_context(s, day))
+    except DocumentError as error:
+        prompting = error
+    return TurnScene(current, member, prompting)
 
 
 def _day_prompts(s: str, day: int) -> SocietyPrompts:

@@ -63,12 +63,9 @@ def ended(turn: SocietyTurn, failure: work.Failure) -> None:
 
 
 def act(turn: SocietyTurn) -> None:
-    seen = scene.turn_scene(turn.society_id, turn.day, turn.agent_id, turn.action_id)
+    seen = scene.turn_scene(turn.society_id, turn.day, turn.agent_id, turn.slot)
     if seen is None:
-        return  # a late turn (the day closed without it) or one for a member not acting
-    settings = seen.day.settings or SocietySettings()
-    if turn.slot > settings.actions_per_day or seen.acted or seen.member.human:
-        return  # acted already (a duplicate, or the holder ran for it), or a human's
+        return  # a late or duplicate turn, or none to take (a human's, a slot beyond the day's)
     stats = CallStats()
     try:
         record = _decide(turn, seen, stats)
@@ -134,10 +131,12 @@ def _fallback(base: ActionRecord, error: DocumentError, reason: str) -> ActionRe
 
 
 def _prompt(turn: SocietyTurn, seen: scene.TurnScene, settings: SocietySettings) -> Rendered:
+    if isinstance(seen.prompting, DocumentError):
+        raise seen.prompting
     where = sp.sub(turn.society_id, sp.PROMPTS, promptId="default")
     try:
-        values = variables(seen.member, seen.context, settings, turn.slot)
-        return render(seen.prompts, values, where)
+        values = variables(seen.member, seen.prompting.context, settings, turn.slot)
+        return render(seen.prompting.prompts, values, where)
     except PromptTemplateError as error:
         field = error.template_name.removeprefix(where).strip() or "(document)"
         raise DocumentError(where, field, error.message) from None
