@@ -30,17 +30,23 @@ def tick() -> dict[str, str]:
     """What was done per society (for the log and tests)."""
     done: dict[str, str] = {}
     for s, society in scene.societies():
+        if isinstance(society, DocumentError):
+            done[s] = _broken(society)
+            continue
         try:
-            if isinstance(society, DocumentError):
-                raise society
             done[s] = look_at(society)
-        except DocumentError as error:  # one broken society does not stop the others
-            errors.record_error(errors.current_function(), error)
-            done[s] = f"error: {error}"
+        except DocumentError as error:
+            done[s] = _broken(error)
         except Exception as error:  # nor does a failed attempt of one of its units
             log.warning("society %s: %s: %s", s, type(error).__name__, error)
             done[s] = f"attempt failed: {type(error).__name__}: {error}"
     return done
+
+
+def _broken(error: DocumentError) -> str:
+    """A malformed document of one society, recorded: it does not stop the others."""
+    errors.record_error(errors.current_function(), error)
+    return f"error: {error}"
 
 
 def _close(s: str, day: int) -> str:
