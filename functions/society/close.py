@@ -155,17 +155,16 @@ def shard_phase(s: str, day: Day, phase: str, shard: int) -> None:
     given, plan = seen.given, seen.plan
     if plan is None:  # act
         acted = rules.act(given)
-        scene.write_outbox(s, day.day, shard, close_rules.route(acted.outbox, day.shard_size))
-        scene.write_result(s, day.day, "act", close_rules.act_digest(shard, acted))
+        outbox = close_rules.route(acted.outbox, day.shard_size)
+        scene.write_phase(s, day.day, phase, close_rules.act_digest(shard, acted), outbox=outbox)
     elif phase == "need":
         lack = rules.need(given, plan.ids[shard], seen.inbox)
-        scene.write_result(s, day.day, "need", close_rules.NeedDigest(shard=shard, lack=lack))
+        scene.write_phase(s, day.day, phase, close_rules.NeedDigest(shard=shard, lack=lack))
     else:
         budget = close_rules.budget(plan, shard)
         settled = rules.settle(given, plan.ids[shard], seen.inbox, budget, plan.outcomes)
-        scene.write_settled(s, day.day, settled)
         digest = close_rules.digest_settled(shard, given.settings, settled)
-        scene.write_result(s, day.day, "settle", digest)
+        scene.write_phase(s, day.day, phase, digest, settled=settled)
 
 
 # --- 4. the join ------------------------------------------------------------------------------

@@ -482,35 +482,37 @@ def _inbox(s: str, day: int, shard: int) -> list[Delivery]:
     return [d for snap in found for d in Inbox.model_validate(snap.to_dict() or {}).deliveries]
 
 
-def write_outbox(s: str, day: int, shard: int, routed: dict[int, list[Delivery]]) -> None:
-    """What shard ``shard``'s actions did to other shards' members, one inbox per shard."""
-    write_all(
-        (
-            sp.sub(s, sp.CLOSE_INBOX, day=sp.day_id(day), pair=f"{to:05d}-{shard:05d}"),
-            Inbox(to=to, sender=shard, deliveries=found),
-        )
-        for to, found in sorted(routed.items())
-    )
-
-
-def write_settled(s: str, day: int, settled: rules.Settled) -> None:
-    """A shard's members' next state, its posts, messages and events; its interventions marked
-    applied."""
-    nxt = day + 1
+def write_phase(
+    s: str,
+    day: int,
+    phase: str,
+    digest: DocModel,
+    *,
+    outbox: dict[int, list[Delivery]] | None = None,
+    settled: rules.Settled | None = None,
+) -> None:
+    """A shard's phase's outputs, then its result (``digest``: its done mark, and what the join
+    reads of it). ``outbox`` (``act``): what its actions did to other shards' members, one inbox
+    per shard; ``settled`` (``settle``): its members' next state, its posts, messages and
+    events, its interventions marked applied."""
+    shard = int(digest.to_firestore()["shard"])
     writes: list[tuple[str, DocModel]] = []
-    for i, m in settled.members.items():
-        writes += [(sp.snapshot_path(s, nxt, i), m), (sp.sub(s, sp.MEMBER, agentId=i), m)]
-    writes += [(sp.sub(s, sp.POST, postId=p.id), p) for p in settled.posts]
-    writes += [(sp.sub(s, sp.MESSAGE, messageId=m.id), m) for m in settled.messages]
-    writes += [(sp.sub(s, sp.EVENT, eventId=e.id), e) for e in settled.events]
-    write_all(writes)
-    _mark_applied(s, day, settled.applied)
-
-
-def write_result(s: str, day: int, phase: str, digest: DocModel) -> None:
-    """A shard's result of a phase: its done mark, and what the join reads of it."""
+    for to, found in sorted((outbox or {}).items()):
+        pair = f"{to:05d}-{shard:05d}"
+        inbox = Inbox(to=to, sender=shard, deliveries=found)
+        writes.append((sp.sub(s, sp.CLOSE_INBOX, day=sp.day_id(day), pair=pair), inbox))
+    if settled is not None:
+        for i, m in settled.members.items():
+            writes += [(sp.snapshot_path(s, day + 1, i), m), (sp.sub(s, sp.MEMBER, agentId=i), m)]
+        writes += [(sp.sub(s, sp.POST, postId=p.id), p) for p in settled.posts]
+        writes += [(sp.sub(s, sp.MESSAGE, messageId=m.id), m) for m in settled.messages]
+        writes += [(sp.sub(s, sp.EVENT, eventId=e.id), e) for e in settled.events]
+    if writes:
+        write_all(writes)
+    if settled is not None:
+        _mark_applied(s, day, settled.applied)
     data = {**digest.to_firestore(), "phase": phase}
-    store.ref(sp.close_part(s, day, sp.result_id(phase, int(data["shard"])))).set(data)
+    store.ref(sp.close_part(s, day, sp.result_id(phase, shard))).set(data)
 
 
 # --- the close: the join ----------------------------------------------------------------------
