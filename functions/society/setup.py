@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import random
 
-from google.api_core import exceptions as gexc
-
-from functions import store
-from functions.society import docs
+from functions.society import scene
+from shared.models import DocModel
 from shared.models.participant import AgentModelSettings
 from shared.society import paths as sp
+from shared.society.close_rules import first_day
 from shared.society.models import PERSONALITIES, Day, Member, Society, SocietySettings
 from shared.society.prompts import SocietyPrompts
-from shared.society.shards import first_day
 
 
 def personalities(settings: SocietySettings) -> list[str]:
@@ -53,20 +50,11 @@ def start(society: Society) -> bool:
     """Create the society's first day unless it exists; True if this call created it. Every
     write is a deterministic set, so two deliveries at once write the same documents."""
     s = society.id
-    if store.snapshot_data(docs.day_path(s, 1)) is not None:
+    if scene.started(s):
         return False
     people = members(society)
-    writes = [(docs.snapshot_path(s, 1, i), docs.model_doc(m)) for i, m in people.items()]
-    writes += [(sp.sub(s, sp.MEMBER, agentId=i), docs.model_doc(m)) for i, m in people.items()]
-    writes.append(
-        (docs.state_path(s, 1, "context"), docs.model_doc(first_day(society.settings, people)))
-    )
-    prompts = sp.sub(s, sp.PROMPTS, promptId="default")
-    docs.write_all(writes)
-    with contextlib.suppress(gexc.AlreadyExists):  # the researcher's own prompts stay
-        store.ref(prompts).create(docs.model_doc(SocietyPrompts()))
-    try:
-        store.ref(docs.day_path(s, 1)).create(docs.model_doc(Day(day=1)))
-    except gexc.AlreadyExists:
-        return False
-    return True
+    context = first_day(society.settings, people)
+    writes: list[tuple[str, DocModel]] = [(sp.state_path(s, 1, "context"), context)]
+    for i, m in people.items():
+        writes += [(sp.snapshot_path(s, 1, i), m), (sp.sub(s, sp.MEMBER, agentId=i), m)]
+    return scene.set_up(s, writes, SocietyPrompts(), Day(day=1))

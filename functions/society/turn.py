@@ -13,17 +13,13 @@ with the exact reason, then the member idles with that reason. A provider still 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-from google.api_core import exceptions as gexc
-from google.cloud.firestore import Increment
-
-from functions import errors, leases, store, work
+from functions import errors, work
 from functions.agents.model_call import AnswerFailed, CallSite, CallStats, ask
-from functions.society import docs
+from functions.society import scene
 from functions.society.wire import SocietyTurn
 from shared.llm.base import ModelError
-from shared.models import DocumentError, now, parse_document
+from shared.models import DocumentError, now
 from shared.models.participant import ParticipantProfile, ProfileAgentConfig
 from shared.prompts.templating import PromptTemplateError
 from shared.society import paths as sp
@@ -37,7 +33,7 @@ log = logging.getLogger(__name__)
 
 
 def run(turn: SocietyTurn) -> work.Outcome[None]:
-    where = docs.action_path(turn.society_id, turn.day, turn.action_id)
+    where = sp.action_path(turn.society_id, turn.day, turn.action_id)
     unit = work.Unit(
         lease(turn), where, lambda: act(turn), ended=lambda failure: ended(turn, failure)
     )
@@ -45,7 +41,7 @@ def run(turn: SocietyTurn) -> work.Outcome[None]:
 
 
 def lease(turn: SocietyTurn) -> str:
-    return sp.sub(turn.society_id, sp.TURN_LEASE, leaseId=f"{turn.day}-{turn.action_id}")
+    return sp.turn_lease(turn.society_id, turn.day, turn.action_id)
 
 
 def ended(turn: SocietyTurn, failure: work.Failure) -> None:
@@ -61,78 +57,35 @@ def ended(turn: SocietyTurn, failure: work.Failure) -> None:
         invalid_reason=failure.reason,
         created_at=now(),
     )
-    day = docs.open_day(turn.society_id, turn.day)
+    day = scene.open_day(turn.society_id, turn.day)
     if day is not None and turn.agent_id in day.acting:
-        _write(turn, record, letting_go=False)
+        scene.write_action(turn.society_id, record, lease=None)
 
 
 def act(turn: SocietyTurn) -> None:
-    s, path = turn.society_id, docs.action_path(turn.society_id, turn.day, turn.action_id)
-    day = docs.open_day(s, turn.day)
-    if day is None or turn.agent_id not in day.acting:
-        return  # a late turn (the day closed without it) or one for a member not acting
-    settings = day.settings or SocietySettings()
-    if turn.slot > settings.actions_per_day:
-        return
-    snapshot = docs.snapshot_path(s, turn.day, turn.agent_id)
-    snaps = {
-        s.reference.path: s for s in store.db().get_all([store.ref(path), store.ref(snapshot)])
-    }
-    acted, data = snaps[path], snaps[snapshot]
-    if acted.exists:
-        return  # acted already (a duplicate, or the holder ran for it)
-    member = parse_document(Member, snapshot, data.to_dict() if data.exists else None)
-    if member.human:
-        return
+    seen = scene.turn_scene(turn.society_id, turn.day, turn.agent_id, turn.slot)
+    if seen is None:
+        return  # a late or duplicate turn, or none to take (a human's, a slot beyond the day's)
     stats = CallStats()
     try:
-        record = _decide(turn, settings, member, stats)
+        record = _decide(turn, seen, stats)
     except Exception:
-        docs.add_spend(s, turn.day, turn.agent_id, _spend(stats))  # what the attempt cost
+        spend = Spend(stats.calls, stats.prompt_tokens, stats.completion_tokens)
+        scene.add_spend(turn.society_id, turn.day, turn.agent_id, spend)  # what it cost
         raise
-    _write(turn, record, letting_go=True)
+    scene.write_action(turn.society_id, record, lease=lease(turn))
 
 
-def _spend(stats: CallStats) -> Spend:
-    return Spend(stats.calls, stats.prompt_tokens, stats.completion_tokens)
-
-
-def _write(turn: SocietyTurn, record: ActionRecord, *, letting_go: bool) -> None:
-    """The action and its tally increment, once, together; ``letting_go``: with the lease's
-    release in the same batch (a turn that ran to its end)."""
-    s = turn.society_id
-    path = docs.action_path(s, turn.day, turn.action_id)
-
-    spend = Spend(record.model_calls, record.prompt_tokens, record.completion_tokens)
-    tally = {"count": Increment(1), **docs.spend_fields(spend)}
-
-    def batch() -> Any:
-        written = store.db().batch()
-        written.create(store.ref(path), docs.model_doc(record))
-        written.set(docs.tally_ref(s, turn.day, turn.agent_id), tally, merge=True)
-        return written
-
-    try:
-        if letting_go:
-            leases.commit_letting_go(lease(turn), batch)
-        else:
-            batch().commit()
-    except gexc.AlreadyExists:  # a run beside this one wrote it: its calls still count
-        docs.add_spend(s, turn.day, turn.agent_id, spend)
-
-
-def _decide(
-    turn: SocietyTurn, settings: SocietySettings, member: Member, stats: CallStats
-) -> ActionRecord:
+def _decide(turn: SocietyTurn, seen: scene.TurnScene, stats: CallStats) -> ActionRecord:
     """The member's action; ``stats`` counts every model attempt as it is made (also when
     this raises: a provider still failing)."""
-    s = turn.society_id
+    settings, member = seen.day.settings or SocietySettings(), seen.member
     base = ActionRecord(
         agent_id=turn.agent_id, slot=turn.slot, day=turn.day, source="model", created_at=now()
     )
     reading = ReplyReading()
     try:
-        prompt = _prompt(turn, settings, member)
+        prompt = _prompt(turn, seen, settings)
         action = ask(
             _site(turn, settings, member),
             prompt.user,
@@ -153,28 +106,12 @@ def _decide(
             update={"action": {"action": "idle"}, "invalid_reason": failed.last_error}
         )
     except DocumentError as error:  # a broken prompt template: recorded, the agent idles
-        errors.record_error(errors.current_function(), error)
-        chosen = base.model_copy(
-            update={
-                "action": {"action": "idle"},
-                "source": "fallback",
-                "invalid_reason": str(error),
-            }
-        )
+        chosen = _fallback(base, error, str(error))
     except ModelError as error:
         if error.retryable:
             raise  # the provider is failing: the function is retried
-        where = DocumentError(
-            docs.snapshot_path(s, turn.day, turn.agent_id), "modelSettings", str(error)
-        )
-        errors.record_error(errors.current_function(), where)
-        chosen = base.model_copy(
-            update={
-                "action": {"action": "idle"},
-                "source": "fallback",
-                "invalid_reason": str(error),
-            }
-        )
+        where = sp.snapshot_path(turn.society_id, turn.day, turn.agent_id)
+        chosen = _fallback(base, DocumentError(where, "modelSettings", str(error)), str(error))
     return chosen.model_copy(
         update={
             "model_calls": stats.calls,
@@ -184,13 +121,22 @@ def _decide(
     )
 
 
-def _prompt(turn: SocietyTurn, settings: SocietySettings, member: Member) -> Rendered:
-    s = turn.society_id
-    prompts = docs.day_prompts(s, turn.day)
-    context = docs.day_context(s, turn.day)
-    where = sp.sub(s, sp.PROMPTS, promptId="default")
+def _fallback(base: ActionRecord, error: DocumentError, reason: str) -> ActionRecord:
+    """The member idles: its configuration is broken (recorded, naming the document and the
+    field), not its reply."""
+    errors.record_error(errors.current_function(), error)
+    return base.model_copy(
+        update={"action": {"action": "idle"}, "source": "fallback", "invalid_reason": reason}
+    )
+
+
+def _prompt(turn: SocietyTurn, seen: scene.TurnScene, settings: SocietySettings) -> Rendered:
+    if isinstance(seen.prompting, DocumentError):
+        raise seen.prompting
+    where = sp.sub(turn.society_id, sp.PROMPTS, promptId="default")
     try:
-        return render(prompts, variables(member, context, settings, turn.slot), where)
+        values = variables(seen.member, seen.prompting.context, settings, turn.slot)
+        return render(seen.prompting.prompts, values, where)
     except PromptTemplateError as error:
         field = error.template_name.removeprefix(where).strip() or "(document)"
         raise DocumentError(where, field, error.message) from None

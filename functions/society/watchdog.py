@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import logging
 
-from functions import errors, leases, store
-from functions.society import days, docs, setup, turn
+from functions import errors
+from functions.society import close, days, scene, setup, turn
 from functions.society.wire import SocietyTurn
-from shared.models import DocumentError, now, parse_document
+from shared.models import DocumentError, now
 from shared.society.models import Day, Society
 
 log = logging.getLogger(__name__)
@@ -29,19 +29,24 @@ log = logging.getLogger(__name__)
 def tick() -> dict[str, str]:
     """What was done per society (for the log and tests)."""
     done: dict[str, str] = {}
-    for snap in store.db().collection("societies").stream():
+    for s, society in scene.societies():
+        if isinstance(society, DocumentError):
+            done[s] = _broken(society)
+            continue
         try:
-            society = parse_document(
-                Society, snap.reference.path, {"id": snap.id, **(snap.to_dict() or {})}
-            )
-            done[snap.id] = look_at(society)
-        except DocumentError as error:  # one broken society does not stop the others
-            errors.record_error(errors.current_function(), error)
-            done[snap.id] = f"error: {error}"
+            done[s] = look_at(society)
+        except DocumentError as error:
+            done[s] = _broken(error)
         except Exception as error:  # nor does a failed attempt of one of its units
-            log.warning("society %s: %s: %s", snap.id, type(error).__name__, error)
-            done[snap.id] = f"attempt failed: {type(error).__name__}: {error}"
+            log.warning("society %s: %s: %s", s, type(error).__name__, error)
+            done[s] = f"attempt failed: {type(error).__name__}: {error}"
     return done
+
+
+def _broken(error: DocumentError) -> str:
+    """A malformed document of one society, recorded: it does not stop the others."""
+    errors.record_error(errors.current_function(), error)
+    return f"error: {error}"
 
 
 def _close(s: str, day: int) -> str:
@@ -61,7 +66,7 @@ def look_at(society: Society) -> str:
     s = society.id
     if society.status == "failed":
         return "failed"
-    latest = docs.latest_day(s)
+    latest = scene.latest_day(s)
     if latest is None:  # its creation's event was lost (an invocation died setting it up)
         setup.start(society)
         days.resume(s, society.status)
@@ -80,19 +85,19 @@ def _open_day(s: str, day: Day) -> str:
         return f"at the deadline: {_close(s, day.day)}"
     redrive = day.settings.redrive_s if day.settings else 30.0
     if day.opened_at is None or (now() - day.opened_at).total_seconds() < redrive:
-        days.check(s, day.day, hinted=True)  # the real count only past redriveS (below)
+        close.check(s, day.day, hinted=True)  # the real count only past redriveS (below)
         return "open"
     stranded = _stranded(s, day)
     if stranded:
         days.publish(s, day, stranded)
         return f"re-published {len(stranded)} turn(s)"
-    days.check(s, day.day)
+    close.check(s, day.day)
     return "open"
 
 
 def _stranded(s: str, day: Day) -> list[int]:
     """Members with a turn that has no action and no live lease: nobody is at it."""
-    done = {ref.id for ref in docs.actions_collection(s, day.day).list_documents()}
+    done = scene.action_ids(s, day.day)
     per_day = day.settings.actions_per_day if day.settings else 1
     missing = [
         SocietyTurn(society_id=s, day=day.day, agent_id=a, slot=k)
@@ -103,6 +108,5 @@ def _stranded(s: str, day: Day) -> list[int]:
     ]
     if not missing:
         return []
-    held = store.db().get_all([store.ref(turn.lease(t)) for t in missing])
-    live = {snap.reference.path for snap in held if leases.live(snap)}
-    return sorted({t.agent_id for t in missing if turn.lease(t) not in live})
+    unheld = scene.unheld({i: turn.lease(t) for i, t in enumerate(missing)})
+    return sorted({missing[i].agent_id for i in unheld})

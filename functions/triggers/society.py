@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from functions._events import FirestoreEvent, PubSubEvent
-from functions.society import days, setup, turn, watchdog
+from functions.society import close, days, setup, turn, watchdog
 from functions.society.wire import CloseShard, SocietyTurn
 from shared.models import DocumentError, parse_document
 from shared.society.models import Society
@@ -30,7 +30,7 @@ def on_society_action_created(event: FirestoreEvent) -> None:
         raise DocumentError(
             event.document, "(document)", "the day in the path is not a number"
         ) from None
-    days.action_created(event.params["societyId"], day, event.document, event.after or {})
+    close.action_created(event.params["societyId"], day, event.document, event.after or {})
 
 
 def on_society_turn(event: PubSubEvent) -> None:
@@ -42,4 +42,5 @@ def on_society_tick(event: PubSubEvent) -> None:
 
 
 def on_society_close_shard(event: PubSubEvent) -> None:
-    days.close_shard(event.message(CloseShard))
+    message = event.message(CloseShard)
+    close.run_shard(message, days.opener(message.society_id, message.day))

@@ -281,15 +281,9 @@ class Intervention(DocModel):
     applied_amount: float | None = None
 
 
-class Post(DocModel):
-    id: int
-    day: int
-    slot: int = 1
-    """The action slot of its day it was posted in: the time the prompt shows."""
-    author_id: int
-    author_name: str
-    content: str
-    parent_id: int | None = None
+class Post(PostView):
+    """``posts/{id}``: a forum post; a day's context shows it as its ``PostView`` (the same
+    fields, the content cut to ``postChars``)."""
 
 
 class DirectMessage(DocModel):

@@ -53,3 +53,45 @@ def collection(society_id: str, pattern: str, **params: object) -> str:
 def day_id(day: int) -> str:
     """Zero-padded, so the documents list in day order."""
     return f"{day:05d}"
+
+
+def day_path(society_id: str, day: int) -> str:
+    return sub(society_id, DAY, day=day_id(day))
+
+
+def state_path(society_id: str, day: int, part: str) -> str:
+    return sub(society_id, DAY_STATE, day=day_id(day), part=part)
+
+
+def snapshot_path(society_id: str, day: int, agent: int) -> str:
+    return sub(society_id, DAY_MEMBER, day=day_id(day), agentId=agent)
+
+
+def action_path(society_id: str, day: int, action_id: str) -> str:
+    return sub(society_id, ACTION, day=day_id(day), actionId=action_id)
+
+
+def tally_path(society_id: str, day: int, shard: int) -> str:
+    return sub(society_id, TALLY, day=day_id(day), shard=shard)
+
+
+def turn_lease(society_id: str, day: int, action_id: str) -> str:
+    return sub(society_id, TURN_LEASE, leaseId=f"{day}-{action_id}")
+
+
+def close_lease(society_id: str, day: int) -> str:
+    """The finish's lease (the day's own)."""
+    return sub(society_id, CLOSE_LEASE, day=day_id(day))
+
+
+def shard_lease(society_id: str, day: int, phase: str, shard: int) -> str:
+    return sub(society_id, CLOSE_LEASE, day=f"{day_id(day)}-{phase}-{shard:05d}")
+
+
+def result_id(phase: str, shard: int) -> str:
+    """A shard's result of a phase (its done mark), under ``CLOSE_PART``."""
+    return f"{phase}-{shard:05d}"
+
+
+def close_part(society_id: str, day: int, part: str) -> str:
+    return sub(society_id, CLOSE_PART, day=day_id(day), part=part)

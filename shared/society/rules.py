@@ -9,7 +9,7 @@ that the day started with (what the members saw). So no shard waits for another 
 and the outcome does not depend on how the members were cut into shards (``resolve`` with any
 shard size gives the same outcome; tested).
 
-Phases of a shard (``shared.society.shards`` joins them): ``act`` (the actions: counts, the
+Phases of a shard (``shared.society.close_rules`` joins them): ``act`` (the actions: counts, the
 pool's share, vote tallies, deliveries out), ``need`` (with an allocation law: what the members
 still lack after the deliveries), ``settle`` (everything again, now with the ids, the pool's
 budget and the proposals' outcomes: the members' next state, posts, messages, events).
@@ -92,7 +92,7 @@ class Delivery(DocModel):
 
 class Ids(DocModel):
     """The first post, message and proposal number of a shard: the shards before it made the
-    ones before (``shards.plan``)."""
+    ones before (``close_rules.plan``)."""
 
     post: int = 1
     message: int = 1

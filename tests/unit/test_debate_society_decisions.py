@@ -18,8 +18,7 @@ from functions.debate import docs as debate_docs
 from functions.debate.messages import DebateTurn
 from functions.debate.settings import DebateSettings
 from functions.debate.user import GuardedPrompts
-from functions.society import closing, days, setup, shard, turn
-from functions.society import docs as society_docs
+from functions.society import days, scene, setup, turn
 from functions.society.wire import CloseShard, SocietyTurn
 from shared.debate.kits import Kit
 from shared.debate.models import (
@@ -31,7 +30,7 @@ from shared.debate.models import (
     StatementKind,
 )
 from shared.errors import UserCodeError
-from shared.models import DocumentError
+from shared.society import paths as sp
 from shared.society.models import PERSONALITIES, Member, Resources, Society, SocietySettings
 from shared.society.rules import Spend
 
@@ -180,22 +179,23 @@ def test_a_head_opening_is_the_clusters_output() -> None:
 
 
 def test_society_paths_and_leases() -> None:
-    assert society_docs.society_path("s1") == "societies/s1"
-    assert society_docs.day_path("s1", 3) == "societies/s1/days/00003"
-    assert society_docs.snapshot_path("s1", 3, 7) == "societies/s1/days/00003/members/7"
-    assert society_docs.action_path("s1", 3, "7-1") == "societies/s1/days/00003/actions/7-1"
-    assert society_docs.state_path("s1", 3, "market") == "societies/s1/days/00003/state/market"
-    assert closing.lease("s1", 3) == "societies/s1/closeLeases/00003"
-    assert closing.shard_lease("s1", 3, "act", 2) == "societies/s1/closeLeases/00003-act-00002"
-    assert shard.result_id("need", 12) == "need-00012"
-    assert shard.part_path("s1", 3, "need-00012") == "societies/s1/days/00003/close/need-00012"
+    assert sp.society("s1") == "societies/s1"
+    assert sp.day_path("s1", 3) == "societies/s1/days/00003"
+    assert sp.snapshot_path("s1", 3, 7) == "societies/s1/days/00003/members/7"
+    assert sp.action_path("s1", 3, "7-1") == "societies/s1/days/00003/actions/7-1"
+    assert sp.state_path("s1", 3, "market") == "societies/s1/days/00003/state/market"
+    assert sp.tally_path("s1", 3, 15) == "societies/s1/days/00003/tally/15"
+    assert sp.close_lease("s1", 3) == "societies/s1/closeLeases/00003"
+    assert sp.shard_lease("s1", 3, "act", 2) == "societies/s1/closeLeases/00003-act-00002"
+    assert sp.result_id("need", 12) == "need-00012"
+    assert sp.close_part("s1", 3, "need-00012") == "societies/s1/days/00003/close/need-00012"
     one = SocietyTurn(society_id="s1", day=3, agent_id=7, slot=2)
     assert turn.lease(one) == "societies/s1/turnLeases/3-7-2"
 
 
 def test_day_ids_list_in_day_order() -> None:
-    paths = [society_docs.day_path("s", d) for d in (10, 9, 100, 1)]
-    assert sorted(paths) == [society_docs.day_path("s", d) for d in (1, 9, 10, 100)]
+    paths = [sp.day_path("s", d) for d in (10, 9, 100, 1)]
+    assert sorted(paths) == [sp.day_path("s", d) for d in (1, 9, 10, 100)]
 
 
 def test_society_messages() -> None:
@@ -258,18 +258,9 @@ def test_members_of_a_new_society() -> None:
 
 
 def test_spend_fields_count_only_what_was_spent() -> None:
-    fields = society_docs.spend_fields(Spend(model_calls=2, prompt_tokens=0, completion_tokens=9))
+    fields = scene.spend_fields(Spend(model_calls=2, prompt_tokens=0, completion_tokens=9))
     assert fields == {"calls": Increment(2), "completionTokens": Increment(9)}
-    assert society_docs.spend_fields(Spend()) == {}
-
-
-def test_require_names_the_missing_document() -> None:
-    day = Member(agent_id=1, day=1, display_name="A", personality="neutral", resources=Resources())
-    assert society_docs.require(day, "societies/s1/members/1") is day
-    with pytest.raises(DocumentError) as raised:
-        society_docs.require(None, "societies/s1/days/00002")
-    assert raised.value.document == "societies/s1/days/00002"
-    assert raised.value.field == "(document)"
+    assert scene.spend_fields(Spend()) == {}
 
 
 # --- a debate's layers, its units, its calls ----------------------------------------------

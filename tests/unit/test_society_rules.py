@@ -11,6 +11,7 @@ import pytest
 from shared.models import DocumentError
 from shared.society import identity
 from shared.society.actions import parse_action, reply_schema
+from shared.society.close_rules import DayInput, DayOutcome, first_day, resolve
 from shared.society.identity import Expected
 from shared.society.models import (
     RESOURCES,
@@ -26,7 +27,6 @@ from shared.society.models import (
 from shared.society.prompts import SocietyPrompts, render, variables
 from shared.society.replies import ReplyReading
 from shared.society.rules import Spend
-from shared.society.shards import DayInput, DayOutcome, first_day, resolve
 from shared.stages.base import AnswerValidationError
 
 KINDS = ["forum_post", "forum_reply", "direct_message", "create_proposal", "vote", "work", "trade"]

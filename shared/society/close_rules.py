@@ -1,4 +1,5 @@
-"""The society-level steps of a day's close, between its shards' phases (``shared.society.rules``).
+"""The rule of a day's close, pure: the society-level steps between its shards' phases (a shard's
+own phase is ``shared.society.rules``); ``functions.society.close`` runs them on triggers.
 
 Each step reads only what the shards wrote about themselves (a few numbers, tallies and lists
 per shard, never a member's state), so it is bounded by the number of shards:
