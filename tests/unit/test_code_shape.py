@@ -312,11 +312,8 @@ ON_THE_CLIENT: dict[str, str] = {
     "functions/chat/sweep.py": _REWRITTEN,
     "functions/chat/turn_order.py": _REWRITTEN,
     "functions/chat/watchdog.py": _REWRITTEN,
-    "functions/society/closing.py": _REWRITTEN,
-    "functions/society/days.py": _REWRITTEN,
-    "functions/society/docs.py": _REWRITTEN,
-    "functions/society/shard.py": _REWRITTEN,
-    "functions/society/turn.py": _REWRITTEN,
+    "functions/society/scene.py": "the society's one module on Firestore: every read and write"
+    " of a step, one call each (tests/unit/test_society_shape.py)",
 }
 """Domain modules that still import the client, each with why. The list only shrinks: the
 Transaction type, the sentinels (``increment``, ``DELETE_FIELD``, ...) and ``find`` for a
