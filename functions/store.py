@@ -84,6 +84,26 @@ def ref(path: str) -> firestore.DocumentReference:
     return db().document(path)
 
 
+def batch() -> firestore.WriteBatch:
+    """A batch of writes, committed together by its ``commit``."""
+    return db().batch()
+
+
+def unchanged_since(update_time: Any) -> Any:
+    """A write's precondition: the document was last written at ``update_time`` (a snapshot's);
+    the write fails with FailedPrecondition if it was written since."""
+    return db().write_option(last_update_time=update_time)
+
+
+def snapshots(paths: list[str], transaction: firestore.Transaction | None = None) -> dict[str, Any]:
+    """The documents' snapshots by path, read in one round trip (a missing one's ``exists`` is
+    false)."""
+    if not paths:
+        return {}
+    found = db().get_all([ref(p) for p in paths], transaction=transaction)
+    return {snap.reference.path: snap for snap in found}
+
+
 def _get(
     path: str, transaction: firestore.Transaction | None = None, fields: list[str] | None = None
 ) -> Any:

@@ -106,12 +106,9 @@ def read_many(
     model: type[M], refs: list[str], transaction: store.Transaction | None = None
 ) -> dict[str, M | None]:
     """Documents by path in one round trip (``None`` for a missing one)."""
-    if not refs:
-        return {}
-    snaps = store.db().get_all([store.ref(p) for p in refs], transaction=transaction)
+    snaps = store.snapshots(refs, transaction)
     found: dict[str, M | None] = dict.fromkeys(refs)
-    for snap in snaps:
-        path = snap.reference.path
+    for path, snap in snaps.items():
         if snap.exists:
             found[path] = parse_document(model, path, snap.to_dict())
     return found
@@ -120,7 +117,7 @@ def read_many(
 def fetch(*wanted: tuple[type[BaseModel] | None, str]) -> list[Any]:
     """Several documents in one round trip, each parsed as its model (a DocumentError names a
     missing or malformed one); ``None`` for a model asks only whether the document exists."""
-    snaps = {s.reference.path: s for s in store.db().get_all([store.ref(p) for _, p in wanted])}
+    snaps = store.snapshots([p for _, p in wanted])
     out: list[Any] = []
     for model, path in wanted:
         snap = snaps.get(path)

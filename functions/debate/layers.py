@@ -42,10 +42,10 @@ def complete_layer(d: str, index: int) -> bool:
         writes = _completion(d, layer)
         if writes is None:
             return False
-        batch = store.db().batch()
+        batch = store.batch()
         for write_path, data, create in writes:
             if write_path == path:
-                option = store.db().write_option(last_update_time=snap.update_time)
+                option = store.unchanged_since(snap.update_time)
                 batch.update(store.ref(path), data, option=option)
             elif create:
                 batch.create(store.ref(write_path), data)

@@ -66,8 +66,8 @@ def complete_round(d: str, round_id: str) -> Next | None:
         cluster = docs.read_cluster(d, rnd.cluster_id)
         by_agent = {s.agent: s for s in made.values() if s is not None}
         step = _next(d, debate, kit, cluster, rnd, by_agent)
-        batch = store.db().batch()
-        option = store.db().write_option(last_update_time=snap.update_time)
+        batch = store.batch()
+        option = store.unchanged_since(snap.update_time)
         batch.update(
             store.ref(docs.round_(d, rnd.id)),
             Round.fields(complete=True, blocked={}),

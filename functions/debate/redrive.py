@@ -54,10 +54,10 @@ def _start_stranded(d: str, settings: DebateSettings) -> bool:
 def _held(d: str, lease_ids: list[str]) -> set[str]:
     """The leases among ``lease_ids`` that stand for work: a live holder's, or an ended unit's
     (its record and the debate's failure are written; only a touch runs it again)."""
-    snaps = store.db().get_all([store.ref(docs.lease(d, i)) for i in lease_ids])
+    snaps = store.snapshots([docs.lease(d, i) for i in lease_ids])
     held: set[str] = set()
     at = now()
-    for snap in snaps:
+    for snap in snaps.values():
         lease = leases.LeaseDoc.of(snap)
         if lease.live(at) or lease.failed:
             held.add(snap.id)

@@ -72,7 +72,7 @@ def _start(debate_id: str) -> None:
         return
     first = packing.first_layer(debate, data, loading.entry_field(kit.prompts))
     for i in range(0, len(first.agents), BATCH):  # immutable once written: plain sets
-        batch = store.db().batch()
+        batch = store.batch()
         for agent in first.agents[i : i + BATCH]:
             batch.set(store.ref(docs.agent(debate_id, agent.name)), agent.to_firestore())
         batch.commit()
