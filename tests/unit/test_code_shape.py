@@ -362,3 +362,40 @@ def test_no_domain_module_imports_the_firestore_client() -> None:
     )
     gone = sorted(ON_THE_CLIENT.keys() - on_client)
     assert not gone, "no longer on the client: remove from ON_THE_CLIENT:\n" + "\n".join(gone)
+
+
+WITHOUT_THE_HANDLE = ("conductor", "debate")
+"""Domain packages that no longer call the client handle (``store.db()``, ``clients.db()``):
+a batch, a precondition, several documents at once are ``store``'s. Add a package once it is."""
+
+
+def _calls_the_handle(source: str) -> list[int]:
+    """Lines that call ``db()`` (``store.db()``, ``clients.db()``, ``db()``)."""
+    return sorted(
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Name) and node.func.id == "db")
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == "db")
+        )
+    )
+
+
+def test_the_handle_check_finds_a_call_of_the_client_handle() -> None:
+    assert _calls_the_handle("x = 1\nb = store.db().batch()\n") == [2]
+    assert _calls_the_handle("from functions.clients import db\nq = db().collection('c')\n") == [2]
+    assert _calls_the_handle("b = store.batch()\n") == []
+
+
+def test_packages_done_with_the_client_handle_do_not_call_it() -> None:
+    modules = [p for part in WITHOUT_THE_HANDLE for p in sorted((FUNCTIONS / part).rglob("*.py"))]
+    assert len(modules) >= 20  # the scan finds the packages
+    calls = [
+        f"{path.relative_to(REPO_ROOT)}:{line}"
+        for path in modules
+        for line in _calls_the_handle(path.read_text())
+    ]
+    assert not calls, "ask functions/store.py (batch, unchanged_since, snapshots, find):\n" + (
+        "\n".join(calls)
+    )
