@@ -32,14 +32,16 @@ def _call(method: str, url: str) -> dict:
 
 
 def _lose_topics(host: str, project: str) -> int:
-    """Delete the project's subscriptions and topics, as a restart of the emulator does; how
-    many topics were deleted."""
+    """Delete the project's topics and subscriptions, as a restart of the emulator does; how
+    many topics were deleted. Topics first: the runtime's check looks for its subscriptions,
+    and one made again between the two deletions would find the topics still there, then lose
+    them, its subscriptions left on a deleted topic (and the runtime deaf for good)."""
     base = f"http://{host}/v1/projects/{project}"
-    for s in _call("GET", f"{base}/subscriptions?pageSize=1000").get("subscriptions", []):
-        _call("DELETE", f"http://{host}/v1/{s['name']}")
     topics = _call("GET", f"{base}/topics?pageSize=1000").get("topics", [])
     for t in topics:
         _call("DELETE", f"http://{host}/v1/{t['name']}")
+    for s in _call("GET", f"{base}/subscriptions?pageSize=1000").get("subscriptions", []):
+        _call("DELETE", f"http://{host}/v1/{s['name']}")
     return len(topics)
 
 
