@@ -19,6 +19,9 @@ from emulator import model_choice
 from emulator.delivery import DeliveryRecord
 
 _RED, _RESET = "\033[31m", "\033[0m"
+READ_TIMEOUT_S = 30.0
+"""One read of a collection group, at most (the client's default is 300 s, retried for 300 s
+more): ``make up``'s main thread polls, and a poll that does not end held Ctrl-C up."""
 
 
 def _short(text: Any, limit: int = 100) -> str:
@@ -71,9 +74,11 @@ class LiveLog:
         """A line from the runtime about its emulators (one restarted, its triggers re-armed)."""
         self._print(f"⚠ {text}", error=True)
 
-    def poll(self) -> None:
-        for step in (self._participants, self._chats, self._error_records):
-            step()
+    def poll(self, timeout: float = READ_TIMEOUT_S) -> None:
+        """Show what changed; each read bounded by ``timeout`` (a DeadlineExceeded past it)."""
+        self._each("participants", self._participant, timeout)
+        self._each("chats", self._chat, timeout)
+        self._each("errors", self._error, timeout)
 
     def prime(self) -> None:
         """Remember what already exists (an imported experiment) without printing it all."""
@@ -83,8 +88,11 @@ class LiveLog:
         finally:
             self._quiet = False
 
-    def _each(self, group: str, handle: Callable[[str, dict[str, Any]], None]) -> None:
-        for snap in self.db.collection_group(group).stream():
+    def _each(
+        self, group: str, handle: Callable[[str, dict[str, Any]], None], timeout: float
+    ) -> None:
+        reads = self.db.collection_group(group).stream(retry=None, timeout=timeout)
+        for snap in reads:
             self.show(handle, snap.reference.path, snap.to_dict() or {})
 
     def show(
@@ -98,9 +106,6 @@ class LiveLog:
             if self._unreadable.get(path) != repr(data):
                 self._unreadable[path] = repr(data)
                 self._print(f"? {path}: cannot show it ({type(error).__name__}: {error})")
-
-    def _participants(self) -> None:
-        self._each("participants", self._participant)
 
     def _participant(self, path: str, data: dict[str, Any]) -> None:
         agent = data.get("agentConfig")
@@ -120,9 +125,6 @@ class LiveLog:
             self._print(f"{where} {who} joined ({on})")
         self._print(f"{where} {who}: {state[0]} · {state[1]}")
 
-    def _chats(self) -> None:
-        self._each("chats", self._chat)
-
     def _chat(self, path: str, data: dict[str, Any]) -> None:
         if path in self._seen_chats:
             return
@@ -132,9 +134,6 @@ class LiveLog:
         who = name or data.get("senderId") or data.get("type") or "?"
         thread = f"({data['discussionId']}) " if data.get("discussionId") else ""
         self._print(f"[{_experiment_of(path)[:8]}] 💬 {thread}{who}: {_short(data.get('message'))}")
-
-    def _error_records(self) -> None:
-        self._each("errors", self._error)
 
     def _error(self, path: str, data: dict[str, Any]) -> None:
         occurrences = int(data.get("occurrences") or 1)

@@ -170,20 +170,24 @@ class PubSubBridge:
 
     def _create(self) -> tuple[int, int]:
         """Our topics and subscriptions, those that exist already left as they are; how many
-        of each there are."""
+        of each there are. Each topic's subscriptions right after it: a publish that met the
+        topic missing (a restarted emulator) waits for it to have a subscription
+        (``functions.pubsub.publish_all``), and one made to a topic with none is lost."""
         publisher, subscriber = self._publisher, self._subscriber
         assert publisher is not None and subscriber is not None
         for topic in self._topics:
+            path = publisher.topic_path(self.project, topic)
             with contextlib.suppress(gexc.AlreadyExists):
-                publisher.create_topic(name=publisher.topic_path(self.project, topic))
-        for spec in self._specs:
-            topic = publisher.topic_path(self.project, self._topic_of[spec.name])
-            with contextlib.suppress(gexc.AlreadyExists):
-                subscriber.create_subscription(
-                    name=self._subscription_of[spec.name],
-                    topic=topic,
-                    ack_deadline_seconds=ACK_DEADLINE_S,
-                )
+                publisher.create_topic(name=path)
+            for spec in self._specs:
+                if self._topic_of[spec.name] != topic:
+                    continue
+                with contextlib.suppress(gexc.AlreadyExists):
+                    subscriber.create_subscription(
+                        name=self._subscription_of[spec.name],
+                        topic=path,
+                        ack_deadline_seconds=ACK_DEADLINE_S,
+                    )
         return len(self._topics), len(self._specs)
 
     def check(self) -> str | None:

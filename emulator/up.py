@@ -31,6 +31,10 @@ API_PORT = 5002
 """Where the HTTP functions answer (the REST API at /api/v1), beside firebase-tools' 5001;
 a free one when it is taken (the banner prints the URL)."""
 POLL_S = 0.5
+LAST_POLL_S = 5.0
+"""How long the live log's last reads after Ctrl-C may take: ``Stopping ...`` is said first, and
+a Firestore emulator that does not answer (stalled under load) held it up for the client's
+default 300 s (``make up did not stop within 60 s of Ctrl-C``, "Stopping ..." never printed)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -228,13 +232,14 @@ def run(args: argparse.Namespace, chaos: ChaosSettings | None = None) -> int:
         print(banner(runtime, args, override, console_url, notes, agents), flush=True)
         log_file = stack.enter_context(livelog.open_log(runtime.running_services.log_dir))
         feed = livelog.LiveLog(db, override)
-        feed.prime()
         try:
+            with contextlib.suppress(GoogleAPICallError):  # then the first poll shows it all
+                feed.prime()
             _watch(runtime, feed, log_file, args.verbose)
         except (KeyboardInterrupt, SystemExit):
+            print("\nStopping ...", flush=True)  # at once, whatever the last poll takes
             with contextlib.suppress(Exception):
-                feed.poll()  # the last moves before Ctrl-C
-            print("\nStopping ...", flush=True)
+                feed.poll(LAST_POLL_S)  # the last moves before Ctrl-C
         finally:
             _export(runtime, args.export_on_exit)
     return 0

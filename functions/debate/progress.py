@@ -6,6 +6,7 @@ creation triggers it; duplicates and late deliveries find the round complete and
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any
 
 from google.api_core import exceptions as gexc
@@ -25,6 +26,8 @@ from shared.debate.models import (
     StatementKind,
 )
 from shared.models import now, parse_document
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +56,13 @@ def complete_round(d: str, round_id: str) -> Next | None:
     others re-read and find the round complete."""
     for _ in range(ATTEMPTS):
         snap = store.ref(docs.round_(d, round_id)).get()
+        if not snap.exists:
+            # lost with the data (the Firestore emulator started again from an export, issue
+            # 40 row 9) under a statement made after it, by a turn in flight across the
+            # restart: the previous round's completion, re-driven by the watchdog, writes the
+            # round again, and its statements' checks complete it. No record.
+            log.info("debate %s: a statement of round %s, which is gone", d, round_id)
+            return None
         rnd = parse_document(
             Round, docs.round_(d, round_id), snap.to_dict() if snap.exists else None
         )

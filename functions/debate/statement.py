@@ -58,9 +58,17 @@ def _ended(turn: DebateTurn, failure: work.Failure) -> None:
 def _make(turn: DebateTurn) -> None:
     d = turn.debate_id
     path = docs.statement(d, turn.statement_id)
-    exists, debate, rnd = docs.fetch(
-        (None, path), (Debate, docs.debate(d)), (Round, docs.round_(d, turn.round_id))
+    round_path = docs.round_(d, turn.round_id)
+    exists, debate, round_exists = docs.fetch(
+        (None, path), (Debate, docs.debate(d)), (None, round_path)
     )
+    if not round_exists:
+        # a round is written before its turns are published: this one was lost (the data
+        # restored from an export, issue 40 row 9). Its previous round's completion, re-driven
+        # by the watchdog, writes it again and publishes its turns: no record, no retry.
+        log.info("debate %s: turn %s of round %s, which is gone", d, turn.agent, turn.round_id)
+        return
+    rnd = docs.read_round(d, turn.round_id)
     if exists or debate.paused or debate.status == DebateStatus.FAILED:
         return  # made already; paused or failed: resuming or a touch re-drives what is missing
     if turn.agent not in rnd.agents:

@@ -12,6 +12,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from chat_docs import chat_messages
@@ -73,6 +74,29 @@ def in_process(emulators: config.Ports, monkeypatch: pytest.MonkeyPatch) -> Iter
     clients.reset()
     yield emulators
     clients.reset()
+
+
+def small_debate(categories: tuple[str, ...], rounds: int, model: dict[str, str]) -> dict[str, Any]:
+    """A one-layer debate's document: two leaf agents per category (``tokenLimit`` fits one
+    entry per agent), ``rounds`` argument rounds."""
+    data = [
+        {"note": f"Fact {i}: stations and riders, as measured.", "category": c}
+        for i, c in enumerate(c for c in categories for _ in range(2))
+    ]
+    return {
+        "name": "Crash",
+        "numRounds": rounds,
+        "numLayers": 1,
+        "tokenLimit": 30,
+        "seed": 1,
+        "categories": list(categories),
+        "userFunctions": dict.fromkeys(
+            ("formatAgentResponse", "drawFinalConclusion", "compareResponses", "prompts"),
+            "generic",
+        ),
+        "model": model,
+        "data": data,
+    }
 
 
 def environment(ports: config.Ports) -> dict[str, str]:

@@ -18,6 +18,8 @@ from experiment_state import settle
 
 from console.debate_live import read_view
 from emulator.chaos import ChaosSettings
+from functions.debate.messages import publish_turns
+from shared.debate.naming import statement_id
 from shared.llm import ModelError
 from tools.debate import state as debate_state
 from tools.debate.transcript import markdown
@@ -287,3 +289,35 @@ def test_a_category_over_max_cluster_size_debates_in_parts_the_same_under_chaos(
         chaotic = _run(runtime, db, "split", _one_category(maxClusterSize=2))
     assert chaotic.fingerprint() == plain.fingerprint()
     assert run.counts()["duplicated"] > 0
+
+
+def test_a_turn_whose_round_is_gone_is_dropped_without_a_record(runtime, db) -> None:
+    """A turn of a round lost with the data (the Firestore emulator started again from an
+    export, issue 40 row 9): the previous round's completion writes the round again, with its
+    turns, so the turn is dropped: no record, no statement."""
+    settings = {**json.loads(GENERIC.read_text()), "numLayers": 1, "numRounds": 0}
+    made = _run(runtime, db, "gone", settings)
+    assert made.done and made.errors == []
+    publish_turns("gone", "L1-C0-R7", [made.rounds[0].agents[0]])
+    runtime.wait_until_idle(timeout=60)
+    s = debate_state.read(db, "gone")
+    assert s.errors == [] and s.statements == made.statements
+
+
+def test_a_statement_whose_round_is_gone_leaves_no_record(runtime, db) -> None:
+    """A statement made for a round lost with the data (a turn in flight across a Firestore
+    emulator restarted from an export, issue 40 row 9; the round was written after the
+    export): its round's check finds no round and leaves it to the previous round's completion,
+    which writes it again. No record blaming the round."""
+    settings = {**json.loads(GENERIC.read_text()), "numLayers": 1, "numRounds": 0}
+    made = _run(runtime, db, "orphan", settings)
+    assert made.done and made.errors == []
+    first = made.statements[0]
+    data = db.document(f"debates/orphan/statements/{first.id}").get().to_dict()
+    gone = "L1-C0-R7"
+    orphan = {**data, "id": statement_id(gone, first.agent), "roundId": gone}
+    db.document(f"debates/orphan/statements/{orphan['id']}").set(orphan)
+    runtime.wait_until_idle(timeout=60)
+    s = debate_state.read(db, "orphan")
+    assert s.errors == [], s.errors
+    assert any(d.function == "onDebateStatementCreated" for d in runtime.deliveries)

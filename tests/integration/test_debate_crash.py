@@ -26,6 +26,7 @@ from crashing import (  # noqa: F401 (emulators: a fixture)
     emulators,
     environment,
     kill_runtime,
+    small_debate,
     start_runtime,
     wait_for,
 )
@@ -47,28 +48,8 @@ MOVE_BOUND_S = 60.0
 DONE_BOUND_S = 80.0
 HELD_S = 600.0
 """A reply held before the kill outlasts the test (the server's exit wakes it)."""
+MODEL = {"apiType": "OPENAI", "modelName": "fake-model"}
 REPLY = "Expand the scheme: demand outruns the fleet. Conclusion: expand"
-
-
-def _settings() -> dict:
-    data = [
-        {"note": f"Fact {i}: stations and riders, as measured.", "category": c}
-        for i, c in enumerate(c for c in CATEGORIES for _ in range(2))
-    ]
-    return {
-        "name": "Crash",
-        "numRounds": 0,
-        "numLayers": 1,
-        "tokenLimit": 30,
-        "seed": 1,
-        "categories": list(CATEGORIES),
-        "userFunctions": dict.fromkeys(
-            ("formatAgentResponse", "drawFinalConclusion", "compareResponses", "prompts"),
-            "generic",
-        ),
-        "model": {"apiType": "OPENAI", "modelName": "fake-model"},
-        "data": data,
-    }
 
 
 def _holding_until(killed: threading.Event) -> Callable[[Recorded], Step]:
@@ -130,7 +111,7 @@ def test_statements_killed_in_flight_are_made_again_and_the_debate_finishes(
         db = firestore.Client(project=PROJECT)
         runtime = start_runtime(emulators)
         try:
-            db.document(f"debates/{D}").set(_settings())
+            db.document(f"debates/{D}").set(small_debate(CATEGORIES, 0, MODEL))
             wait_for(lambda: len(fake.requests) >= LEAVES, 60, "every opening's model call")
             kill_runtime(runtime)  # the openings' calls are in flight
             killed.set()

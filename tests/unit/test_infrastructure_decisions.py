@@ -18,12 +18,14 @@ from functions import (
     as_seen,
     documents,
     download,
+    errors,
     firestore_api,
     pubsub,
     store,
     transactions,
     usage,
 )
+from shared.errors import Kind, PlatformError
 from shared.models import ChatMessage, DocumentError, ProfileBase, UserType
 
 UTC = datetime.UTC
@@ -277,3 +279,46 @@ def test_publish_observers_are_removed_once() -> None:
     pubsub.remove_observer(seen)
     pubsub.remove_observer(seen)  # not there any more: nothing to do
     assert seen not in pubsub._observers
+
+
+class _TopicGone:
+    """A publisher whose topic is gone: each publish's future raises NotFound, and the topic
+    has no subscription, ``back_after`` times; then publishes get ids."""
+
+    def __init__(self, back_after: int) -> None:
+        self.back_after = back_after
+        self.published: list[bytes] = []
+
+    def publish(self, path: str, data: bytes) -> Any:
+        self.published.append(data)
+        gone, n = self.back_after > 0, len(self.published)
+        return SimpleNamespace(result=lambda timeout: self._answer(gone, n))
+
+    def _answer(self, gone: bool, n: int) -> str:
+        if gone:
+            raise gexc.NotFound("Topic not found")
+        return f"m{n}"
+
+    def list_topic_subscriptions(self, topic: str, retry: Any, timeout: float) -> list[str]:
+        self.back_after -= 1
+        if self.back_after > 0:
+            raise gexc.NotFound("Topic not found")
+        return [f"{topic}-sub"]
+
+
+def test_a_publish_that_meets_its_topic_gone_waits_for_it_or_is_the_platforms_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A restarted Pub/Sub emulator has lost its topics until the runtime makes them again: the
+    refused payloads go again once the topic has a subscription; a topic that never comes back
+    is a PlatformError (retried, not counted against the work), not a NotFound (the work's)."""
+    monkeypatch.setattr(pubsub, "TOPIC_BACK_POLL_S", 0.01)
+    back = _TopicGone(back_after=3)
+    monkeypatch.setattr(pubsub.clients, "publisher", lambda: back)
+    assert pubsub.publish_all("t", [1, 2], timeout=5) == ["m3", "m4"]
+    assert back.published == [b"1", b"2", b"1", b"2"]
+    never = _TopicGone(back_after=10**6)
+    monkeypatch.setattr(pubsub.clients, "publisher", lambda: never)
+    with pytest.raises(PlatformError, match="NotFound: 404 Topic not found"):
+        pubsub.publish("t", {}, timeout=0.2)
+    assert errors.kind_of(PlatformError("x")) is Kind.PLATFORM
