@@ -13,12 +13,9 @@ import signal
 import sys
 from pathlib import Path
 
-from emulator import up as emulator_up
 from emulator.chaos import ChaosSettings
-from emulator.config import add_processes_argument
+from emulator.config import add_processes_argument, add_up_arguments
 from emulator.dispatcher import MODES
-from emulator.processes import EmulatorStartError
-from emulator.runtime import AttachError
 
 _CHAOS_FLAGS = (
     ("--duplicate-rate", "duplicate_rate", "probability that an event is delivered twice"),
@@ -32,7 +29,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m emulator", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start the emulators, the runtime and the console")
-    emulator_up.add_arguments(up)
+    add_up_arguments(up)
     alone = sub.add_parser("emulators", help="only the emulators, for `up --attach`")
     alone.add_argument("--import", dest="import_dir", type=Path, help="load a Firestore export")
     alone.add_argument("-v", "--verbose", action="store_true", help="log more")
@@ -69,7 +66,11 @@ def _exit_cleanly_on_signals() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _args(argv)
+    args = _args(argv)  # before the stack is imported: --help and a bad argument answer at once
+    from emulator import up as emulator_up
+    from emulator.processes import EmulatorStartError
+    from emulator.runtime import AttachError
+
     _exit_cleanly_on_signals()
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,

@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from emulator.processes import free_port
+from tools.deploy import rulesets
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIREBASE_JSON = REPO_ROOT / "firebase.json"
@@ -125,3 +126,46 @@ def resolve(wanted: Ports, keep: tuple[str, ...] = ()) -> tuple[Ports, list[str]
         if port:
             notes.append(f"port {port} ({name}) is taken: using {chosen[name]} instead")
     return Ports(**chosen), notes
+
+
+def add_up_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``up`` (``make up ARGS="..."``)."""
+    parser.add_argument("--project", default="demo-dlab")
+    parser.add_argument(
+        "--model-override",
+        help="run every agent on this apiType ('none': each on its own provider); default: "
+        "agents whose provider has no credentials in the environment run on SCRIPTED",
+    )
+    parser.add_argument("--attach", action="store_true", help="use emulators already running")
+    parser.add_argument("--import", dest="import_dir", type=Path, help="load a Firestore export")
+    parser.add_argument(
+        "--export-on-exit", type=Path, help="export the Firestore data here on exit"
+    )
+    parser.add_argument("--keep-logs", action="store_true", help="keep the temporary log folder")
+    parser.add_argument(
+        "--tick", type=float, default=2.0, help="seconds between scheduled ticks (0: none)"
+    )
+    parser.add_argument(
+        "--idle-agent-seconds",
+        type=float,
+        default=5.0,
+        help="the watchdog nudges chat agents quiet for this long (DLAB_IDLE_AGENT_SECONDS)",
+    )
+    parser.add_argument("--console-port", type=int, help="default 4001 (0: no console)")
+    parser.add_argument(
+        "--free-ports", action="store_true", help="ignore firebase.json's ports (tests use this)"
+    )
+    parser.add_argument(
+        "--ruleset",
+        choices=rulesets.NAMES,
+        default="default",
+        help="the security rules loaded: default (firestore.rules) or strict "
+        "(firestore.strict.rules: participants sign in as themselves); docs/SECURITY.md",
+    )
+    for service in ATTACHED:
+        parser.add_argument(
+            f"--{service}-port", type=int, help=f"with --attach: the {service} emulator's port"
+        )
+
+
+ATTACHED = ("firestore", "pubsub", "functions")

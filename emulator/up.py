@@ -37,47 +37,6 @@ a Firestore emulator that does not answer (stalled under load) held it up for th
 default 300 s (``make up did not stop within 60 s of Ctrl-C``, "Stopping ..." never printed)."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``up`` (``make up ARGS="..."``)."""
-    parser.add_argument("--project", default="demo-dlab")
-    parser.add_argument(
-        "--model-override",
-        help="run every agent on this apiType ('none': each on its own provider); default: "
-        "agents whose provider has no credentials in the environment run on SCRIPTED",
-    )
-    parser.add_argument("--attach", action="store_true", help="use emulators already running")
-    parser.add_argument("--import", dest="import_dir", type=Path, help="load a Firestore export")
-    parser.add_argument(
-        "--export-on-exit", type=Path, help="export the Firestore data here on exit"
-    )
-    parser.add_argument("--keep-logs", action="store_true", help="keep the temporary log folder")
-    parser.add_argument(
-        "--tick", type=float, default=2.0, help="seconds between scheduled ticks (0: none)"
-    )
-    parser.add_argument(
-        "--idle-agent-seconds",
-        type=float,
-        default=5.0,
-        help="the watchdog nudges chat agents quiet for this long (DLAB_IDLE_AGENT_SECONDS)",
-    )
-    parser.add_argument("--console-port", type=int, help="default 4001 (0: no console)")
-    parser.add_argument(
-        "--free-ports", action="store_true", help="ignore firebase.json's ports (tests use this)"
-    )
-    parser.add_argument(
-        "--ruleset",
-        choices=rulesets.NAMES,
-        default="default",
-        help="the security rules loaded: default (firestore.rules) or strict "
-        "(firestore.strict.rules: participants sign in as themselves); docs/SECURITY.md",
-    )
-    for service in ATTACHED:
-        parser.add_argument(
-            f"--{service}-port", type=int, help=f"with --attach: the {service} emulator's port"
-        )
-
-
-ATTACHED = ("firestore", "pubsub", "functions")
 """The ports an attached backend must share with the emulators it attaches to."""
 
 
@@ -85,8 +44,8 @@ def attach_command(ports: config.Ports) -> str:
     """How to attach the backend to emulators on ``ports``: the port options are spelled out
     when any differs from firebase.json's, which is what a bare ``--attach`` would use."""
     usual = config.firebase_ports()
-    moved = [s for s in ATTACHED if getattr(ports, s) != getattr(usual, s)]
-    extra = "".join(f" --{s}-port {getattr(ports, s)}" for s in ATTACHED) if moved else ""
+    moved = [s for s in config.ATTACHED if getattr(ports, s) != getattr(usual, s)]
+    extra = "".join(f" --{s}-port {getattr(ports, s)}" for s in config.ATTACHED) if moved else ""
     return f'make up ARGS="--attach{extra}"' if extra else "make up ARGS=--attach"
 
 
@@ -98,7 +57,7 @@ def emulator_options(args: argparse.Namespace) -> tuple[config.EmulatorOptions, 
             "--attach, give it to the emulators (python -m emulator emulators --import DIR)"
         )
     wanted = config.Ports() if args.free_ports else config.firebase_ports()
-    given = {s: getattr(args, f"{s}_port", None) for s in ATTACHED}
+    given = {s: getattr(args, f"{s}_port", None) for s in config.ATTACHED}
     if any(given.values()) and not args.attach:
         raise SystemExit("python -m emulator up: --firestore-port and the like go with --attach")
     wanted = wanted.model_copy(update={s: port for s, port in given.items() if port})

@@ -12,7 +12,7 @@ from emulator import up as emulator_up
 
 def _args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    emulator_up.add_arguments(parser)
+    config.add_up_arguments(parser)
     return parser.parse_args(list(argv))
 
 
