@@ -310,11 +310,12 @@ def _advance_once(
     again before, ``_beside_lease``); a run again reads after it."""
     path = store.participant_path(experiment_id, participant_id)
     experiment_path = store.experiment_path(experiment_id)
-    beside = bool(first)
-    if beside:
+    if first:
         snapshots = first.pop()()
+        beside = any(snap.reference.path == path for snap in snapshots)  # else read under it
     else:
         snapshots = reads.current().read_now(_first_read(experiment_id, participant_id, seen))
+        beside = False
     for snap in snapshots:  # the run's budget as read now: the spend check needs no read
         if snap.reference.path == experiment_path:
             spend.seen(experiment_path, store.data_of(snap))
