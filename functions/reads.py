@@ -45,7 +45,7 @@ class Reads:
     def __init__(self, keeping: bool = True) -> None:
         self.keeping = keeping
         self._kept: dict[Hashable, Any] = {}
-        self._ahead: dict[str, Any] = {}
+        self._ahead: dict[Hashable, Any] = {}
 
     # ---- values read once per invocation ----------------------------------------------------
 
@@ -88,27 +88,64 @@ class Reads:
         """Within an ``ahead`` block, read these documents in one round trip for their next
         read (``take``); those held already (read ahead and unused, or a kept config) are not
         read again, and a single document is left to its own read."""
-        block = _block.get()
+        if _block.get() is None or not self.keeping:
+            return
+        self.hold(self.read_now(paths))
+
+    def read_now(self, paths: Iterable[str]) -> list[Any]:
+        """The snapshots of those of ``paths`` that ``batch`` would read, read now in one round
+        trip (none for fewer than two, or outside an invocation): for a read started before
+        its ``ahead`` block (``start``), which ``hold`` then hands to the block."""
         wanted = [
             p
             for p in dict.fromkeys(p for p in paths if p)
             if p not in self._ahead and not self.holds(p)
         ]
-        if block is None or not self.keeping or len(wanted) < 2:
-            return
+        if not self.keeping or len(wanted) < 2:
+            return []
         db = clients.db()
-        for snap in db.get_all([db.document(p) for p in wanted]):
+        return list(db.get_all([db.document(p) for p in wanted]))
+
+    def hold(self, snapshots: Iterable[Any]) -> None:
+        """Within an ``ahead`` block, keep these snapshots for their documents' next read."""
+        block = _block.get()
+        if block is None or not self.keeping:
+            return
+        for snap in snapshots:
             self._ahead[snap.reference.path] = snap
             block.append(snap.reference.path)
 
-    def take(self, path: str) -> Any:
+    def take(self, path: Hashable) -> Any:
         """The snapshot read ahead for the next read of ``path`` (None if none): it answers
         that one read only, never one after a write."""
         return self._ahead.pop(path, None)
 
+    def peek(self, path: str) -> Any:
+        """The snapshot read ahead for ``path``, left for its next read (None if none)."""
+        return self._ahead.get(path)
+
+    def hold_value(self, key: Hashable, value: Any) -> None:
+        """Within an ``ahead`` block, keep ``value`` (a query's result read for the block) for
+        the next ``ahead_or`` of ``key``, as ``hold`` keeps a snapshot."""
+        block = _block.get()
+        if block is not None and self.keeping:
+            self._ahead[key] = value
+            block.append(key)
+
+    def ahead_or(self, key: Hashable, load: Callable[..., T], *args: Any) -> T:
+        """The value held for ``key`` (``hold_value``), once, else ``load(*args)`` now."""
+        held = self._ahead.pop(key, None)
+        return cast(T, held) if held is not None else load(*args)
+
+    def knows(self, path: str, key: Hashable) -> bool:
+        """Whether the document at ``path`` is read ahead, or ``key`` kept (``once``)."""
+        return path in self._ahead or (self.keeping and key in self._kept)
+
 
 _reads: contextvars.ContextVar[Reads | None] = contextvars.ContextVar("reads", default=None)
-_block: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("ahead", default=None)
+_block: contextvars.ContextVar[list[Hashable] | None] = contextvars.ContextVar(
+    "ahead", default=None
+)
 _fresh: contextvars.ContextVar[bool] = contextvars.ContextVar("fresh_reads", default=False)
 
 
@@ -128,14 +165,16 @@ def invocation() -> Iterator[Reads]:
 
 
 @contextlib.contextmanager
-def ahead(paths: Iterable[str] = ()) -> Iterator[None]:
+def ahead(paths: Iterable[str] = (), read: Iterable[Any] = ()) -> Iterator[None]:
     """Read ``paths`` (and, within the block, what ``batch`` adds) in one round trip, each for
     its first read within the block; what the block did not read is dropped at its end, so no
     snapshot outlives the step it was read for. Firestore bills per document either way: what
-    this saves is round trips."""
-    kept: list[str] = []
+    this saves is round trips. ``read``: snapshots read for the block before it began
+    (``Reads.read_now`` started beside other work), held like those of ``paths``."""
+    kept: list[Hashable] = []
     token = _block.set(kept)
     try:
+        current().hold(read)
         current().batch(paths)
         yield
     finally:

@@ -171,26 +171,47 @@ def _remember(run: str, known: _RunBudget) -> None:
     _known[run] = (time.monotonic(), known)
 
 
+def _parsed(run: str, data: dict[str, Any]) -> _RunBudget:
+    """The budget and mark of the run document's ``data``; DocumentError names a bad cap."""
+    raw = data.get("budget")
+    if raw is not None and not isinstance(raw, dict):  # 0, false, "": never ignored
+        raise DocumentError(run, "budget", NOT_A_MAP)
+    try:
+        budget = Budget.model_validate(raw) if raw else None
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in ("budget", *first["loc"]))
+        raise DocumentError(run, where, first["msg"]) from None
+    mark = data.get("budgetReached")
+    return _RunBudget(budget, str(mark.get("cap")) if isinstance(mark, dict) else None)
+
+
+def seen(run: str, data: dict[str, Any] | None) -> None:
+    """The invocation has just read the run document whole (``data``): its budget answers this
+    invocation's checks without a read of their own. Read now, it is as fresh as that read
+    (a budget raised after it is seen by the next invocation; one raised before, by this
+    one). A budget that does not parse is left to the check, which records it."""
+    if data is None:
+        return
+    try:
+        known = _parsed(run, data)
+    except DocumentError:
+        return
+    reads.note(("runBudget", run), known)
+    _remember(run, known)
+
+
 def _run_budget(run: str) -> _RunBudget:
-    """The run's budget as this instance read it in the last few seconds, else read now (a
-    field mask: nothing else is sent)."""
-    seen = _known.get(run)
-    if seen is not None and time.monotonic() - seen[0] < backbone_settings().budget_refresh_seconds:
-        return seen[1]
+    """The run's budget as this invocation read it (``seen``), or as this instance read it in
+    the last few seconds, else read now (a field mask: nothing else is sent)."""
 
     def load() -> _RunBudget:
+        kept = _known.get(run)
+        refresh = backbone_settings().budget_refresh_seconds
+        if kept is not None and time.monotonic() - kept[0] < refresh:
+            return kept[1]
         data = store.snapshot_data(run, fields=["budget", "budgetReached"]) or {}
-        raw = data.get("budget")
-        if raw is not None and not isinstance(raw, dict):  # 0, false, "": never ignored
-            raise DocumentError(run, "budget", NOT_A_MAP)
-        try:
-            budget = Budget.model_validate(raw) if raw else None
-        except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(p) for p in ("budget", *first["loc"]))
-            raise DocumentError(run, where, first["msg"]) from None
-        mark = data.get("budgetReached")
-        known = _RunBudget(budget, str(mark.get("cap")) if isinstance(mark, dict) else None)
+        known = _parsed(run, data)
         _remember(run, known)
         return known
 

@@ -112,6 +112,8 @@ class AgentWake(WireMessage):
     cohort_id: str = ""
     stage_id: str = ""
     """Where the waker saw the participant ('' if it did not): read with it (a guess only)."""
+    agent_id: str = ""
+    """Its persona, if the waker saw it: the persona's prompt there is read with it too."""
 
 
 def publish_turns(*turns: AgentTurn) -> None:
@@ -123,18 +125,19 @@ def publish_wakes(
     experiment_id: str,
     reason: str,
     *participant_ids: str,
-    seen_at: Mapping[str, tuple[str, str]] | None = None,
+    seen_at: Mapping[str, tuple[str, str, str]] | None = None,
 ) -> None:
-    """One wake message per participant, published together; ``seen_at``: (cohort, stage)
-    where the waker saw each one, if it knows."""
+    """One wake message per participant, published together; ``seen_at``: (cohort, stage,
+    persona) where the waker saw each one, if it knows."""
     at = seen_at or {}
     wakes = [
         AgentWake(
             experiment_id=experiment_id,
             participant_id=p,
             reason=reason,
-            cohort_id=at.get(p, ("", ""))[0],
-            stage_id=at.get(p, ("", ""))[1],
+            cohort_id=at.get(p, ("", "", ""))[0],
+            stage_id=at.get(p, ("", "", ""))[1],
+            agent_id=at.get(p, ("", "", ""))[2],
         )
         for p in participant_ids
     ]

@@ -9,19 +9,24 @@ event makes the next move.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import hashlib
 import logging
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
+from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
-from functions import reads, store, transactions, work
+from functions import reads, spend, store, transactions, work
 from functions.agents import cohort_lock, moves, roles, spawn
 from functions.agents.model_call import AnswerFailed, CallSite, ProviderUnavailable, ask
 from functions.agents.prompting import (
     build_stage_prompt,
+    context_reads,
     creator_api_keys,
     creator_keys_path,
     persona_prompt_path,
@@ -108,9 +113,11 @@ def _answer(
 def _existing_answer(
     experiment_id: str, participant: ParticipantProfile, stage: StageConfig
 ) -> bool:
-    data = store.snapshot_data(
-        store.stage_data_path(experiment_id, participant.private_id, stage.id)
-    )
+    """Whether the stage was answered; the answer read ahead stays for the prompt, which shows
+    it too (nothing is written between)."""
+    path = store.stage_data_path(experiment_id, participant.private_id, stage.id)
+    snap = reads.current().peek(path)
+    data = store.data_of(snap) if snap is not None else store.snapshot_data(path)
     return data is not None and data.get("kind") == stage.kind
 
 
@@ -164,7 +171,13 @@ def _load_position(
             blocked_on=store.experiment_path(experiment_id),
         )
     stage = store.read_stage(experiment_id, participant.current_stage_id)
+    _note_stage(experiment_id, stage)
     return experiment, stage
+
+
+def _document_id(value: Any) -> bool:
+    """Whether ``value`` can name a document (a guess read with others must not fail them)."""
+    return isinstance(value, str) and bool(value) and "/" not in value and value not in (".", "..")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,15 +188,49 @@ class Seen:
 
     cohort_id: str = ""
     stage_id: str = ""
+    persona: str = ""
+    """The agent's persona (``agentConfig.agentId``), when the event showed it: its prompt for
+    the stage is read in the same round trip too."""
 
     @classmethod
     def of(cls, data: dict[str, Any] | None) -> Seen | None:
         data = data or {}
         cohort, stage = data.get("currentCohortId"), data.get("currentStageId")
         ids = (cohort, stage)
-        if all(isinstance(i, str) and i and "/" not in i for i in ids):  # a document id each
-            return cls(str(cohort), str(stage))
+        if all(_document_id(i) for i in ids):
+            config = data.get("agentConfig")
+            persona = config.get("agentId") if isinstance(config, dict) else None
+            return cls(str(cohort), str(stage), str(persona) if _document_id(persona) else "")
         return None
+
+    def paths(self, experiment_id: str) -> list[str]:
+        """The documents read with the participant where it was seen: its stage and cohort,
+        and the persona's prompt there unless this instance knows the stage asks no model."""
+        asks = _asks_model.get((store.project_id(), experiment_id, self.stage_id), True)
+        persona = self.persona and asks
+        return [
+            store.stage_path(experiment_id, self.stage_id),
+            store.cohort_path(experiment_id, self.cohort_id),
+            persona_prompt_path(experiment_id, self.persona, self.stage_id) if persona else "",
+        ]
+
+
+_asks_model: dict[tuple[str | None, str, str], bool] = {}
+"""Per instance, whether each stage it read asks an agent for an answer (ids only, a guess:
+a stage changed since costs a read, or a round trip for its persona's prompt)."""
+KINDS_KEPT = 10_000
+
+
+def _note_stage(experiment_id: str, stage: StageConfig) -> None:
+    if len(_asks_model) >= KINDS_KEPT:
+        _asks_model.clear()
+    asks = agent_action(stage) == AgentAction.ANSWER
+    _asks_model[(store.project_id(), experiment_id, stage.id)] = asks
+
+
+_beside_lease: contextvars.ContextVar[bool] = contextvars.ContextVar("beside", default=False)
+"""The participant this move decides on was read beside the move lease's acquisition, not
+after it: a move that will call the model reads it again first (``_answer_once``)."""
 
 
 def advance_agent(experiment_id: str, participant_id: str, seen: Seen | None = None) -> Advance:
@@ -192,19 +239,31 @@ def advance_agent(experiment_id: str, participant_id: str, seen: Seen | None = N
     An agent's moves run under its move lease: deliveries that arrive while another invocation
     moves it (duplicates, its own next update, a wake) ask that one to run again instead of
     racing it, so a move, and its model call, is made once.
-    The participant is read under the lease (a human's update takes it too, so the document is
-    read once per run, not once to tell an agent and again to move it).
+    The participant is read beside the lease's acquisition, in the same round trip (a human's
+    update takes the lease too, so the document is read once per run, not once to tell an
+    agent and again to move it). A move is written conditional on the participant as read, so
+    a read older than the lease can only make the write fail and the move be decided again;
+    what is not undone that way, a model call, is made only after a read under the lease
+    (``_answer_once``).
     """
     path = store.participant_path(experiment_id, participant_id)
-    outcome = work.run(
-        work.Unit(
-            store.move_lease_path(experiment_id, participant_id),
-            path,
-            lambda: _advance_once(experiment_id, participant_id, seen),
-            ended=lambda failure: _mark_ended(path, failure),
-            on_overflow=lambda: publish_wakes(experiment_id, "moves queued", participant_id),
+    paths = _first_read(experiment_id, participant_id, seen)
+    started = reads.start(lambda: reads.current().read_now(paths))  # beside the lease
+    first = [started]
+    try:
+        outcome = work.run(
+            work.Unit(
+                store.move_lease_path(experiment_id, participant_id),
+                path,
+                lambda: _advance_once(experiment_id, participant_id, seen, first),
+                ended=lambda failure: _mark_ended(path, failure),
+                on_overflow=lambda: publish_wakes(experiment_id, "moves queued", participant_id),
+            )
         )
-    )
+    finally:
+        if first:  # not taken (coalesced, ended): nothing is left in flight
+            with contextlib.suppress(Exception):
+                started()
     if outcome.state == work.State.ENDED:
         return Advance(Move.BLOCKED)
     if outcome.result is None:
@@ -232,16 +291,40 @@ def _mark_ended(path: str, failure: work.Failure) -> None:
         )
 
 
-def _advance_once(experiment_id: str, participant_id: str, seen: Seen | None) -> Advance:
-    """One move, from a fresh read (the participant with the experiment, and the cohort and
-    stage where it was ``seen``, in one round trip)."""
+def _first_read(experiment_id: str, participant_id: str, seen: Seen | None) -> list[str]:
+    """What a move reads first: the participant, the experiment, and where it was ``seen``."""
+    participant = store.participant_path(experiment_id, participant_id)
+    where = seen.paths(experiment_id) if seen is not None else []
+    return [participant, store.experiment_path(experiment_id), *where]
+
+
+def _advance_once(
+    experiment_id: str,
+    participant_id: str,
+    seen: Seen | None,
+    first: list[Callable[[], list[Any]]],
+) -> Advance:
+    """One move, from one round trip's read: the participant with the experiment, and the
+    cohort, stage and persona prompt where it was ``seen``. The first run takes the read
+    started beside the lease (``first``: a move that asks the model reads the participant
+    again before, ``_beside_lease``); a run again reads after it."""
     path = store.participant_path(experiment_id, participant_id)
-    ahead = [path, store.experiment_path(experiment_id)]
-    if seen is not None:
-        ahead.append(store.stage_path(experiment_id, seen.stage_id))
-        ahead.append(store.cohort_path(experiment_id, seen.cohort_id))
-    with reads.ahead(ahead), store.writing_later():  # the model's log goes with the move
-        return _advance_read(experiment_id, path)
+    experiment_path = store.experiment_path(experiment_id)
+    if first:
+        snapshots = first.pop()()
+        beside = any(snap.reference.path == path for snap in snapshots)  # else read under it
+    else:
+        snapshots = reads.current().read_now(_first_read(experiment_id, participant_id, seen))
+        beside = False
+    for snap in snapshots:  # the run's budget as read now: the spend check needs no read
+        if snap.reference.path == experiment_path:
+            spend.seen(experiment_path, store.data_of(snap))
+    token = _beside_lease.set(beside)
+    try:
+        with reads.ahead((), snapshots), store.writing_later():  # the log goes with the move
+            return _advance_read(experiment_id, path)
+    finally:
+        _beside_lease.reset(token)
 
 
 def _advance_read(experiment_id: str, path: str) -> Advance:
@@ -261,7 +344,7 @@ def _advance_read(experiment_id: str, path: str) -> Advance:
     except DocumentError as error:
         record_error(FUNCTION, error)
         if participant.is_agent:
-            _mark_blocked(path, participant, error)
+            _mark_blocked(path, participant, error, read_at)
         return Advance(Move.BLOCKED)
 
 
@@ -336,12 +419,20 @@ def _already_blocked_on(participant: ParticipantProfile, error: DocumentError) -
     return all(marked.get(k) == v for k, v in _blocked_on(error).items())
 
 
-def _mark_blocked(path: str, participant: ParticipantProfile, error: DocumentError) -> None:
+def _mark_blocked(
+    path: str, participant: ParticipantProfile, error: DocumentError, read_at: Any
+) -> None:
     """Say on the agent what stops it; writing that document wakes it, and its next move
-    marks the error record resolved."""
+    marks the error record resolved. Written only on the participant as read (``read_at``):
+    one that changed since (read beside the lease, before another move) is decided again on
+    its own update."""
     if not _already_blocked_on(participant, error):
         blocked = {**_blocked_on(error), "since": now()}
-        store.ref(path).update(ParticipantProfile.fields(agent_blocked_on=blocked))
+        option = store.db().write_option(last_update_time=read_at) if read_at else None
+        with contextlib.suppress(gexc.FailedPrecondition, gexc.NotFound):
+            store.ref(path).update(
+                ParticipantProfile.fields(agent_blocked_on=blocked), option=option
+            )
 
 
 def _move(
@@ -416,18 +507,35 @@ def _start(path: str, participant: ParticipantProfile, read_at: Any) -> bool:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class _Changed:
+    """The participant as read under the lease, changed since the read beside it."""
+
+    participant: ParticipantProfile
+    read_at: Any
+
+
 def _answer_once(
     experiment: Experiment,
     cohort: CohortConfig,
     participant: ParticipantProfile,
     stage: StageConfig,
-) -> StageAnswer | ProfileBase | Advance | None:
+    read_at: Any,
+) -> StageAnswer | ProfileBase | Advance | _Changed | None:
     """The model's answer to the stage (None: answered before, or the model kept answering
-    invalidly), or the move's outcome when the model could not be asked. The documents an
-    answer reads first (an existing answer, the persona's prompt, the creator's keys) are read
-    in one round trip."""
+    invalidly), or the move's outcome when the model could not be asked, or the participant
+    read again under the lease when it changed since the read the move was decided on
+    (``_Changed``: the move is decided again, and the model not asked here). What an answer
+    reads first (the participant again, an existing answer, the persona's prompt, the
+    creator's keys, what the prompt shows) is read in one round trip."""
     path = store.participant_path(experiment.id, participant.private_id)
-    with reads.ahead(_answer_documents(experiment, participant, stage)):
+    with reads.ahead():
+        _read_for_answer(experiment, cohort, participant, stage)
+        if _beside_lease.get():
+            fresh, fresh_at = store.read_versioned(ParticipantProfile, path)
+            _beside_lease.set(False)
+            if fresh_at != read_at:
+                return _Changed(fresh, fresh_at)
         if _existing_answer(experiment.id, participant, stage):
             return None
         try:
@@ -449,6 +557,21 @@ def _answer_once(
             reason = f"stage {stage.id!r}: {error}; the agent moved on without an answer"
             record_error(FUNCTION, DocumentError(path, "stageData", reason))
             return None
+
+
+def _read_for_answer(
+    experiment: Experiment,
+    cohort: CohortConfig,
+    participant: ParticipantProfile,
+    stage: StageConfig,
+) -> None:
+    """Within an ``ahead`` block: read what answering reads first in one round trip, the
+    documents in one batch and the prompt's queries beside it (``context_reads``)."""
+    shown, queries = context_reads(experiment, cohort, participant, stage)
+    path = store.participant_path(experiment.id, participant.private_id)
+    again = [path] if _beside_lease.get() else []
+    wanted = [*again, *_answer_documents(experiment, participant, stage), *shown]
+    reads.all_together([lambda: reads.batch(wanted), *queries])
 
 
 def _answer_documents(
@@ -483,7 +606,9 @@ def _progress(
         return Advance(Move.STARTED if started else Move.WAITING, entered)
     answer = None
     if action == AgentAction.ANSWER:
-        answered = _answer_once(experiment, cohort, participant, stage)
+        answered = _answer_once(experiment, cohort, participant, stage, read_at)
+        if isinstance(answered, _Changed):  # moved meanwhile: decide on the read under the lease
+            return _move(experiment.id, path, answered.participant, answered.read_at)
         if isinstance(answered, Advance):
             return answered
         answer = answered

@@ -5,10 +5,10 @@ default, rendered over the documents it refers to."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from functions import documents, rooms, store
+from functions import documents, reads, rooms, store
 from functions.agents import cohort_lock
 from functions.rooms import Room
 from shared import paths
@@ -22,11 +22,14 @@ from shared.models import (
     MediatorProfile,
     ParticipantProfile,
     PromptConfig,
+    RankingStage,
     StageConfig,
     StageKind,
+    SurveyPerParticipantStage,
     parse_document,
     parse_stage,
 )
+from shared.models.agent import PromptItemGroup, StageContextPromptItem
 from shared.prompts import (
     PromptContext,
     PromptError,
@@ -60,23 +63,31 @@ def persona_prompt_path(experiment_id: str, persona_id: str, stage_id: str) -> s
 def prompt_config(
     experiment_id: str, participant: ParticipantProfile, stage: StageConfig
 ) -> tuple[PromptConfig, str | None]:
-    """(config, path or None): the persona's prompt for this stage if it has one."""
+    """(config, path or None): the persona's prompt for this stage if it has one (read once
+    per invocation: ``context_reads`` asks before the prompt is built)."""
     persona = participant.agent_config.agent_id if participant.agent_config else ""
     if persona:
         path = persona_prompt_path(experiment_id, persona, stage.id)
-        data = store.snapshot_data(path)
+        data = reads.once(("prompt config", path), lambda: store.snapshot_data(path))
         if data is not None:
             data = {"id": stage.id, "type": stage.kind, **data}
             return parse_document(PromptConfig, path, data), path
     return default_participant_prompt(stage), None
 
 
+def _stage_snapshots(experiment_id: str) -> list[Any]:
+    """Every stage document of the experiment."""
+    col = store.db().collection(paths.collection_of(paths.STAGE, experimentId=experiment_id))
+    return list(col.get())
+
+
 def _stages(experiment: Experiment, current: StageConfig) -> dict[str, StageConfig]:
     """The experiment's stages in order; a broken stage other than the current one is left out
     (its own error is recorded when an agent reaches it)."""
-    col = store.db().collection(paths.collection_of(paths.STAGE, experimentId=experiment.id))
-    by_id = {stage.id: stage for stage in documents.valid(col.get(), parse_stage)}
+    snapshots = reads.current().ahead_or(("stages", experiment.id), _stage_snapshots, experiment.id)
+    by_id = {stage.id: stage for stage in documents.valid(snapshots, parse_stage)}
     by_id[current.id] = current
+    _note_listing(experiment.id, by_id.values())
     return {sid: by_id[sid] for sid in experiment.stage_ids if sid in by_id}
 
 
@@ -127,8 +138,12 @@ class _StageDocs:
     def get(self, collection: str, stage_id: str) -> dict[str, Any] | None:
         if self._read is None:
             self._read = {}
-            wanted = [(c, s) for c in self._collections for s in self._stage_ids]
-            snaps = store.db().get_all([store.ref(f"{c}/{s}") for c, s in wanted])
+            wanted = [f"{c}/{s}" for c in self._collections for s in self._stage_ids]
+            held = [reads.current().take(path) for path in wanted]  # read ahead for the prompt
+            snaps = [snap for snap in held if snap is not None]
+            rest = [path for path, snap in zip(wanted, held, strict=True) if snap is None]
+            if rest:
+                snaps += store.db().get_all([store.ref(path) for path in rest])
             for snap in snaps:
                 collection_path, _, sid = snap.reference.path.rpartition("/")
                 self._read[(collection_path, sid)] = store.data_of(snap)
@@ -229,6 +244,101 @@ def creator_api_keys(experiment: Experiment) -> dict[str, Any] | None:
     return parse_document(ExperimenterData, path, {"id": creator, **data}).api_keys
 
 
+def _answer_collections(
+    experiment_id: str, cohort_id: str, agent: ParticipantProfile | MediatorProfile
+) -> list[str]:
+    """Where a prompt's stage context shows answers from: the participant's own stageData
+    (a mediator has none) and the cohort's publicStageData."""
+    public = store.cohort_path(experiment_id, cohort_id) + "/publicStageData"
+    if not isinstance(agent, ParticipantProfile):
+        return [public]
+    return [store.participant_path(experiment_id, agent.private_id) + "/stageData", public]
+
+
+def _items(items: Sequence[Any]) -> Iterator[Any]:
+    """A prompt's items, those of its groups included."""
+    for item in items:
+        yield item
+        if isinstance(item, PromptItemGroup):
+            yield from _items(item.items)
+
+
+def _lists_members(stage: StageConfig) -> bool:
+    """The stage's display (and, answering it, its schema) lists the cohort's members."""
+    if isinstance(stage, RankingStage):
+        return stage.ranking_type != "items"
+    return isinstance(stage, SurveyPerParticipantStage) or stage.kind == StageKind.CHAT
+
+
+_listing: dict[tuple[str | None, str], set[str]] = {}
+"""Per instance and experiment, the stages seen to list the members (``_lists_members``), ids
+only: a prompt that shows them reads the members beside its other reads. A guess: a stage
+changed since costs the read it saved, or a read of the members when shown."""
+LISTINGS_KEPT = 1_000
+
+
+def _note_listing(experiment_id: str, stages: Iterable[StageConfig]) -> None:
+    if len(_listing) >= LISTINGS_KEPT:
+        _listing.clear()
+    listing = _listing.setdefault((store.project_id(), experiment_id), set())
+    for stage in stages:
+        if _lists_members(stage):
+            listing.add(stage.id)
+        else:
+            listing.discard(stage.id)
+
+
+def context_reads(
+    experiment: Experiment,
+    cohort: CohortConfig,
+    participant: ParticipantProfile,
+    stage: StageConfig,
+) -> tuple[list[str], list[Callable[[], object]]]:
+    """What ``build_stage_prompt`` will read, so that it is read in one round trip before:
+    documents (to read in a batch, ``reads.ahead``) and reads to run beside it. Decided on the
+    prompt config once its document was read (by the move's first read, ``Seen``; otherwise
+    it is the one document returned, and the rest is read when the prompt shows it): a stage
+    context reads the answers of the stages it shows and, beyond the current stage, the
+    experiment's stages; the members are read when a stage shown lists them (the current one,
+    or one this instance saw do so, ``_listing``); anything else when shown."""
+    persona = participant.agent_config.agent_id if participant.agent_config else ""
+    path = persona_prompt_path(experiment.id, persona, stage.id) if persona else ""
+    if path and not reads.current().knows(path, ("prompt config", path)):
+        return [path], []
+    config, _ = prompt_config(experiment.id, participant, stage)
+    contexts = [i for i in _items(config.prompt) if isinstance(i, StageContextPromptItem)]
+    shown = _shown_stages(experiment, stage) if contexts else [stage.id]
+    collections = _answer_collections(experiment.id, cohort.id, participant)
+    documents_read = [f"{c}/{s}" for c in collections for s in shown] if contexts else []
+    beside: list[Callable[[], object]] = []
+    if _shows_other_stages(experiment, stage, contexts):
+        stages = ("stages", experiment.id)
+        beside.append(lambda: _hold(stages, _stage_snapshots, experiment.id))
+    _note_listing(experiment.id, [stage])
+    if set(shown) & _listing.get((store.project_id(), experiment.id), set()):
+        members = ("members shown", experiment.id, cohort.id)
+        beside.append(lambda: _hold(members, _members_shown, experiment.id, cohort.id))
+    return documents_read, beside
+
+
+def _shows_other_stages(
+    experiment: Experiment, stage: StageConfig, contexts: Sequence[StageContextPromptItem]
+) -> bool:
+    """Whether a stage context shows a stage other than the current one (it reads them all)."""
+    earlier = stage.id in experiment.stage_ids and experiment.stage_ids[0] != stage.id
+    return any(i.stage_id not in ("", stage.id) or (not i.stage_id and earlier) for i in contexts)
+
+
+def _hold(key: tuple[str, ...], load: Callable[..., object], *args: str) -> None:
+    """``load(*args)`` now, held for the prompt's read of ``key`` (``reads.Reads.ahead_or``)."""
+    reads.current().hold_value(key, load(*args))
+
+
+def _members_shown(experiment_id: str, cohort_id: str) -> list[ParticipantProfile]:
+    """The members as a stage prompt shows them."""
+    return cohort_lock.cohort_members(experiment_id, cohort_id, fields=cohort_lock.SHOWN_FIELDS)
+
+
 def build_context(
     experiment: Experiment,
     cohort: CohortConfig,
@@ -244,18 +354,17 @@ def build_context(
     if members is None:
         members = LazySequence(lambda: cohort_lock.cohort_members(e, c))
     stages = LazyMapping(lambda: _stages(experiment, stage))
-    own_answers = store.participant_path(e, agent.private_id) + "/stageData"
-    public = store.cohort_path(e, c) + "/publicStageData"
+    collections = _answer_collections(e, c, agent)
+    docs = _StageDocs(_shown_stages(experiment, stage), collections)
     is_participant = isinstance(agent, ParticipantProfile)
-    docs = _StageDocs(_shown_stages(experiment, stage), [own_answers, public][not is_participant :])
     return PromptContext(
         experiment=experiment,
         cohort=cohort,
         agent=agent,
         stage=stage,
         stages=stages,
-        answers=_ByStage(docs, own_answers) if is_participant else {},
-        public_data=_ByStage(docs, public),
+        answers=_ByStage(docs, collections[0]) if is_participant else {},
+        public_data=_ByStage(docs, collections[-1]),
         chat_messages=_Chats(Room(e, c, stage.id), stage, stages),
         private_messages=_private_chats(e, c, agent, stage, stages, private_chat_of),
         participants=members,
@@ -327,10 +436,9 @@ def build_stage_prompt(
     stage: StageConfig,
 ) -> StagePrompt:
     config, config_path = prompt_config(experiment.id, participant, stage)
+    key = ("members shown", experiment.id, cohort.id)
     members = LazySequence(
-        lambda: cohort_lock.cohort_members(
-            experiment.id, cohort.id, fields=cohort_lock.SHOWN_FIELDS
-        )
+        lambda: reads.current().ahead_or(key, _members_shown, experiment.id, cohort.id)
     )
     peers = LazySequence(
         lambda: [

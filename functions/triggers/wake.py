@@ -29,6 +29,12 @@ def newly_unlocked(before: dict | None, after: dict | None) -> list[str]:
     return sorted(stage for stage, open_ in new.items() if open_ and not old.get(stage))
 
 
+def _persona(config: Any) -> str:
+    """The persona an ``agentConfig`` names ('' if none, or not a map)."""
+    persona = config.get("agentId") if isinstance(config, dict) else None
+    return persona if isinstance(persona, str) else ""
+
+
 def wake_agents(experiment_id: str, reason: str, **where: str) -> int:
     """Publish a wake for every unfinished agent participant matching ``where`` (field == value).
     Agents selected by the document they are blocked on are re-armed: that write is a fix for
@@ -38,7 +44,11 @@ def wake_agents(experiment_id: str, reason: str, **where: str) -> int:
     for field, value in where.items():  # field paths may contain dots
         query = query.where(filter=firestore.FieldFilter(field, "==", value))
     seen_at = {
-        snap.id: (str(data.get("currentCohortId") or ""), str(data.get("currentStageId") or ""))
+        snap.id: (
+            str(data.get("currentCohortId") or ""),
+            str(data.get("currentStageId") or ""),
+            _persona(data.get("agentConfig")),
+        )
         for snap in query.select(_WAKE_FIELDS).get()
         if (data := snap.to_dict()).get("agentConfig")
         and data.get("currentStatus", "IN_PROGRESS") in _WAKEABLE
@@ -85,5 +95,11 @@ def on_blocking_document_written(event: FirestoreEvent) -> None:
 
 def on_agent_wake(event: PubSubEvent) -> None:
     wake = event.message(AgentWake)
-    seen = Seen.of({"currentCohortId": wake.cohort_id, "currentStageId": wake.stage_id})
+    seen = Seen.of(
+        {
+            "currentCohortId": wake.cohort_id,
+            "currentStageId": wake.stage_id,
+            "agentConfig": {"agentId": wake.agent_id},
+        }
+    )
     advance(wake.experiment_id, wake.participant_id, seen)  # ProviderUnavailable: retried

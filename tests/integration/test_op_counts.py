@@ -34,9 +34,9 @@ class Budget:
 
 
 BUDGET = {
-    "onParticipantCreated": Budget(1, rpcs=3, reads=4, writes=2),
-    "onParticipantUpdated": Budget(10, rpcs=46, reads=102, writes=31),
-    "onAgentWake": Budget(1, rpcs=7, reads=34, writes=6),
+    "onParticipantCreated": Budget(1, rpcs=3, reads=5, writes=2),
+    "onParticipantUpdated": Budget(10, rpcs=44, reads=117, writes=31),
+    "onAgentWake": Budget(1, rpcs=6, reads=35, writes=6),
     "onStageDataWritten": Budget(3, rpcs=12, reads=7, writes=5),
     "onCohortWritten": Budget(2, rpcs=3, reads=3, writes=0),
     "onStageWritten": Budget(10, rpcs=10, reads=10, writes=0),
@@ -44,16 +44,24 @@ BUDGET = {
 }
 """Per function, for the whole run (10 stage moves): deliveries exactly, the rest at most. The
 writes count each model call's journal entry (issue 37: one document in the commit that logs the
-call, no RPC): 3 calls in ``onParticipantUpdated``, 1 in ``onAgentWake``."""
+call, no RPC): 3 calls in ``onParticipantUpdated``, 1 in ``onAgentWake``. Since the lease is
+taken beside the first read (issue 38), a move reads more documents and makes fewer calls:
+the persona's prompt for the stage with the participant (+1 a move, unless the instance knows
+the stage asks no model: every stage here is met once), and the participant again under the
+lease before asking the model (+1 a model move); before, 46 RPCs and 102 reads in
+``onParticipantUpdated``, 4 reads in ``onParticipantCreated``, 7 RPCs and 34 reads in
+``onAgentWake``."""
 MODEL_CALLS = 4
 """The stages that ask the model (survey, survey per participant, ranking, asset allocation)."""
-MOVE_ROUND_TRIPS = 3
+MOVE_ROUND_TRIPS = 2
 """Sequential round trips (``usage.Usage.round_trips``) of a move that asks no model, up to the
-commit that moves the participant: the lease, the read, the commit (issue 38's target)."""
-MODEL_MOVE_ROUND_TRIPS = 7
-"""The same for a move that asks the model: its prompt's context is read lazily, a round trip
-after the other (the stage's context, the cohort, the answers shown; 5-7 seen, not yet at
-the target of 3)."""
+commit that moves the participant: the lease beside the first read, the commit (issue 38's
+target was 3)."""
+MODEL_MOVE_ROUND_TRIPS = 3
+"""The same for a move that asks the model (issue 38's target): the lease beside the first
+read; the participant again (under the lease, before the model is asked) with what the answer
+and its prompt read (an existing answer, the creator's keys, the answers and stages shown, the
+members); the commit. 5-7 before."""
 
 
 def _ten_moves(runtime: Any, db: Any) -> DeliveryUsage:

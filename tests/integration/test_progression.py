@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import threading
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from experiment_state import (
@@ -18,6 +20,7 @@ from experiment_state import (
 )
 from raw_docs import PROGRESS_OPEN, agent, human, move_human, stage, write_experiment
 
+from functions import reads
 from functions.agents.progression import advance_agent
 from shared.models import ParticipantStatus
 from shared.stages.ranking_results import winner
@@ -263,6 +266,54 @@ def test_concurrent_moves_for_one_agent_complete_each_stage_once(runtime, db):
         assert doc(db, f"experiments/{e}/participants/{pid}/stageData/{answered}") is not None
     completions = [s for s in ("gate", "s", "r", "end") if s in p.timestamps.completed_stages]
     assert completions == ["gate", "s", "r", "end"]
+
+
+def test_a_move_read_before_its_lease_asks_no_model_for_a_stage_another_move_passed(
+    runtime, db, monkeypatch
+):
+    """A move's first read goes beside its lease, so another move can land between the two:
+    here the participant is moved past the survey right after the read that still shows it
+    there. The move must not ask the model for the survey (no failed write undoes a model
+    call): it reads the participant again under the lease, and moves on from where it is."""
+    survey = stage(
+        "s",
+        "survey",
+        questions=[{"id": "q", "kind": "check", "questionTitle": "OK?", "isRequired": False}],
+    )
+    e = write_experiment(db, [stage("start", "info"), survey, stage("end", "info")])
+    pid = "agent-stale-read"
+    path = f"experiments/{e}/participants/{pid}"
+    passed: list[str] = []
+    lock = threading.Lock()
+    read_now = reads.Reads.read_now
+
+    def read_then_moved_elsewhere(self: reads.Reads, paths: Any) -> list[Any]:
+        snapshots = read_now(self, paths)
+        mine = [s for s in snapshots if s.reference.path == path and s.exists]
+        with lock:
+            if not mine or passed or (mine[0].to_dict() or {}).get("currentStageId") != "s":
+                return snapshots
+            passed.append("s")
+        stamp = datetime.now(UTC)
+        db.document(path).update(
+            {
+                "currentStageId": "end",
+                "timestamps.completedStages.s": stamp,
+                "timestamps.readyStages.end": stamp,
+            }
+        )
+        return snapshots  # the read as it was, before that write
+
+    monkeypatch.setattr(reads.Reads, "read_now", read_then_moved_elsewhere)
+    assert agent(db, e, "start", private_id=pid) == pid
+    runtime.wait_until_idle(timeout=60)
+    assert passed == ["s"]  # a move read the participant at the survey, and it was moved on
+    p = participant(db, e, pid)
+    assert p.current_status == ParticipantStatus.SUCCESS
+    assert set(p.timestamps.completed_stages) == {"start", "s", "end"}
+    assert [log.stage_id for log in model_logs(db, e)] == []
+    assert doc(db, f"{path}/stageData/s") is None
+    assert errors(db, e) == []
 
 
 def test_many_rankings_at_once_are_all_mirrored_and_the_winner_counts_them_all(runtime, db):
