@@ -38,8 +38,9 @@ TURNS = 4
 WORK_ATTEMPTS = 3
 PROVIDER_ATTEMPTS = 6
 """``DLAB_MODEL_MAX_ATTEMPTS``' default: provider attempts per call within one invocation."""
-STALLED_S = 30.0
-"""The watchdog's stalled threshold (``DLAB_STALLED_SECONDS``' default, one lease)."""
+STALLED_S = 3.0
+"""The watchdog's stalled threshold in the lost-event cell (``DLAB_STALLED_SECONDS``, one lease
+by default: 30 s): the cell waits it out, whatever its length."""
 
 
 @pytest.fixture
@@ -85,7 +86,10 @@ def test_a_reply_that_is_not_an_answer_gets_the_corrective_turns_then_moves_on(
     assert not db.document(f"experiments/{e}/participants/{pid}/stageData/survey").get().exists
 
 
-def test_an_agent_whose_creation_event_was_lost_is_started_by_the_watchdog(runtime, db, fake):
+def test_an_agent_whose_creation_event_was_lost_is_started_by_the_watchdog(
+    runtime, db, fake, monkeypatch
+):
+    monkeypatch.setenv("DLAB_STALLED_SECONDS", str(STALLED_S))
     e = _survey_experiment(db)
     losing = Losing(lambda d: d.function == "onParticipantCreated")
     with runtime.delivery_policy(losing):
