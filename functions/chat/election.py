@@ -263,14 +263,23 @@ class Claim(Race):
         present = groups()  # read (beside the stage) all the same: it refreshes the memory
         if any((asked or {}).values()):
             return 0
+        first = self.first_turn(room, message, present)
+        if first is None:
+            return 0
+        publish_turns(first)
+        return 1
+
+    @staticmethod
+    def first_turn(room: Room, message: ChatMessage, present: Asked) -> AgentTurn | None:
+        """The message's first turn, which carries its order (None if nobody may be asked)."""
         mediators = seeded_order(message.id, present.get("mediator", []))
         participants = seeded_order(message.id, present.get("participant", []))
         kind, order, after = ("mediator", mediators, participants)
         if not mediators:
             kind, order, after = ("participant", participants, [])
         if not order:
-            return 0
-        first = AgentTurn.in_room(
+            return None
+        return AgentTurn.in_room(
             room,
             kind,
             order[0],
@@ -278,8 +287,19 @@ class Claim(Race):
             order=tuple(order),
             participants_after=tuple(after),
         )
-        publish_turns(first)
-        return 1
+
+    @classmethod
+    def next_unasked(
+        cls, room: Room, message: ChatMessage, present: Asked, passed: set[tuple[str, str]]
+    ) -> AgentTurn | None:
+        """The turn of the first agent present in the message's order that has not passed it
+        on (``messages.passed_by``), or None if the order ran out: what the watchdog hands the
+        message on to when its turn was lost (``watchdog``). The order is drawn from who is
+        present now, as the fan-out draws it (``seeded_order``: the same for those present)."""
+        turn = cls.first_turn(room, message, present)
+        while turn is not None and (turn.agent_type, turn.agent_id) in passed:
+            turn = turn.next_in_order()
+        return turn
 
     def claims(self, turn: AgentTurn) -> bool:
         return True

@@ -211,43 +211,50 @@ def run(turn: AgentTurn, event_id: str = "") -> TurnResult:
     with reads.ahead(), store.writing_later():  # logs: with the post
         if not election.claims_from_the_start(turn):
             history = _read_first(turn, failures)
-            with journal.revisiting(_failed_before(failures)):
+            with journal.revisiting(_made_before(turn, failures)):
                 return _run(turn, history, None)
         return _run_claimed(turn, failures)
 
 
-def _failed_before(failures: str) -> bool:
-    """Whether a delivery of this event failed before (its count, read ahead)."""
-    return bool(failures) and store.snapshot_data(failures) is not None
+def _made_before(turn: AgentTurn, *evidence: str) -> bool:
+    """Whether this turn may have been made before, so its model calls look in the journal: a
+    delivery of its event failed before, or it passed the message on before (``evidence``: those
+    records' paths, read ahead), or the watchdog re-drove it (``redriven``)."""
+    return turn.redriven or any(p and store.snapshot_data(p) is not None for p in evidence)
 
 
 def _run_claimed(turn: AgentTurn, failures: str = "") -> TurnResult:
     """A claim turn takes the message's claim beside its first reads (a round trip each, and
     most such turns answer); another delivery holding it stops this one at once. A turn that
-    then does not answer lets it go before handing the message on."""
+    then does not answer lets it go, with the record that it passed the message on
+    (``messages.passed_id``, read beside a duplicate's first reads: a duplicate takes its
+    decline from the journal), before handing the message on."""
     owner = {"agentType": turn.agent_type, "privateId": turn.agent_id}
+    passed = messages.passed_id(turn.trigger_chat_id, turn.agent_type, turn.agent_id)
     taking = reads.start(lambda: messages.take_lock(turn.room, turn.log_id, owner))
     try:
-        history = _read_first(turn, failures)
+        history = _read_first(turn, failures, turn.room.log_path(passed))
     except BaseException:
         _drop_claim(turn, taking)
         raise
     with messages.lock(turn.room, turn.log_id, owner, take=lambda *_: taking()) as claim:
         if not claim.taken:
             return TurnResult(TurnOutcome.ALREADY_CLAIMED)
-        with journal.revisiting(_failed_before(failures)):
+        claim.passed = (passed, owner)
+        with journal.revisiting(_made_before(turn, failures, turn.room.log_path(passed))):
             return _run(turn, history, claim)
 
 
-def _read_first(turn: AgentTurn, failures: str = "") -> list[ChatMessage]:
+def _read_first(turn: AgentTurn, *evidence: str) -> list[ChatMessage]:
     """The turn's first round trip: the documents the scene reads (``_scene_documents``, read
-    ahead for the turn), the chat it decides on, and the cohort's members a prompt shows, which
+    ahead for the turn, and ``evidence`` that it was made before), the chat it decides on, and
+    the cohort's members a prompt shows, which
     its prompt then takes (``members_shown``). The chat and the members are reads the message's
     other turns share, so a turn that then stops (a gate, an agent gone) costs little more."""
     history, _, _ = reads.three(
         lambda: rooms.history_showing(turn.room, turn.trigger_chat_id, _members(turn)),
         lambda: cohort_lock.members_shown(turn.experiment_id, turn.cohort_id),
-        lambda: reads.batch([*_scene_documents(turn), failures]),
+        lambda: reads.batch([*_scene_documents(turn), *evidence]),
     )
     return history
 

@@ -4,6 +4,8 @@ are handled here, on each tick."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -11,7 +13,8 @@ from google.cloud import firestore
 
 from functions import documents, errors, leases, rooms, store, transactions
 from functions.agents import roles
-from functions.chat import active, agents, fanout, messages, nudges, readiness, sweep
+from functions.chat import active, agents, election, fanout, messages, nudges, readiness, sweep
+from functions.chat.election import Claim
 from functions.chat.settings import chat_settings
 from functions.rooms import Room
 from functions.wire import AgentTurn, publish_turns, publish_wakes
@@ -186,20 +189,14 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
     where: dict[tuple[Room, str], tuple[ConversationStage, ParticipantProfile]] = {}
     cutoff, stalled = now() - idle_after(), now() - stalled_after()
     histories: dict[Room, list[ChatMessage]] = {}  # a group chat's agents share its history
-    claims_checked: set[Room] = set()
+    checked: dict[Room, _Checked] = {}
     for member in members:
         if roles.is_inactive(member.profile):
             continue  # an inactive persona never chats: never nudged, never opens
         stage = _stage(cache, member.experiment_id, member.profile.current_stage_id)
         if stage is None:
             continue
-        private = isinstance(stage, PrivateChatStage)
-        room = Room(
-            member.experiment_id,
-            member.profile.current_cohort_id,
-            stage.id,
-            member.private_id if private else "",
-        )
+        room = _room_of(member, stage)
         if room not in histories:
             histories[room] = rooms.history(room)
         history = histories[room]
@@ -207,12 +204,12 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
         if not history and arrived is not None and arrived <= stalled:
             _reopen(room, stage, member.profile, stalled)
             continue
-        if room not in claims_checked:  # a room's claims once per tick, not once per agent
-            claims_checked.add(room)
-            if _redrive_dead_claim(room, stage, history):
+        if room not in checked:  # a room's claims once per tick, not once per agent
+            checked[room] = _check(room, stage, history)
+            if checked[room].redriven:
                 continue
         last = history[-1].timestamp if history else arrived
-        if last is None or last > cutoff:
+        if last is None or last > cutoff or not checked[room].may_nudge():
             continue
         # still here, so a leaving lock of its is one whose invocation died mid-leave
         messages.release_unfinished(room, messages.left_lock_id(member.private_id))
@@ -220,6 +217,13 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
         idle.append(nudges.Candidate(room, member.private_id, trigger))
         where[(room, member.private_id)] = (stage, member.profile)
     return _nudge(idle, where)
+
+
+def _room_of(member: Member, stage: ConversationStage) -> Room:
+    """The chat the member is in at ``stage``: the cohort's, or its own private one."""
+    private = isinstance(stage, PrivateChatStage)
+    cohort = member.profile.current_cohort_id
+    return Room(member.experiment_id, cohort, stage.id, member.private_id if private else "")
 
 
 def _nudge(
@@ -264,6 +268,88 @@ def _reopen(
     if released or not messages.has_locks(room, own):  # this participant's, and the mediators'
         again = f"reopened-{stalled:%Y%m%dT%H%M%S}"  # a new opening call, not the same one
         fanout.request_openings(room.experiment_id, room.cohort_id, stage, participant, again)
+
+
+@dataclasses.dataclass
+class _Checked:
+    """A chat as one tick found it: whether a lost turn was re-driven, and whether it is
+    quiet for good, so that its idle agents may be nudged (``may_nudge``)."""
+
+    redriven: bool
+    may_nudge: Callable[[], bool] = lambda: True
+
+
+def _check(room: Room, stage: ConversationStage, history: list[ChatMessage]) -> _Checked:
+    """Re-drive what the chat lost with a dead invocation (``_redrive_dead_claim``; a claim
+    chat: ``_ClaimChat``)."""
+    if isinstance(stage, ChatStage) and history and type(election.policy_for(stage)) is Claim:
+        chat = _ClaimChat(room, stage, history)
+        return _Checked(chat.redrive(), chat.ran_out)
+    return _Checked(_redrive_dead_claim(room, stage, history))
+
+
+@dataclasses.dataclass
+class _ClaimChat:
+    """A claim chat's last message to answer and its order (``election.Claim``): a message
+    whose turn was lost (its claim died with its invocation, or its fan-out or a turn's hand-on
+    was lost: no claim, no reply) is handed to the next agent of its order that has not passed
+    it on (``messages.passed_by``), once a lease after the message; its idle agents are nudged
+    only once the order ran out (every agent present passed it on), never while a lost turn
+    is what keeps it quiet: a readiness question the calm run never asked would change the
+    chat's course."""
+
+    room: Room
+    stage: ChatStage
+    history: list[ChatMessage]
+
+    @functools.cached_property
+    def message(self) -> ChatMessage | None:
+        """The last message its agents are asked to answer: not a notice (someone left, the
+        timer ended: nobody is asked), none if that is an error message."""
+        last = next((m for m in reversed(self.history) if not messages.is_notice(m)), None)
+        return None if last is None or last.is_error else last
+
+    @functools.cached_property
+    def next_turn(self) -> AgentTurn | None:
+        """Its turn for the first agent of its order that has not passed it on."""
+        if self.message is None:
+            return None
+        e, c = self.room.experiment_id, self.room.cohort_id
+        present = {
+            "mediator": agents.mediators_of(e, c, self.stage),
+            "participant": agents.participants_at(e, c, self.stage.id),
+        }
+        passed = messages.passed_by(self.room, self.message.id)
+        return Claim.next_unasked(self.room, self.message, present, passed)
+
+    def ran_out(self) -> bool:
+        return self.next_turn is None
+
+    def redrive(self) -> bool:
+        """Hand the message to ``next_turn`` if nobody holds or kept its claim a lease after it
+        came (a dead claim is released), at most once a lease per agent (a ``redrive-`` lock,
+        left to expire), its model calls looking in the journal first."""
+        message = self.message
+        if message is None or message.timestamp is None:
+            return False
+        if message.timestamp > now() - messages.lock_ttl():
+            return False
+        claims = f"{message.id}-"
+        messages.release_unfinished(self.room, claims, REDRIVE + claims)
+        turn = self.next_turn
+        if turn is None or messages.has_locks(self.room, claims):
+            return False
+        owner = {"agentType": turn.agent_type, "privateId": turn.agent_id}
+        lock = f"{REDRIVE}{claims}{turn.agent_type}-{turn.agent_id}"
+        if messages.take_lock(self.room, lock, owner) is None:
+            return False  # re-driven less than a lease ago
+        publish_turns(turn.model_copy(update={"redriven": True}))
+        return True
+
+
+REDRIVE = "redrive-"
+"""``triggerLogs/redrive-{message}-{agentType}-{agentId}``: the watchdog handed a claim chat's
+message on to the agent (``_ClaimChat.redrive``); it expires a lease later."""
 
 
 def _redrive_dead_claim(room: Room, stage: ConversationStage, history: list[ChatMessage]) -> bool:
