@@ -15,7 +15,9 @@ and never look at the setting themselves, so how a reply is elected reads in thi
   (``turn_order``) and a failed model call skips it.
 
 The watchdog re-drives a message whose claim died by fanning it out again (``fanout.fan_out``),
-which asks the same policy.
+which asks the same policy; under claim, a message whose turn was lost (a claim that died, a
+fan-out or a hand-on lost with its invocation) goes to the next agent of its order that has not
+passed it on (``Claim.next_unasked``, ``messages.passed_by``).
 """
 
 from __future__ import annotations
