@@ -25,6 +25,10 @@ infers it from senderId, their issue #867)."""
 DECLINED_FIELD = "declinedBy"
 """Marks the system notice posted when a mediator declines to answer in a private chat: the
 participant is not left "waiting for a response" (DL #938, #1011)."""
+SAID_READY_FIELD = "saidReadyToEnd"
+"""On an agent's reply whose decision said it is ready to end: the readiness decided with it,
+recorded in the reply's own write, so that one lost with a killed invocation after the post is
+acted on at the agent's next turn (``turn._ready_unacted``)."""
 SKIPPED_FIELD = "skippedTurnOf"
 """Marks the system notice of a turn-based chat skipping an agent whose turn failed."""
 OPENING_PREFIX = "initial-"

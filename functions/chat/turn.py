@@ -375,7 +375,22 @@ def _ended(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -> 
     if participant is not None and readiness.conversation_over(scene.stage, participant, history):
         ready = readiness.participant_ready(scene.room, scene.stage, participant)
         return _pass_on(scene, TurnResult(TurnOutcome.OVER, ready))
+    if participant is not None and _ready_unacted(scene, history, public):
+        ready = readiness.participant_ready(scene.room, scene.stage, participant)
+        if ready in (Readiness.LEFT, Readiness.ALREADY_LEFT):
+            return _pass_on(scene, TurnResult(TurnOutcome.OVER, ready))
     return None
+
+
+def _ready_unacted(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -> bool:
+    """The agent's last reply in a group chat's last thread said it is ready to end, and it is
+    still here: the turn that posted it was killed before it left (in a calm run it leaves in
+    that turn, just after the post, and is asked nothing more). It leaves now instead of
+    answering, as the calm run's agent would have been gone."""
+    if scene.room.is_private or not readiness.on_last_thread(scene.stage, public):
+        return False
+    own = [m for m in history if m.sender_id == scene.agent.public_id and not m.is_error]
+    return bool(own) and bool((own[-1].model_extra or {}).get(messages.SAID_READY_FIELD))
 
 
 def _refusal(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -> Refusal | None:
@@ -813,7 +828,12 @@ def _message(scene: Scene, public: ChatPublicData, decision: Decision, slot: int
     """The agent's message in its response ``slot`` (its id names the author and the slot: one
     message each, ``messages.post``)."""
     profile = scene.agent.profile
+    said_ready = decision.ready_to_end and not scene.stage.readiness_query
+    ready: dict[str, Any] = {}
+    if said_ready and not scene.room.is_private:
+        ready[messages.SAID_READY_FIELD] = True
     return ChatMessage(
+        **ready,
         id=messages.message_id(scene.room, "said", profile.private_id, slot),
         discussion_id=public.current_discussion_id if scene.threaded else None,
         type=UserType(scene.agent.type),

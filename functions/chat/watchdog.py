@@ -13,7 +13,17 @@ from google.cloud import firestore
 
 from functions import documents, errors, leases, rooms, store, transactions
 from functions.agents import roles
-from functions.chat import active, agents, election, fanout, messages, nudges, readiness, sweep
+from functions.chat import (
+    active,
+    agents,
+    election,
+    fanout,
+    messages,
+    nudges,
+    readiness,
+    sweep,
+    turn_order,
+)
 from functions.chat.election import Claim
 from functions.chat.settings import chat_settings
 from functions.rooms import Room
@@ -368,14 +378,36 @@ def _redrive_dead_claim(room: Room, stage: ConversationStage, history: list[Chat
     if message.timestamp is None or message.timestamp > now() - messages.lock_ttl():
         return False
     claims = messages.release_unfinished(room, f"{message.id}-")
+    lost = not claims and _turn_lost(room, stage, message, history)
     # the turn change is made again with the claim (its lock is done by then), else if it died
     turn = messages.release_unfinished(
-        room, f"turn-{message.id}", done_before=now() if claims else None
+        room, f"turn-{message.id}", done_before=now() if claims or lost else None
     )
-    if not claims and not turn:
+    if not claims and not turn and not lost:
         return False
     fanout.fan_out(room.experiment_id, room.cohort_id, stage, message)
     return True
+
+
+def _turn_lost(
+    room: Room, stage: ChatStage, message: ChatMessage, history: list[ChatMessage]
+) -> bool:
+    """A turn-based chat's message a lease old that nobody claimed (no claim live, none kept by
+    a reply) while an agent holds the turn, or nobody does: its fan-out or the holder's turn
+    died with its invocation before the claim. Re-driven at most once a lease (a ``redrive-``
+    lock, left to expire); a human holder is waited for."""
+    if not stage.is_turn_based or messages.has_locks(room, f"{message.id}-"):
+        return False
+    holder = rooms.group_state(room).current_turn_participant_id
+    if holder is not None:
+        seat = next(
+            (s for s in turn_order.seats(room, stage, history) if s.public_id == holder), None
+        )
+        if seat is None or not seat.is_agent:
+            return False
+    lock = f"{REDRIVE}turn-{message.id}"
+    messages.release_unfinished(room, lock)
+    return messages.take_lock(room, lock, {"redrives": message.id}) is not None
 
 
 def _redrive_stalled_moves(members: list[Member], cache: StageCache) -> int:

@@ -1,6 +1,6 @@
 """Killed runtimes do not change a claim chat: the demo experiment (every stage kind, a group chat
-with a mediator and two threads) under the **claim** election policy, 5 agents, run calm and then
-again with the same ids while the runtime is SIGKILLed at random moments (the emulators kept,
+with a mediator, here in one thread) under the **claim** election policy, 5 agents, run calm and
+then again with the same ids while the runtime is SIGKILLed at random moments (the emulators kept,
 a restart after each kill, the last one ``DLAB_CRASH_GAP`` seconds after its kill, as in
 ``test_crash``). Every agent reaches SUCCESS, the chat says what the calm run's said (the same
 authors and texts in the same order; departure notices as a set, their places are timing), and
@@ -47,9 +47,14 @@ Said = tuple[str, str, str]
 
 def _to_claim(db: firestore.Client, e: str, chats: list[tuple[str, str]]) -> None:
     """The chat under the claim policy (a setting of ours, which DL's template schema lacks),
-    set before the agents come to it (they answer eight stages first)."""
+    in one thread, set before the agents come to it (they answer eight stages first). Threads
+    are left out: the thread moves when the last agent's readiness, written after its reply,
+    reaches the public data through a trigger of its own, which races the next agent's reply
+    to that message even in a calm run (docs/WORK.md)."""
     for stage, _ in chats:
-        db.document(f"experiments/{e}/stages/{stage}").update({"electionPolicy": "claim"})
+        db.document(f"experiments/{e}/stages/{stage}").update(
+            {"electionPolicy": "claim", "discussions": []}
+        )
 
 
 def _said(db: firestore.Client, e: str, chats: list[tuple[str, str]]) -> list[Said]:

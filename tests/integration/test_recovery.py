@@ -153,19 +153,22 @@ def test_a_message_whose_claim_died_is_answered_after_all(runtime, db, monkeypat
     check_single_responders(db, e)
 
 
-def test_a_claim_message_whose_turn_was_lost_is_handed_on_without_a_nudge(runtime, db, monkeypatch):
-    """Under claim, a message whose turn was lost before it claimed anything (its fan-out, or a
-    hand-on, died with its invocation) has no claim to expire: a lease after it, the watchdog
-    hands it to the first agent of its order that has not passed it on (its ``passed-``
-    records). The chat is idle meanwhile (``DLAB_IDLE_AGENT_SECONDS=0``), but its order has not
-    run out, so nobody is asked a readiness question the calm run would not have asked."""
+@pytest.mark.parametrize("mode", ["claim", "turn-based"])
+def test_a_message_whose_turn_was_lost_is_answered_after_all(runtime, db, monkeypatch, mode):
+    """A message whose turn was lost before it claimed anything (its fan-out, or a hand-on,
+    died with its invocation) has no claim to expire: a lease after it, the watchdog hands it
+    on (claim: to the first agent of its order that has not passed it on, its ``passed-``
+    records; turn-based: the agent holding the turn). Under claim the chat is idle meanwhile
+    (``DLAB_IDLE_AGENT_SECONDS=0``) but its order has not run out, so nobody is asked a
+    readiness question the calm run would not have asked."""
     monkeypatch.setenv("DLAB_LEASE_SECONDS", str(LEASE_S))
-    monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "0")
+    if mode == "claim":
+        monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "0")
     losing = Losing(lambda d: d.function == "onAgentTurn")
-    e, _ = _chat_with_a_claimed_message(runtime, db, "claim", losing=losing)
+    e, _ = _chat_with_a_claimed_message(runtime, db, mode, losing=losing)
     assert losing.lost, "the test lost no turn"
     answered_after = _tick_until_answered(runtime, db, e, within=LEASE_S + 30)
-    print(f"the lost turn's message answered {answered_after:.1f} s after it")
+    print(f"{mode}: the lost turn's message answered {answered_after:.1f} s after it")
     assert _answers(db, e) == ["agent-1"]
     asked = [
         s.to_dict().get("description", "") for s in db.collection(f"experiments/{e}/logs").get()
