@@ -828,7 +828,9 @@ def _message(scene: Scene, public: ChatPublicData, decision: Decision, slot: int
     """The agent's message in its response ``slot`` (its id names the author and the slot: one
     message each, ``messages.post``)."""
     profile = scene.agent.profile
-    said_ready = decision.ready_to_end and not scene.stage.readiness_query
+    # as ``_respond`` acts on it: an agent participant's reply, not an opening
+    acted_on = scene.participant is not None and not scene.turn.is_opening
+    said_ready = decision.ready_to_end and acted_on and not scene.stage.readiness_query
     ready: dict[str, Any] = {}
     if said_ready and not scene.room.is_private:
         ready[messages.SAID_READY_FIELD] = True
