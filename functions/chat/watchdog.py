@@ -271,7 +271,12 @@ def _reopen(
     opening locks are released, done ones too (each agent participant's by its own round, so
     none is left out), and the openings asked for again: one model call per agent per stall
     period while the chat stays empty. Each is taken once more by its lock, so duplicate ticks
-    open once."""
+    open once. A chat still locked for the cohort (it waits for everyone to arrive) is empty
+    because it has not begun: its openings come with the arrival that unlocks it, among
+    everyone then present (opened early, its first message's claim order was drawn among the
+    early arrivals only, and who they were depended on the machine's load)."""
+    if not UnlockCache().get(room.experiment_id, room.cohort_id, room.stage_id):
+        return
     own = f"{messages.OPENING_PREFIX}participant-{participant.private_id}"
     mediators = f"{messages.OPENING_PREFIX}mediator-"
     released = messages.release_unfinished(room, own, mediators, done_before=stalled)
