@@ -52,6 +52,10 @@ class AgentTurn(WireMessage):
     """Conductor policy: picked by the chat's conductor; a decline asks it to pick again."""
     declined: tuple[str, ...] = ()
     """Conductor policy: the agents (``type:privateId``) that declined this message before."""
+    redriven: bool = False
+    """Handed on by the watchdog for a message whose turn was lost with its invocation: it may
+    repeat a turn made before, so its model calls look in the journal first (the turns it hands
+    on do not)."""
 
     @classmethod
     def in_room(cls, room: Room, agent_type: str, agent_id: str, **rest: object) -> AgentTurn:
@@ -89,7 +93,7 @@ class AgentTurn(WireMessage):
             return None
         index = self.order.index(self.agent_id)
         if index + 1 < len(self.order):
-            return self.model_copy(update={"agent_id": self.order[index + 1]})
+            return self.model_copy(update={"agent_id": self.order[index + 1], "redriven": False})
         if not self.participants_after:
             return None
         following = self.participants_after
@@ -99,6 +103,7 @@ class AgentTurn(WireMessage):
                 "agent_id": following[0],
                 "order": following,
                 "participants_after": (),
+                "redriven": False,
             }
         )
 

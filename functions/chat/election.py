@@ -15,7 +15,9 @@ and never look at the setting themselves, so how a reply is elected reads in thi
   (``turn_order``) and a failed model call skips it.
 
 The watchdog re-drives a message whose claim died by fanning it out again (``fanout.fan_out``),
-which asks the same policy.
+which asks the same policy; under claim, a message whose turn was lost (a claim that died, a
+fan-out or a hand-on lost with its invocation) goes to the next agent of its order that has not
+passed it on (``Claim.next_unasked``, ``messages.passed_by``).
 """
 
 from __future__ import annotations
@@ -263,14 +265,23 @@ class Claim(Race):
         present = groups()  # read (beside the stage) all the same: it refreshes the memory
         if any((asked or {}).values()):
             return 0
+        first = self.first_turn(room, message, present)
+        if first is None:
+            return 0
+        publish_turns(first)
+        return 1
+
+    @staticmethod
+    def first_turn(room: Room, message: ChatMessage, present: Asked) -> AgentTurn | None:
+        """The message's first turn, which carries its order (None if nobody may be asked)."""
         mediators = seeded_order(message.id, present.get("mediator", []))
         participants = seeded_order(message.id, present.get("participant", []))
         kind, order, after = ("mediator", mediators, participants)
         if not mediators:
             kind, order, after = ("participant", participants, [])
         if not order:
-            return 0
-        first = AgentTurn.in_room(
+            return None
+        return AgentTurn.in_room(
             room,
             kind,
             order[0],
@@ -278,8 +289,19 @@ class Claim(Race):
             order=tuple(order),
             participants_after=tuple(after),
         )
-        publish_turns(first)
-        return 1
+
+    @classmethod
+    def next_unasked(
+        cls, room: Room, message: ChatMessage, present: Asked, passed: set[tuple[str, str]]
+    ) -> AgentTurn | None:
+        """The turn of the first agent present in the message's order that has not passed it
+        on (``messages.passed_by``), or None if the order ran out: what the watchdog hands the
+        message on to when its turn was lost (``watchdog``). The order is drawn from who is
+        present now, as the fan-out draws it (``seeded_order``: the same for those present)."""
+        turn = cls.first_turn(room, message, present)
+        while turn is not None and (turn.agent_type, turn.agent_id) in passed:
+            turn = turn.next_in_order()
+        return turn
 
     def claims(self, turn: AgentTurn) -> bool:
         return True

@@ -25,10 +25,19 @@ infers it from senderId, their issue #867)."""
 DECLINED_FIELD = "declinedBy"
 """Marks the system notice posted when a mediator declines to answer in a private chat: the
 participant is not left "waiting for a response" (DL #938, #1011)."""
+SAID_READY_FIELD = "saidReadyToEnd"
+"""On an agent's reply whose decision said it is ready to end: the readiness decided with it,
+recorded in the reply's own write, so that one lost with a killed invocation after the post is
+acted on at the agent's next turn (``turn._ready_unacted``)."""
 SKIPPED_FIELD = "skippedTurnOf"
 """Marks the system notice of a turn-based chat skipping an agent whose turn failed."""
 OPENING_PREFIX = "initial-"
 """Opening turns' locks: ``initial-{agentType}-{agentId}``."""
+PASSED_PREFIX = "passed-"
+"""``triggerLogs/passed-{message}-{agentType}-{agentId}``: a claim turn that ended without
+answering the message (it declined, a gate stopped it, it left), written in the batch that lets
+its claim go: a duplicate of the turn reads its model calls from the journal, and the watchdog
+knows whom the message's order has asked (``passed_by``) and whether it ran out."""
 ANSWERED_PREFIX = "answered-"
 """``triggerLogs/answered-{message}``: created with the first agent reply to a group chat message,
 whatever its type or policy, so a second reply to it fails in its own write (``post``)."""
@@ -298,11 +307,29 @@ def take_lock(room: Room, log_id: str, owner: dict[str, Any]) -> leases.Held | N
     return leases.Held(path, token, 1, written=result.update_time)
 
 
-def release_lock(room: Room, log_id: str) -> None:
+def passed_id(message_id: str, agent_type: str, agent_id: str) -> str:
+    """The record that the agent's claim turn passed the message on (``PASSED_PREFIX``)."""
+    return f"{PASSED_PREFIX}{message_id}-{agent_type}-{agent_id}"
+
+
+def passed_by(room: Room, message_id: str) -> set[tuple[str, str]]:
+    """(agent type, private id) of the agents whose claim turns passed the message on."""
+    return {
+        (str(data.get("agentType")), str(data.get("privateId")))
+        for data in (snap.to_dict() or {} for snap in _locks(room, f"{PASSED_PREFIX}{message_id}-"))
+    }
+
+
+def release_lock(room: Room, log_id: str, passed: tuple[str, dict[str, Any]] | None = None) -> None:
     """Delete the lock at the same path it was taken (DL deletes a different path), in one
-    batch with the log of a model call made under it (a claimed turn that declined)."""
+    batch with the log of a model call made under it (a claimed turn that declined), and with
+    ``passed`` (its id and the owner it names), the record that its turn passed the message on
+    (``passed_id``), if given."""
     batch = store.db().batch()
     batch.delete(store.ref(room.log_path(log_id)))
+    if passed is not None:
+        record, owner = passed
+        batch.set(store.ref(room.log_path(record)), {**owner, "timestamp": now()})
     logged = store.with_later(batch)
     batch.commit()
     logged()
@@ -317,6 +344,9 @@ class Lock:
     taken: bool
     kept: bool = False
     held: leases.Held | None = None
+    passed: tuple[str, dict[str, Any]] | None = None
+    """A claim turn's record that it passed the message on (``passed_id``, and its owner),
+    written when it lets the claim go, or when the block ends without an exception."""
 
     def let_go(self) -> None:
         """Release it now, before the block ends: the turn will not do the work it guards and
@@ -324,7 +354,7 @@ class Lock:
         if self.taken and not self.kept:
             if self.held is not None:
                 leases.stop_renewing(self.held)
-            release_lock(self.room, self.log_id)
+            release_lock(self.room, self.log_id, self.passed)
             self.kept = True  # nothing left for the block's end to release
 
     def keep(self, *, mark_done: bool = False) -> None:
@@ -396,13 +426,17 @@ def lock(
         held.kept = True
     if taken is not None:
         leases.renew_while_held(taken, lock_ttl())
+    failed = False
     try:
         yield held
+    except BaseException:
+        failed = True  # the work is retried: it did not pass anything on
+        raise
     finally:
         if taken is not None:
             leases.stop_renewing(taken)
         if held.taken and not held.kept:
-            release_lock(room, log_id)
+            release_lock(room, log_id, None if failed else held.passed)
 
 
 def _locks(room: Room, prefix: str) -> list[Any]:

@@ -211,43 +211,50 @@ def run(turn: AgentTurn, event_id: str = "") -> TurnResult:
     with reads.ahead(), store.writing_later():  # logs: with the post
         if not election.claims_from_the_start(turn):
             history = _read_first(turn, failures)
-            with journal.revisiting(_failed_before(failures)):
+            with journal.revisiting(_made_before(turn, failures)):
                 return _run(turn, history, None)
         return _run_claimed(turn, failures)
 
 
-def _failed_before(failures: str) -> bool:
-    """Whether a delivery of this event failed before (its count, read ahead)."""
-    return bool(failures) and store.snapshot_data(failures) is not None
+def _made_before(turn: AgentTurn, *evidence: str) -> bool:
+    """Whether this turn may have been made before, so its model calls look in the journal: a
+    delivery of its event failed before, or it passed the message on before (``evidence``: those
+    records' paths, read ahead), or the watchdog re-drove it (``redriven``)."""
+    return turn.redriven or any(p and store.snapshot_data(p) is not None for p in evidence)
 
 
 def _run_claimed(turn: AgentTurn, failures: str = "") -> TurnResult:
     """A claim turn takes the message's claim beside its first reads (a round trip each, and
     most such turns answer); another delivery holding it stops this one at once. A turn that
-    then does not answer lets it go before handing the message on."""
+    then does not answer lets it go, with the record that it passed the message on
+    (``messages.passed_id``, read beside a duplicate's first reads: a duplicate takes its
+    decline from the journal), before handing the message on."""
     owner = {"agentType": turn.agent_type, "privateId": turn.agent_id}
+    passed = messages.passed_id(turn.trigger_chat_id, turn.agent_type, turn.agent_id)
     taking = reads.start(lambda: messages.take_lock(turn.room, turn.log_id, owner))
     try:
-        history = _read_first(turn, failures)
+        history = _read_first(turn, failures, turn.room.log_path(passed))
     except BaseException:
         _drop_claim(turn, taking)
         raise
     with messages.lock(turn.room, turn.log_id, owner, take=lambda *_: taking()) as claim:
         if not claim.taken:
             return TurnResult(TurnOutcome.ALREADY_CLAIMED)
-        with journal.revisiting(_failed_before(failures)):
+        claim.passed = (passed, owner)
+        with journal.revisiting(_made_before(turn, failures, turn.room.log_path(passed))):
             return _run(turn, history, claim)
 
 
-def _read_first(turn: AgentTurn, failures: str = "") -> list[ChatMessage]:
+def _read_first(turn: AgentTurn, *evidence: str) -> list[ChatMessage]:
     """The turn's first round trip: the documents the scene reads (``_scene_documents``, read
-    ahead for the turn), the chat it decides on, and the cohort's members a prompt shows, which
+    ahead for the turn, and ``evidence`` that it was made before), the chat it decides on, and
+    the cohort's members a prompt shows, which
     its prompt then takes (``members_shown``). The chat and the members are reads the message's
     other turns share, so a turn that then stops (a gate, an agent gone) costs little more."""
     history, _, _ = reads.three(
         lambda: rooms.history_showing(turn.room, turn.trigger_chat_id, _members(turn)),
         lambda: cohort_lock.members_shown(turn.experiment_id, turn.cohort_id),
-        lambda: reads.batch([*_scene_documents(turn), failures]),
+        lambda: reads.batch([*_scene_documents(turn), *evidence]),
     )
     return history
 
@@ -368,7 +375,22 @@ def _ended(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -> 
     if participant is not None and readiness.conversation_over(scene.stage, participant, history):
         ready = readiness.participant_ready(scene.room, scene.stage, participant)
         return _pass_on(scene, TurnResult(TurnOutcome.OVER, ready))
+    if participant is not None and _ready_unacted(scene, history, public):
+        ready = readiness.participant_ready(scene.room, scene.stage, participant)
+        if ready in (Readiness.LEFT, Readiness.ALREADY_LEFT):
+            return _pass_on(scene, TurnResult(TurnOutcome.OVER, ready))
     return None
+
+
+def _ready_unacted(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -> bool:
+    """The agent's last reply in a group chat's last thread said it is ready to end, and it is
+    still here: the turn that posted it was killed before it left (in a calm run it leaves in
+    that turn, just after the post, and is asked nothing more). It leaves now instead of
+    answering, as the calm run's agent would have been gone."""
+    if scene.room.is_private or not readiness.on_last_thread(scene.stage, public):
+        return False
+    own = [m for m in history if m.sender_id == scene.agent.public_id and not m.is_error]
+    return bool(own) and bool((own[-1].model_extra or {}).get(messages.SAID_READY_FIELD))
 
 
 def _refusal(scene: Scene, history: list[ChatMessage], public: ChatPublicData) -> Refusal | None:
@@ -806,7 +828,14 @@ def _message(scene: Scene, public: ChatPublicData, decision: Decision, slot: int
     """The agent's message in its response ``slot`` (its id names the author and the slot: one
     message each, ``messages.post``)."""
     profile = scene.agent.profile
+    # as ``_respond`` acts on it: an agent participant's reply, not an opening
+    acted_on = scene.participant is not None and not scene.turn.is_opening
+    said_ready = decision.ready_to_end and acted_on and not scene.stage.readiness_query
+    ready: dict[str, Any] = {}
+    if said_ready and not scene.room.is_private:
+        ready[messages.SAID_READY_FIELD] = True
     return ChatMessage(
+        **ready,
         id=messages.message_id(scene.room, "said", profile.private_id, slot),
         discussion_id=public.current_discussion_id if scene.threaded else None,
         type=UserType(scene.agent.type),

@@ -4,6 +4,8 @@ are handled here, on each tick."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -11,7 +13,18 @@ from google.cloud import firestore
 
 from functions import documents, errors, leases, rooms, store, transactions
 from functions.agents import roles
-from functions.chat import active, agents, fanout, messages, nudges, readiness, sweep
+from functions.chat import (
+    active,
+    agents,
+    election,
+    fanout,
+    messages,
+    nudges,
+    readiness,
+    sweep,
+    turn_order,
+)
+from functions.chat.election import Claim
 from functions.chat.settings import chat_settings
 from functions.rooms import Room
 from functions.wire import AgentTurn, publish_turns, publish_wakes
@@ -186,20 +199,14 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
     where: dict[tuple[Room, str], tuple[ConversationStage, ParticipantProfile]] = {}
     cutoff, stalled = now() - idle_after(), now() - stalled_after()
     histories: dict[Room, list[ChatMessage]] = {}  # a group chat's agents share its history
-    claims_checked: set[Room] = set()
+    checked: dict[Room, _Checked] = {}
     for member in members:
         if roles.is_inactive(member.profile):
             continue  # an inactive persona never chats: never nudged, never opens
         stage = _stage(cache, member.experiment_id, member.profile.current_stage_id)
         if stage is None:
             continue
-        private = isinstance(stage, PrivateChatStage)
-        room = Room(
-            member.experiment_id,
-            member.profile.current_cohort_id,
-            stage.id,
-            member.private_id if private else "",
-        )
+        room = _room_of(member, stage)
         if room not in histories:
             histories[room] = rooms.history(room)
         history = histories[room]
@@ -207,12 +214,12 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
         if not history and arrived is not None and arrived <= stalled:
             _reopen(room, stage, member.profile, stalled)
             continue
-        if room not in claims_checked:  # a room's claims once per tick, not once per agent
-            claims_checked.add(room)
-            if _redrive_dead_claim(room, stage, history):
+        if room not in checked:  # a room's claims once per tick, not once per agent
+            checked[room] = _check(room, stage, history)
+            if checked[room].redriven:
                 continue
         last = history[-1].timestamp if history else arrived
-        if last is None or last > cutoff:
+        if last is None or last > cutoff or not checked[room].may_nudge():
             continue
         # still here, so a leaving lock of its is one whose invocation died mid-leave
         messages.release_unfinished(room, messages.left_lock_id(member.private_id))
@@ -220,6 +227,13 @@ def _wake_idle_agents(members: list[Member], cache: StageCache) -> int:
         idle.append(nudges.Candidate(room, member.private_id, trigger))
         where[(room, member.private_id)] = (stage, member.profile)
     return _nudge(idle, where)
+
+
+def _room_of(member: Member, stage: ConversationStage) -> Room:
+    """The chat the member is in at ``stage``: the cohort's, or its own private one."""
+    private = isinstance(stage, PrivateChatStage)
+    cohort = member.profile.current_cohort_id
+    return Room(member.experiment_id, cohort, stage.id, member.private_id if private else "")
 
 
 def _nudge(
@@ -257,13 +271,100 @@ def _reopen(
     opening locks are released, done ones too (each agent participant's by its own round, so
     none is left out), and the openings asked for again: one model call per agent per stall
     period while the chat stays empty. Each is taken once more by its lock, so duplicate ticks
-    open once."""
+    open once. A chat still locked for the cohort (it waits for everyone to arrive) is empty
+    because it has not begun: its openings come with the arrival that unlocks it, among
+    everyone then present (opened early, its first message's claim order was drawn among the
+    early arrivals only, and who they were depended on the machine's load)."""
+    if not UnlockCache().get(room.experiment_id, room.cohort_id, room.stage_id):
+        return
     own = f"{messages.OPENING_PREFIX}participant-{participant.private_id}"
     mediators = f"{messages.OPENING_PREFIX}mediator-"
     released = messages.release_unfinished(room, own, mediators, done_before=stalled)
     if released or not messages.has_locks(room, own):  # this participant's, and the mediators'
         again = f"reopened-{stalled:%Y%m%dT%H%M%S}"  # a new opening call, not the same one
         fanout.request_openings(room.experiment_id, room.cohort_id, stage, participant, again)
+
+
+@dataclasses.dataclass
+class _Checked:
+    """A chat as one tick found it: whether a lost turn was re-driven, and whether it is
+    quiet for good, so that its idle agents may be nudged (``may_nudge``)."""
+
+    redriven: bool
+    may_nudge: Callable[[], bool] = lambda: True
+
+
+def _check(room: Room, stage: ConversationStage, history: list[ChatMessage]) -> _Checked:
+    """Re-drive what the chat lost with a dead invocation (``_redrive_dead_claim``; a claim
+    chat: ``_ClaimChat``)."""
+    if isinstance(stage, ChatStage) and history and type(election.policy_for(stage)) is Claim:
+        chat = _ClaimChat(room, stage, history)
+        return _Checked(chat.redrive(), chat.ran_out)
+    return _Checked(_redrive_dead_claim(room, stage, history))
+
+
+@dataclasses.dataclass
+class _ClaimChat:
+    """A claim chat's last message to answer and its order (``election.Claim``): a message
+    whose turn was lost (its claim died with its invocation, or its fan-out or a turn's hand-on
+    was lost: no claim, no reply) is handed to the next agent of its order that has not passed
+    it on (``messages.passed_by``), once a lease after the message; its idle agents are nudged
+    only once the order ran out (every agent present passed it on), never while a lost turn
+    is what keeps it quiet: a readiness question the calm run never asked would change the
+    chat's course."""
+
+    room: Room
+    stage: ChatStage
+    history: list[ChatMessage]
+
+    @functools.cached_property
+    def message(self) -> ChatMessage | None:
+        """The last message its agents are asked to answer: not a notice (someone left, the
+        timer ended: nobody is asked), none if that is an error message."""
+        last = next((m for m in reversed(self.history) if not messages.is_notice(m)), None)
+        return None if last is None or last.is_error else last
+
+    @functools.cached_property
+    def next_turn(self) -> AgentTurn | None:
+        """Its turn for the first agent of its order that has not passed it on."""
+        if self.message is None:
+            return None
+        e, c = self.room.experiment_id, self.room.cohort_id
+        present = {
+            "mediator": agents.mediators_of(e, c, self.stage),
+            "participant": agents.participants_at(e, c, self.stage.id),
+        }
+        passed = messages.passed_by(self.room, self.message.id)
+        return Claim.next_unasked(self.room, self.message, present, passed)
+
+    def ran_out(self) -> bool:
+        return self.next_turn is None
+
+    def redrive(self) -> bool:
+        """Hand the message to ``next_turn`` if nobody holds or kept its claim a lease after it
+        came (a dead claim is released), at most once a lease per agent (a ``redrive-`` lock,
+        left to expire), its model calls looking in the journal first."""
+        message = self.message
+        if message is None or message.timestamp is None:
+            return False
+        if message.timestamp > now() - messages.lock_ttl():
+            return False
+        claims = f"{message.id}-"
+        messages.release_unfinished(self.room, claims, REDRIVE + claims)
+        turn = self.next_turn
+        if turn is None or messages.has_locks(self.room, claims):
+            return False
+        owner = {"agentType": turn.agent_type, "privateId": turn.agent_id}
+        lock = f"{REDRIVE}{claims}{turn.agent_type}-{turn.agent_id}"
+        if messages.take_lock(self.room, lock, owner) is None:
+            return False  # re-driven less than a lease ago
+        publish_turns(turn.model_copy(update={"redriven": True}))
+        return True
+
+
+REDRIVE = "redrive-"
+"""``triggerLogs/redrive-{message}-{agentType}-{agentId}``: the watchdog handed a claim chat's
+message on to the agent (``_ClaimChat.redrive``); it expires a lease later."""
 
 
 def _redrive_dead_claim(room: Room, stage: ConversationStage, history: list[ChatMessage]) -> bool:
@@ -282,14 +383,36 @@ def _redrive_dead_claim(room: Room, stage: ConversationStage, history: list[Chat
     if message.timestamp is None or message.timestamp > now() - messages.lock_ttl():
         return False
     claims = messages.release_unfinished(room, f"{message.id}-")
+    lost = not claims and _turn_lost(room, stage, message, history)
     # the turn change is made again with the claim (its lock is done by then), else if it died
     turn = messages.release_unfinished(
-        room, f"turn-{message.id}", done_before=now() if claims else None
+        room, f"turn-{message.id}", done_before=now() if claims or lost else None
     )
-    if not claims and not turn:
+    if not claims and not turn and not lost:
         return False
     fanout.fan_out(room.experiment_id, room.cohort_id, stage, message)
     return True
+
+
+def _turn_lost(
+    room: Room, stage: ChatStage, message: ChatMessage, history: list[ChatMessage]
+) -> bool:
+    """A turn-based chat's message a lease old that nobody claimed (no claim live, none kept by
+    a reply) while an agent holds the turn, or nobody does: its fan-out or the holder's turn
+    died with its invocation before the claim. Re-driven at most once a lease (a ``redrive-``
+    lock, left to expire); a human holder is waited for."""
+    if not stage.is_turn_based or messages.has_locks(room, f"{message.id}-"):
+        return False
+    holder = rooms.group_state(room).current_turn_participant_id
+    if holder is not None:
+        seat = next(
+            (s for s in turn_order.seats(room, stage, history) if s.public_id == holder), None
+        )
+        if seat is None or not seat.is_agent:
+            return False
+    lock = f"{REDRIVE}turn-{message.id}"
+    messages.release_unfinished(room, lock)
+    return messages.take_lock(room, lock, {"redrives": message.id}) is not None
 
 
 def _redrive_stalled_moves(members: list[Member], cache: StageCache) -> int:

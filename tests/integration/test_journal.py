@@ -4,22 +4,31 @@ takes it from there instead of asking the provider again; a first execution read
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import timedelta
 
 import pytest
-from chat_docs import add_mediator, all_done, chat_experiment, chat_messages, persona_prompt
+from chat_docs import (
+    add_mediator,
+    all_done,
+    chat_experiment,
+    chat_messages,
+    persona_prompt,
+)
 from delivery_policies import Retrying
 from experiment_state import settle
 from google.api_core import exceptions as gexc
-from raw_docs import agent
+from raw_docs import agent, human
 
 from functions import journal, spend, work
 from functions.agents import model_call
 from functions.chat import messages
+from functions.rooms import Room
 from functions.settings import BackboneSettings
+from functions.wire import AgentTurn, publish_turns
 from shared.llm import providers
-from shared.llm.base import ModelClient, ModelReply, ModelRequest
+from shared.llm.base import ModelClient, ModelReply, ModelRequest, Usage
 from shared.models import AgentModelSettings, ApiType, ParticipantProfile, ProfileAgentConfig, now
 
 pytestmark = pytest.mark.usefixtures("clean")
@@ -201,3 +210,50 @@ def test_a_chat_turn_run_again_after_a_failure_takes_its_recorded_reply(runtime,
     assert journal.taken[f"experiments/{e}"] > taken
     twice = {seed: n for seed, n in Counter(asked).items() if n > 1}
     assert asked and not twice, twice
+
+
+class Declining:
+    """A model that declines every chat turn (structured output: ``shouldRespond`` false),
+    counting the requests it answers by their seeds."""
+
+    def __init__(self, asked: list[str]) -> None:
+        self.asked = asked
+
+    def generate(self, request: ModelRequest) -> ModelReply:
+        self.asked.append(request.seed)
+        text = json.dumps({"explanation": "nothing to add", "shouldRespond": False, "response": ""})
+        return ModelReply(text=text, usage=Usage(10, 10))
+
+
+def test_a_duplicate_of_a_claim_turn_that_passed_takes_its_decline_from_the_journal(runtime, db):
+    """Under claim a turn that declines lets its claim go for the next agent of the order, with
+    a ``passed-`` record in the same batch. A duplicate of it (Pub/Sub delivers at least once)
+    takes the free claim, reads that record beside its first reads and takes its decline from
+    the journal: the provider is asked once, and the duplicate passes the message on again."""
+    asked: list[str] = []
+    with runtime.model_wrapper(lambda client: Declining(asked)):
+        e = chat_experiment(db, mediator=False, electionPolicy="claim")
+        config = persona_prompt(db, e, max_responses=5, structured=True)
+        hu = human(db, e, "chat")  # present: the chat is not "nobody may answer"
+        here = agent(db, e, "chat", number=1, agentConfig=config)
+        runtime.wait_until_idle(timeout=60)
+        chat = f"experiments/{e}/cohorts/cohort-a/publicStageData/chat"
+        question = {"id": "h1", "type": "participant", "message": "Which project first?"}
+        db.document(f"{chat}/chats/h1").set(
+            {**question, "senderId": hu, "timestamp": now(), "profile": {"name": "Hu"}}
+        )
+        runtime.wait_until_idle(timeout=60)
+        replies = [seed for seed in asked if "reply to h1" in seed]
+        assert replies == [asked[-1]], asked  # the turn declined, once
+        passed = messages.passed_id("h1", "participant", here)
+        assert db.document(f"{chat}/triggerLogs/{passed}").get().exists
+        assert not db.document(f"{chat}/triggerLogs/h1-participant").get().exists  # let go
+        taken = journal.taken[f"experiments/{e}"]
+        duplicate = AgentTurn.in_room(
+            Room(e, "cohort-a", "chat"), "participant", here, trigger_chat_id="h1", order=(here,)
+        )
+        publish_turns(duplicate)
+        runtime.wait_until_idle(timeout=60)
+    assert [seed for seed in asked if "reply to h1" in seed] == replies  # not asked again
+    assert journal.taken[f"experiments/{e}"] == taken + 1
+    assert [m["id"] for m in chat_messages(db, e)][-1] == "h1"

@@ -154,6 +154,30 @@ def test_a_message_whose_claim_died_is_answered_after_all(runtime, db, monkeypat
 
 
 @pytest.mark.parametrize("mode", ["claim", "turn-based"])
+def test_a_message_whose_turn_was_lost_is_answered_after_all(runtime, db, monkeypatch, mode):
+    """A message whose turn was lost before it claimed anything (its fan-out, or a hand-on,
+    died with its invocation) has no claim to expire: a lease after it, the watchdog hands it
+    on (claim: to the first agent of its order that has not passed it on, its ``passed-``
+    records; turn-based: the agent holding the turn). Under claim the chat is idle meanwhile
+    (``DLAB_IDLE_AGENT_SECONDS=0``) but its order has not run out, so nobody is asked a
+    readiness question the calm run would not have asked."""
+    monkeypatch.setenv("DLAB_LEASE_SECONDS", str(LEASE_S))
+    if mode == "claim":
+        monkeypatch.setenv("DLAB_IDLE_AGENT_SECONDS", "0")
+    losing = Losing(lambda d: d.function == "onAgentTurn")
+    e, _ = _chat_with_a_claimed_message(runtime, db, mode, losing=losing)
+    assert losing.lost, "the test lost no turn"
+    answered_after = _tick_until_answered(runtime, db, e, within=LEASE_S + 30)
+    print(f"{mode}: the lost turn's message answered {answered_after:.1f} s after it")
+    assert _answers(db, e) == ["agent-1"]
+    asked = [
+        s.to_dict().get("description", "") for s in db.collection(f"experiments/{e}/logs").get()
+    ]
+    assert not [a for a in asked if "readiness" in a], asked
+    check_single_responders(db, e)
+
+
+@pytest.mark.parametrize("mode", ["claim", "turn-based"])
 def test_a_claim_left_by_a_killed_turn_is_released_within_a_lease(runtime, db, monkeypatch, mode):
     """Issue 27: a chat turn killed while it held its claim (a fresh lease nobody renews any
     more) stops the chat for one lease and a tick, not for the old fixed 360 s claim, and not
