@@ -4,12 +4,14 @@ process of its own (``crash_runtime.py``) started and SIGKILLed, and polling wit
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -154,3 +156,19 @@ def positions(db: firestore.Client, e: str, chats: list[tuple[str, str]]) -> dic
         )
         for p in participants(db, e)
     }
+
+
+def forget_messages(ports: config.Ports) -> None:
+    """Delete the project's Pub/Sub topics and subscriptions while no runtime runs, so the next
+    runtime makes them anew: a message a killed runtime left unacknowledged would otherwise be
+    delivered to the next run, which reuses the same ids (a departure of the last run, say).
+    Topics first, as ``test_topic_lost`` explains."""
+    host = f"http://127.0.0.1:{ports.pubsub}/v1"
+
+    def call(method: str, url: str) -> dict[str, Any]:
+        with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=10) as r:
+            return dict(json.loads(r.read() or b"{}"))
+
+    for kind in ("topics", "subscriptions"):
+        for item in call("GET", f"{host}/projects/{PROJECT}/{kind}?pageSize=1000").get(kind, []):
+            call("DELETE", f"{host}/{item['name']}")
