@@ -108,12 +108,8 @@ class Reads:
 
     def hold(self, snapshots: Iterable[Any]) -> None:
         """Within an ``ahead`` block, keep these snapshots for their documents' next read."""
-        block = _block.get()
-        if block is None or not self.keeping:
-            return
         for snap in snapshots:
-            self._ahead[snap.reference.path] = snap
-            block.append(snap.reference.path)
+            self.hold_value(snap.reference.path, snap)
 
     def take(self, path: Hashable) -> Any:
         """The snapshot read ahead for the next read of ``path`` (None if none): it answers
@@ -125,8 +121,9 @@ class Reads:
         return self._ahead.get(path)
 
     def hold_value(self, key: Hashable, value: Any) -> None:
-        """Within an ``ahead`` block, keep ``value`` (a query's result read for the block) for
-        the next ``ahead_or`` of ``key``, as ``hold`` keeps a snapshot."""
+        """Within an ``ahead`` block, keep ``value`` for the next read of ``key``: a snapshot
+        under its document's path (``take``), or a query's result read for the block
+        (``ahead_or``)."""
         block = _block.get()
         if block is not None and self.keeping:
             self._ahead[key] = value
